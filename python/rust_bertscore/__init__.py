@@ -1,0 +1,41 @@
+"""rust-bertscore: BERTScore (Zhang et al., ICLR 2020) with a Rust core and an ONNX Runtime
+encoder. Same numbers as bert_score 0.3.13, without PyTorch.
+
+>>> from rust_bertscore import score
+>>> P, R, F = score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+"""
+
+from __future__ import annotations
+
+from ._core import (
+    dot,
+    get_num_threads,
+    l2_norm,
+    normalize,
+    pairwise_embeddings,
+    score_embeddings,
+    set_num_threads,
+)
+from ._version import __version__
+from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
+from .scores import BERTScorer, score
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "LANG2MODEL",
+    "MODEL2LAYERS",
+    "BERTScorer",
+    "DeviceNotAvailableError",
+    "ModelNotFoundError",
+    "RustBertScoreError",
+    "__version__",
+    "dot",
+    "get_num_threads",
+    "l2_norm",
+    "normalize",
+    "pairwise_embeddings",
+    "score",
+    "score_embeddings",
+    "set_num_threads",
+]

@@ -1,0 +1,15 @@
+"""The package's own exception classes (bad arguments raise the built-in ValueError/TypeError)."""
+
+from __future__ import annotations
+
+
+class RustBertScoreError(Exception):
+    """Base class of errors that are neither bad arguments nor plain file errors."""
+
+
+class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
+    """A model could not be found locally and could not be downloaded."""
+
+
+class DeviceNotAvailableError(RustBertScoreError, ValueError):
+    """The requested device has no ONNX Runtime execution provider here."""

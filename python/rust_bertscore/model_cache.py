@@ -1,0 +1,129 @@
+"""The on-disk cache of converted encoder graphs.
+
+A checkpoint is converted to ONNX once per (weights, layer, family, converter version,
+precision) and kept under ``$RUST_BERTSCORE_CACHE`` (default ``~/.cache/rust-bertscore``).
+Entries are written atomically and carry a manifest written last; an entry whose manifest is
+missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
+the worst that happens is that two of them convert the same model at once, and the last
+``os.replace`` wins with an identical file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from . import convert
+from .atomic import write_text_atomic
+from .model_files import ModelFiles
+
+PRECISIONS = ("fp32", "int8")
+
+
+def cache_root() -> Path:
+    """``$RUST_BERTSCORE_CACHE``, or ``~/.cache/rust-bertscore``."""
+    env = os.environ.get("RUST_BERTSCORE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "rust-bertscore"
+
+
+def weights_fingerprint(model_dir: Path) -> str:
+    """A digest of the checkpoint's weight files, memoised by their paths, sizes and mtimes."""
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(
+            f"no *.safetensors weights in {model_dir}: rust-bertscore converts safetensors "
+            "checkpoints (convert a pytorch_model.bin elsewhere, or pass an .onnx file)"
+        )
+    stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
+    memo = cache_root() / "fingerprints" / f"{memo_key}.json"
+    try:
+        saved = json.loads(memo.read_text(encoding="utf-8"))
+        if saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
+            return saved["digest"]
+    except (OSError, ValueError):
+        pass
+    digest = convert.weights_fingerprint(model_dir)
+    try:
+        write_text_atomic(memo, json.dumps({"stamp": stamp, "digest": digest}))
+    except OSError:
+        pass  # a read-only cache only costs a re-hash next time
+    return digest
+
+
+def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str:
+    text = f"{fingerprint}|{family}|{layers}|{convert.CONVERTER_VERSION}|{precision}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _valid(graph: Path, manifest: Path) -> bool:
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        return graph.is_file() and graph.stat().st_size == meta["size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def converted_graph(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    *,
+    all_layers: bool = False,
+    precision: str = "fp32",
+) -> Path:
+    """Path of the ONNX graph for ``files`` at ``num_layers`` (or all layers), converting once.
+
+    Parameters
+    ----------
+    files : ModelFiles
+        A checkpoint (not a ready ``.onnx``).
+    config : dict
+        Its ``config.json``.
+    num_layers : int
+        Keep layers 1..num_layers; ignored with ``all_layers``.
+    all_layers : bool
+        Output every hidden state of the whole model.
+    precision : {"fp32", "int8"}
+        ``"int8"`` applies ONNX Runtime's dynamic int8 quantisation to the fp32 graph.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    family = convert.model_family(config)
+    layers = "all" if all_layers else str(num_layers)
+    fingerprint = weights_fingerprint(files.model_dir)
+    key = entry_key(fingerprint, family, layers, precision)
+    entry = cache_root() / "onnx" / key
+    graph, manifest = entry / "model.onnx", entry / "manifest.json"
+    if _valid(graph, manifest):
+        return graph
+    entry.mkdir(parents=True, exist_ok=True)
+    if precision == "fp32":
+        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers)
+    else:
+        source = converted_graph(files, config, num_layers, all_layers=all_layers)
+        convert.quantize_int8(source, graph)
+    meta = {
+        "model": files.name,
+        "family": family,
+        "layers": layers,
+        "precision": precision,
+        "converter_version": convert.CONVERTER_VERSION,
+        "weights_sha256": fingerprint,
+        "size": graph.stat().st_size,
+    }
+    write_text_atomic(manifest, json.dumps(meta, indent=1))
+    return graph
+
+
+def invalidate(graph: Path) -> None:
+    """Drop a cache entry found damaged (ONNX Runtime could not load it)."""
+    try:
+        (graph.parent / "manifest.json").unlink()
+    except OSError:
+        pass

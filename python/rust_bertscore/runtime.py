@@ -1,0 +1,137 @@
+"""A loaded model: its files, tokenizer and encoder session, shared by scorers in a process."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import convert, model_cache
+from .encoder import Encoder
+from .errors import RustBertScoreError
+from .model_files import ModelFiles, resolve_model
+from .registry import tuned_layer
+from .tokens import TextTokenizer
+
+
+@dataclass(frozen=True)
+class ModelRuntime:
+    """Everything needed to turn texts into token vectors with one model at one layer."""
+
+    files: ModelFiles
+    config: dict
+    depth: int
+    num_layers: int
+    all_layers: bool
+    precision: str
+    tokenizer: TextTokenizer
+    encoder: Encoder
+
+
+def default_layer(model_type: str, depth: int) -> int:
+    """bert_score's tuned layer for ``model_type`` if it has one, else the model's last layer."""
+    layer = tuned_layer(model_type)
+    return depth if layer is None else layer
+
+
+def check_layer(model_type: str, num_layers: object, depth: int) -> int:
+    """Validate ``num_layers`` against the model's depth and return it as int."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int):
+        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
+    if not 0 <= num_layers <= depth:
+        raise ValueError(
+            f"Invalid num_layers: num_layers should be between 0 and {depth} for "
+            f"{model_type}, got {num_layers}"
+        )
+    return num_layers
+
+
+_load_lock = threading.Lock()
+
+
+def load_runtime(
+    model_type: str,
+    num_layers: int | None,
+    *,
+    all_layers: bool = False,
+    device: str | None = None,
+    precision: str = "fp32",
+) -> ModelRuntime:
+    """Resolve, convert (once, cached on disk) and load ``model_type``.
+
+    Loaded runtimes are memoised per process, so repeated ``score()`` calls pay the load once.
+    """
+    with _load_lock:
+        return _load_runtime(model_type, num_layers, all_layers, device, precision)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_runtime(
+    model_type: str,
+    num_layers: int | None,
+    all_layers: bool,
+    device: str | None,
+    precision: str,
+) -> ModelRuntime:
+    files = resolve_model(model_type)
+    config = files.config()
+    convert.model_family(config)  # an unsupported family fails here, before any work
+    depth = convert.model_depth(config)
+    exported = _export_info(files)
+    if num_layers is None:
+        num_layers = exported.get("num_layers", default_layer(model_type, depth))
+    elif exported.get("num_layers", num_layers) != num_layers and not all_layers:
+        raise ValueError(
+            f"{files.onnx_path} was exported at layer {exported['num_layers']}, "
+            f"but num_layers={num_layers}"
+        )
+    layer = num_layers
+    layer = check_layer(model_type, layer, depth)
+    tokenizer = TextTokenizer(files.model_dir, config)
+    if files.onnx_path is not None:
+        graph = files.onnx_path
+        encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+        if encoder.all_layers != all_layers:
+            raise ValueError(
+                f"{graph} outputs {'all hidden states' if encoder.all_layers else 'one layer'}, "
+                f"but all_layers={all_layers}"
+            )
+    else:
+        graph = model_cache.converted_graph(
+            files, config, layer, all_layers=all_layers, precision=precision
+        )
+        try:
+            encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+        except RustBertScoreError:
+            # A damaged cache entry: drop it and convert again, once.
+            model_cache.invalidate(graph)
+            graph = model_cache.converted_graph(
+                files, config, layer, all_layers=all_layers, precision=precision
+            )
+            encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+    return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
+
+
+def export_info_path(graph: Path) -> Path:
+    """The JSON file ``rust-bertscore export`` writes beside a graph (layer, model, precision)."""
+    return graph.with_name(graph.name + ".json")
+
+
+def _export_info(files: ModelFiles) -> dict:
+    if files.onnx_path is None:
+        return {}
+    path = export_info_path(files.onnx_path)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {e}") from e
+    return info if isinstance(info, dict) else {}
+
+
+def _pad_id(config: dict) -> int:
+    pad = config.get("pad_token_id")
+    return int(pad) if isinstance(pad, int) and pad >= 0 else 0

@@ -1,0 +1,507 @@
+"""Stage 5, scores: ``score()`` and ``BERTScorer``, bert_score 0.3.13's API on the Rust kernel."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Union
+
+import numpy as np
+
+from . import _core
+from ._version import __version__
+from .baselines import baseline_values, packaged_baseline, rescale
+from .embeddings import EmbeddingCache, TokenWeights, idf_from_dict, pack, unseen_idf
+from .registry import choose_model
+from .runtime import ModelRuntime, load_runtime
+from .text import PairedTexts, check_texts, pair_texts
+
+Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
+RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
+
+DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
+"""Default bound of a scorer's cache of encoded texts (bytes)."""
+
+PAIRS_PER_CHUNK = 2048
+"""Pairs scored per round: only their texts' embeddings are held at once."""
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_batch_size(batch_size: object) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
+    return int(batch_size)
+
+
+class BERTScorer:
+    """BERTScore with a model loaded once, as ``bert_score.BERTScorer``.
+
+    Parameters
+    ----------
+    model_type : str, optional
+        A Hugging Face model id, a local checkpoint directory, or an ``.onnx`` file with its
+        tokenizer beside it. Default: ``lang``'s model, or all-MiniLM-L6-v2 when ``lang`` is None.
+    num_layers : int, optional
+        The layer whose output is used (0 = embeddings). Default: bert_score's tuned layer for
+        the model, else the model's last layer.
+    batch_size : int
+        Texts per encoder call.
+    nthreads : int
+        Accepted for compatibility with bert_score; threads are set by
+        ``RUST_BERTSCORE_NUM_THREADS`` (kernel) and ONNX Runtime's defaults (encoder).
+    all_layers : bool
+        Score with every hidden state of the model: arrays of shape (layers + 1, N).
+    idf : bool
+        Weight tokens by inverse document frequency over ``idf_sents``.
+    idf_sents : list of str, optional
+        Sentences to compute IDF weights from (see :meth:`compute_idf`).
+    device : str, optional
+        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it.
+    lang : str, optional
+        Language code (``"en"``, ``"zh"``, ...): picks the model and the rescale baseline.
+    rescale_with_baseline : bool
+        Rescale scores as ``(x - b) / (1 - b)`` with the baseline of model and ``lang``.
+    baseline_path : str, optional
+        A baseline file of your own (``LAYER,P,R,F``).
+    precision : {"fp32", "int8"}
+        ``"int8"`` runs a dynamically quantised encoder: faster, slightly different scores.
+    cache_bytes : int
+        Bound of the cache of encoded texts, reused across calls (0 disables it).
+    """
+
+    def __init__(
+        self,
+        model_type: str | None = None,
+        num_layers: int | None = None,
+        batch_size: int = 64,
+        nthreads: int = 4,
+        all_layers: bool = False,
+        idf: bool = False,
+        idf_sents: Sequence[str] | None = None,
+        device: str | None = None,
+        lang: str | None = None,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        precision: str = "fp32",
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self._rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
+        if self._rescale_with_baseline and lang is None and baseline_path is None:
+            raise ValueError(
+                "Need to specify Language when rescaling with baseline: pass lang (e.g. "
+                "lang='en') or baseline_path"
+            )
+        self._lang = lang
+        self._idf = _check_flag("idf", idf)
+        self.all_layers = _check_flag("all_layers", all_layers)
+        self.batch_size = _check_batch_size(batch_size)
+        self.nthreads = nthreads
+        self._model_type = choose_model(model_type, lang)
+        if precision not in ("fp32", "int8"):
+            raise ValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        self._runtime: ModelRuntime = load_runtime(
+            self._model_type,
+            num_layers,
+            all_layers=self.all_layers,
+            device=device,
+            precision=precision,
+        )
+        self.device = "cuda" if "CUDAExecutionProvider" in self._runtime.encoder.providers else (
+            "cpu"
+        )
+        self._uniform = TokenWeights.uniform(
+            self._runtime.tokenizer.special_ids, self._runtime.tokenizer.vocab_size
+        )
+        self._idf_weights: TokenWeights | None = None
+        self._cache = EmbeddingCache(cache_bytes)
+        self.use_custom_baseline = baseline_path is not None
+        if baseline_path is None:
+            baseline_path = str(packaged_baseline(lang or "", self._model_type))
+        self.baseline_path = baseline_path
+        self._baseline_vals: np.ndarray | None = None
+        if idf_sents is not None:
+            self.compute_idf(idf_sents)
+
+    # -- properties mirroring bert_score.BERTScorer -------------------------------------------
+    @property
+    def model_type(self) -> str:
+        """The model used (a Hub id or a path)."""
+        return self._model_type
+
+    @property
+    def num_layers(self) -> int:
+        """The layer whose output is scored."""
+        return self._runtime.num_layers
+
+    @property
+    def lang(self) -> str | None:
+        return self._lang
+
+    @property
+    def idf(self) -> bool:
+        return self._idf
+
+    @property
+    def rescale_with_baseline(self) -> bool:
+        return self._rescale_with_baseline
+
+    @property
+    def precision(self) -> str:
+        return self._runtime.precision
+
+    @property
+    def hash(self) -> str:
+        """A string naming model, layer, idf, rescaling and this package's version."""
+        return make_hash(
+            self._model_type,
+            self.num_layers,
+            self._idf,
+            self._rescale_with_baseline,
+            self.use_custom_baseline,
+            self.precision,
+        )
+
+    @property
+    def baseline_vals(self) -> np.ndarray:
+        """The baseline row (P, R, F) for ``num_layers``, or all rows with ``all_layers``."""
+        if self._baseline_vals is None:
+            try:
+                self._baseline_vals = baseline_values(
+                    self.baseline_path, self.num_layers, self.all_layers
+                )
+            except FileNotFoundError:
+                raise ValueError(
+                    f"Baseline not Found for {self._model_type} on {self._lang} at "
+                    f"{self.baseline_path}"
+                ) from None
+        return self._baseline_vals
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache of encoded texts (see ``cache_bytes``)."""
+        return self._cache
+
+    # -- IDF ---------------------------------------------------------------------------------
+    def compute_idf(self, sents: Sequence[str]) -> None:
+        """Compute IDF weights from ``sents``: ``ln((M+1)/(df+1))`` over token-id sets.
+
+        Overwrites weights computed before (with a message on stderr, as bert_score warns).
+        """
+        if self._idf_weights is not None:
+            print("Warning: Overwriting the previous importance weights.", file=sys.stderr)
+        self._idf_weights = self._idf_table(check_texts(sents, "sents"))
+
+    def _idf_table(self, sents: Sequence[str]) -> TokenWeights:
+        docs = self._runtime.tokenizer.encode(sents)
+        ids, values = _core.idf_table(docs)
+        return TokenWeights.from_idf(
+            dict(zip(ids.tolist(), values.tolist())),
+            unseen_idf(len(docs)),
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    def _user_idf(self, idf: Mapping[int, float]) -> TokenWeights:
+        entries, default = idf_from_dict(idf)
+        return TokenWeights.from_idf(
+            entries,
+            math.nan if default is None else default,
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = False,
+        batch_size: int | None = None,
+        return_hash: bool = False,
+    ) -> Scores | tuple[Scores, str]:
+        """Score candidates against references.
+
+        Parameters
+        ----------
+        cands : list of str
+            Candidate sentences.
+        refs : list of str or list of list of str
+            One reference per candidate, or a list of references per candidate (each
+            candidate's P, R and F are then the best over its references, each on its own).
+        verbose : bool
+            Print progress.
+        batch_size : int, optional
+            Texts per encoder call (default: the scorer's).
+        return_hash : bool
+            Also return :attr:`hash`.
+
+        Returns
+        -------
+        (P, R, F) : tuple of np.ndarray
+            float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+        """
+        if self._idf:
+            if self._idf_weights is None:
+                raise ValueError(
+                    "IDF weights are not computed: pass idf_sents or call compute_idf() first"
+                )
+            weights = self._idf_weights
+        else:
+            weights = self._uniform
+        out = self._score(pair_texts(cands, refs), weights, verbose, batch_size)
+        if self._rescale_with_baseline:
+            out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+        return (out, self.hash) if return_hash else out
+
+    def _baseline_column(self, which: int) -> np.ndarray:
+        vals = self.baseline_vals
+        return vals[:, which][:, None] if self.all_layers else vals[which]
+
+    def _score(
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        verbose: bool,
+        batch_size: int | None,
+    ) -> Scores:
+        batch = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        if verbose:
+            print("calculating scores...")
+        start = time.perf_counter()
+        prf = self._score_pairs(paired, weights, batch, verbose)
+        if paired.group_offsets is not None:
+            prf = _max_over_groups(prf, paired.group_offsets)
+        if verbose:
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            print(
+                f"done in {elapsed:.2f} seconds, {len(paired.refs) / elapsed:.2f} sentences/sec"
+            )
+        return prf[0], prf[1], prf[2]
+
+    def _score_pairs(
+        self, paired: PairedTexts, weights: TokenWeights, batch_size: int, verbose: bool
+    ) -> np.ndarray:
+        """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs)."""
+        runtime = self._runtime
+        texts: dict[str, int] = {}
+        cand_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.cands), np.int64, len(paired.cands)
+        )
+        ref_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.refs), np.int64, len(paired.refs)
+        )
+        unique = list(texts)
+        ids = runtime.tokenizer.encode(unique)
+        _warn_empty(ids, cand_idx, ref_idx)
+        text_weights = [weights.weights(t) for t in ids]
+        _check_weights(text_weights, unique)
+        layers = runtime.depth + 1 if self.all_layers else 1
+        n = len(cand_idx)
+        out = np.zeros((3, layers, n), dtype=np.float32)
+        starts = range(0, n, PAIRS_PER_CHUNK)
+        if verbose:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="scoring", unit="chunk")
+        for start in starts:
+            stop = min(start + PAIRS_PER_CHUNK, n)
+            needed, inverse = np.unique(
+                np.concatenate([cand_idx[start:stop], ref_idx[start:stop]]), return_inverse=True
+            )
+            local_cand, local_ref = inverse[: stop - start], inverse[stop - start :]
+            vectors = self._vectors([unique[i] for i in needed], [ids[i] for i in needed],
+                                    batch_size)
+            w = [text_weights[i] for i in needed]
+            for layer in range(layers):
+                per_text = [v[layer] for v in vectors] if self.all_layers else vectors
+                packed = pack(per_text, w)
+                p, r, f = _core.score_ragged(
+                    packed.data, packed.offsets, packed.weights, local_cand, local_ref
+                )
+                out[0, layer, start:stop] = p
+                out[1, layer, start:stop] = r
+                out[2, layer, start:stop] = f
+        return out if self.all_layers else out[:, 0, :]
+
+    def _vectors(
+        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+    ) -> list[np.ndarray]:
+        """Token vectors of ``texts``: from the cache where seen before, else encoded."""
+        found = [self._cache.get(t) for t in texts]
+        missing = [i for i, v in enumerate(found) if v is None]
+        if missing:
+            fresh = self._runtime.encoder.embed([ids[i] for i in missing], batch_size)
+            for i, vec in zip(missing, fresh):
+                found[i] = vec
+                self._cache.put(texts[i], vec)
+        return found  # type: ignore[return-value]
+
+
+def _max_over_groups(prf: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
+    """P, R and F each maxed over every candidate's references (last axis)."""
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    return np.maximum.reduceat(prf, starts, axis=-1)
+
+
+def _warn_empty(ids: Sequence[list[int]], cand_idx: np.ndarray, ref_idx: np.ndarray) -> None:
+    lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+    if len(cand_idx) and (lengths[cand_idx] == 2).any():
+        print(
+            "Warning: Empty candidate sentence detected; setting raw BERTscores to 0.",
+            file=sys.stderr,
+        )
+    if len(ref_idx) and (lengths[ref_idx] == 2).any():
+        print(
+            "Warning: Empty reference sentence detected; setting raw BERTScores to 0.",
+            file=sys.stderr,
+        )
+
+
+def _check_weights(weights: Sequence[np.ndarray], texts: Sequence[str]) -> None:
+    for i, w in enumerate(weights):
+        if np.isnan(w).any():
+            raise ValueError(
+                f"the idf dict has no weight for a token of text {texts[i]!r:.60}: give a "
+                "defaultdict (as bert_score's get_idf_dict returns) or weights for every token id"
+            )
+
+
+def make_hash(
+    model_type: str,
+    num_layers: int,
+    idf: bool,
+    rescale_with_baseline: bool,
+    use_custom_baseline: bool,
+    precision: str = "fp32",
+) -> str:
+    """The settings string bert_score prints, naming this package and its version."""
+    msg = (
+        f"{model_type}_L{num_layers}{'_idf' if idf else '_no-idf'}"
+        f"_version={__version__}(rust-bertscore)"
+    )
+    if rescale_with_baseline:
+        msg += "-custom-rescaled" if use_custom_baseline else "-rescaled"
+    if precision != "fp32":
+        msg += f"_{precision}"
+    return msg
+
+
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = None,
+    num_layers: int | None = None,
+    verbose: bool = False,
+    idf: bool | Mapping[int, float] = False,
+    device: str | None = None,
+    batch_size: int = 64,
+    nthreads: int = 4,
+    all_layers: bool = False,
+    lang: str | None = None,
+    return_hash: bool = False,
+    rescale_with_baseline: bool = False,
+    baseline_path: str | None = None,
+    precision: str = "fp32",
+) -> Scores | tuple[Scores, str]:
+    """BERTScore of candidates against references, as ``bert_score.score``.
+
+    Parameters
+    ----------
+    cands : list of str
+        Candidate sentences.
+    refs : list of str or list of list of str
+        References: one per candidate, or a list per candidate (counts may differ).
+    model_type : str, optional
+        Hugging Face id, checkpoint directory or ``.onnx`` file. Default: ``lang``'s model, or
+        sentence-transformers/all-MiniLM-L6-v2 at layer 6 when neither is given.
+    num_layers : int, optional
+        Layer to use; default bert_score's tuned layer for the model, else its last layer.
+    verbose : bool
+        Print progress.
+    idf : bool or dict
+        IDF weighting over the references (``ln((M+1)/(df+1))``), or a ready ``{id: weight}``.
+    device : str, optional
+        ``"cpu"``, ``"cuda"``/``"cuda:N"``; None picks CUDA when available.
+    batch_size : int
+        Texts per encoder call.
+    nthreads : int
+        Accepted for compatibility.
+    all_layers : bool
+        Scores for every hidden state of the model: arrays of shape (layers + 1, N).
+    lang : str, optional
+        Language code; picks the model (bert_score's ``lang2model``) and the baseline.
+    return_hash : bool
+        Also return the settings hash.
+    rescale_with_baseline : bool
+        Rescale with the baseline of the model and ``lang`` (or ``baseline_path``).
+    baseline_path : str, optional
+        A custom baseline file.
+    precision : {"fp32", "int8"}
+        Encoder precision.
+
+    Returns
+    -------
+    (P, R, F) or ((P, R, F), hash)
+        float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+    """
+    if isinstance(idf, Mapping):
+        use_idf, idf_dict = True, idf
+    else:
+        use_idf, idf_dict = _check_flag("idf", idf), None
+    scorer = BERTScorer(
+        model_type=model_type,
+        num_layers=num_layers,
+        batch_size=batch_size,
+        nthreads=nthreads,
+        all_layers=all_layers,
+        idf=use_idf,
+        device=device,
+        lang=lang,
+        rescale_with_baseline=False,
+        baseline_path=baseline_path,
+        precision=precision,
+        cache_bytes=0,
+    )
+    paired = pair_texts(cands, refs)
+    if idf_dict is not None:
+        weights = scorer._user_idf(idf_dict)
+    elif use_idf:
+        weights = scorer._idf_table(paired.refs)
+    else:
+        weights = scorer._uniform
+    out = scorer._score(paired, weights, verbose, batch_size)
+    if rescale_with_baseline:
+        if lang is None and baseline_path is None:
+            raise ValueError(
+                "Need to specify Language when rescaling with baseline: pass lang (e.g. "
+                "lang='en') or baseline_path"
+            )
+        path = baseline_path or str(packaged_baseline(lang or "", scorer.model_type))
+        try:
+            base = baseline_values(path, scorer.num_layers, all_layers)
+        except FileNotFoundError:
+            print(
+                f"Warning: Baseline not Found for {scorer.model_type} on {lang} at {path}",
+                file=sys.stderr,
+            )
+        else:
+            cols = [base[:, i][:, None] if all_layers else base[i] for i in range(3)]
+            out = tuple(rescale(s, c) for s, c in zip(out, cols))
+    if return_hash:
+        h = make_hash(
+            scorer.model_type,
+            scorer.num_layers,
+            use_idf,
+            rescale_with_baseline,
+            baseline_path is not None,
+            precision,
+        )
+        return out, h
+    return out
