@@ -50,7 +50,9 @@ def read_baseline(path: str | Path) -> np.ndarray:
         except ValueError:
             raise ValueError(f"{path}:{line_no}: P, R, F must be numbers, got {line!r}") from None
         if not all(np.isfinite(prf)) or any(v >= 1.0 for v in prf):
-            raise ValueError(f"{path}:{line_no}: baselines must be finite and below 1, got {line!r}")
+            raise ValueError(
+                f"{path}:{line_no}: baselines must be finite and below 1, got {line!r}"
+            )
         values.append(prf)
     if not values:
         raise ValueError(f"{path}: no layer rows after the header")

@@ -13,12 +13,15 @@ from pathlib import Path
 from .scores import score
 
 BUILT_IN = [
-    ("All afternoon the cat sat quietly on the warm window sill.",
-     "The cat sat quietly on the warm windowsill all afternoon."),
-    ("Scientists say the medicine made symptoms worse for every patient.",
-     "Researchers found that the drug reduced symptoms in most patients."),
-    ("The weather was sunny and warm all week.",
-     "He apologised for arriving late to the meeting."),
+    (
+        "All afternoon the cat sat quietly on the warm window sill.",
+        "The cat sat quietly on the warm windowsill all afternoon.",
+    ),
+    (
+        "Scientists say the medicine made symptoms worse for every patient.",
+        "Researchers found that the drug reduced symptoms in most patients.",
+    ),
+    ("The weather was sunny and warm all week.", "He apologised for arriving late to the meeting."),
 ]
 
 

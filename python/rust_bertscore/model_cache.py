@@ -10,6 +10,7 @@ the worst that happens is that two of them convert the same model at once, and t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -49,10 +50,8 @@ def weights_fingerprint(model_dir: Path) -> str:
     except (OSError, ValueError):
         pass
     digest = convert.weights_fingerprint(model_dir)
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
         write_text_atomic(memo, json.dumps({"stamp": stamp, "digest": digest}))
-    except OSError:
-        pass  # a read-only cache only costs a re-hash next time
     return digest
 
 
@@ -123,7 +122,5 @@ def converted_graph(
 
 def invalidate(graph: Path) -> None:
     """Drop a cache entry found damaged (ONNX Runtime could not load it)."""
-    try:
+    with contextlib.suppress(OSError):
         (graph.parent / "manifest.json").unlink()
-    except OSError:
-        pass

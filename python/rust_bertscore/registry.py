@@ -1,8 +1,9 @@
 """Which model and layer to use: bert_score's published tables and defaults.
 
-``LANG2MODEL`` and ``MODEL2LAYERS`` are carried over from bert_score 0.3.13 (``bert_score/utils.py``,
-MIT License, Copyright (c) 2019 Tianyi Zhang, Varsha Kishore, Felix Wu, Kilian Q. Weinberger and
-Yoav Artzi). The layer numbers are the ones its authors tuned on WMT16 correlations.
+``LANG2MODEL`` and ``MODEL2LAYERS`` are carried over from bert_score 0.3.13
+(``bert_score/utils.py``, MIT License, Copyright (c) 2019 Tianyi Zhang, Varsha Kishore,
+Felix Wu, Kilian Q. Weinberger and Yoav Artzi). The layer numbers are the ones its authors
+tuned on WMT16 correlations.
 """
 
 from __future__ import annotations

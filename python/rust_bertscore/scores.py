@@ -115,8 +115,8 @@ class BERTScorer:
             device=device,
             precision=precision,
         )
-        self.device = "cuda" if "CUDAExecutionProvider" in self._runtime.encoder.providers else (
-            "cpu"
+        self.device = (
+            "cuda" if "CUDAExecutionProvider" in self._runtime.encoder.providers else ("cpu")
         )
         self._uniform = TokenWeights.uniform(
             self._runtime.tokenizer.special_ids, self._runtime.tokenizer.vocab_size
@@ -280,9 +280,7 @@ class BERTScorer:
             prf = _max_over_groups(prf, paired.group_offsets)
         if verbose:
             elapsed = max(time.perf_counter() - start, 1e-9)
-            print(
-                f"done in {elapsed:.2f} seconds, {len(paired.refs) / elapsed:.2f} sentences/sec"
-            )
+            print(f"done in {elapsed:.2f} seconds, {len(paired.refs) / elapsed:.2f} sentences/sec")
         return prf[0], prf[1], prf[2]
 
     def _score_pairs(
@@ -316,8 +314,9 @@ class BERTScorer:
                 np.concatenate([cand_idx[start:stop], ref_idx[start:stop]]), return_inverse=True
             )
             local_cand, local_ref = inverse[: stop - start], inverse[stop - start :]
-            vectors = self._vectors([unique[i] for i in needed], [ids[i] for i in needed],
-                                    batch_size)
+            vectors = self._vectors(
+                [unique[i] for i in needed], [ids[i] for i in needed], batch_size
+            )
             w = [text_weights[i] for i in needed]
             for layer in range(layers):
                 per_text = [v[layer] for v in vectors] if self.all_layers else vectors

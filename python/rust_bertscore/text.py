@@ -45,9 +45,7 @@ def check_texts(texts: object, name: str) -> list[str]:
         try:
             texts = list(texts)  # type: ignore[call-overload]
         except TypeError:
-            raise TypeError(
-                f"{name} must be a list of str, got {type(texts).__name__}"
-            ) from None
+            raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}") from None
     out = list(texts)
     for i, t in enumerate(out):
         if not isinstance(t, str):

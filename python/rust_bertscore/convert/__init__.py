@@ -1,0 +1,267 @@
+"""Torch-free conversion of Hugging Face encoder checkpoints to ONNX graphs.
+
+Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
+NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
+transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa and DistilBERT families.
+
+Graph contract
+--------------
+Inputs
+    ``input_ids`` int64 ``[batch, seq]`` and ``attention_mask`` int64 ``[batch, seq]``
+    (1 = real token, 0 = padding; padding at the end of each row).
+Output of a truncated graph (``all_layers=False``)
+    ``hidden_state`` float32 ``[batch, seq, hidden]``: hidden state ``num_layers``
+    (0 = the embeddings output, k = the output of layer k).
+Output with ``all_layers=True``
+    ``hidden_states`` float32 ``[depth + 1, batch, seq, hidden]``: every hidden state of the
+    whole model, ``num_layers`` notwithstanding (as bert_score does).
+
+Padding keys get float32's most negative finite value as additive attention bias, so the outputs
+of real tokens do not depend on padding; the outputs at padded positions are meaningless.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import onnx
+
+from ._checkpoint import (
+    SUPPORTED_FAMILIES,
+    SUPPORTED_MODEL_TYPES,
+    CheckpointError,
+    load_config,
+    max_positions,
+    model_depth,
+    model_family,
+    weight_files,
+    weights_fingerprint,
+)
+from ._encoders import (
+    ATTENTION_MASK,
+    HIDDEN_STATE,
+    HIDDEN_STATES,
+    INPUT_IDS,
+    build_model,
+)
+from ._graph import OPSET
+
+__all__ = [
+    "ATTENTION_MASK",
+    "CONVERTER_VERSION",
+    "EXTERNAL_DATA_THRESHOLD",
+    "HIDDEN_STATE",
+    "HIDDEN_STATES",
+    "INPUT_IDS",
+    "OPSET",
+    "SUPPORTED_FAMILIES",
+    "SUPPORTED_MODEL_TYPES",
+    "CheckpointError",
+    "build_model",
+    "export_onnx",
+    "load_config",
+    "max_positions",
+    "model_depth",
+    "model_family",
+    "quantize_int8",
+    "weight_files",
+    "weights_fingerprint",
+]
+
+CONVERTER_VERSION = "1"
+"""Version of the graphs written here; bump it whenever they change (part of the cache key)."""
+
+EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
+"""Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # directories cannot be synced on some platforms (Windows)
+        _fsync(path)
+
+
+def _atomic_write(out_path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Let ``write`` produce ``out_path`` (plus any external-data files) in a private temporary
+    directory beside it, then move the results into place with ``os.replace``.
+
+    Data files move first and the graph last (after removing an old graph, so an old graph never
+    pairs with new data). On any error nothing is left behind and ``out_path`` is untouched.
+    """
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        staged = staging / out.name
+        write(staged)
+        if not staged.is_file():
+            raise OSError(f"{staged}: the writer produced no file")
+        extras = sorted(p for p in staging.iterdir() if p != staged)
+        for path in [*extras, staged]:
+            _fsync(path)
+        if extras:
+            out.unlink(missing_ok=True)
+            for path in extras:
+                os.replace(path, out.parent / path.name)
+        os.replace(staged, out)
+        _fsync_dir(out.parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+class _DropPreprocessingHint(logging.Filter):
+    """Hide quantize_dynamic's root-logger advice to run ORT's pre-processing script first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please consider to run pre-processing")
+
+
+def _weight_bytes(model: onnx.ModelProto) -> int:
+    return sum(len(t.raw_data) for t in model.graph.initializer)
+
+
+def _save(model: onnx.ModelProto, path: Path, external: bool) -> None:
+    if external:
+        onnx.save_model(
+            model,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{path.name}.data",
+            size_threshold=1024,
+        )
+    else:
+        with open(path, "wb") as handle:
+            handle.write(model.SerializeToString())
+
+
+def export_onnx(
+    model_dir: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    num_layers: int | None,
+    *,
+    all_layers: bool = False,
+    external_data: bool | None = None,
+) -> Path:
+    """Convert a checkpoint to an ONNX encoder graph and write it atomically.
+
+    Parameters
+    ----------
+    model_dir
+        Hugging Face checkpoint directory: ``config.json`` and ``model.safetensors`` (or shards
+        listed in ``model.safetensors.index.json``).
+    out_path
+        Where to write the ``.onnx`` file (parent directories are created).
+    num_layers
+        Number of transformer layers to keep, ``0 <= num_layers <= depth``; the graph outputs
+        ``hidden_state``, hidden state ``num_layers``. Ignored (may be None) with ``all_layers``.
+    all_layers
+        Build the whole model and output ``hidden_states`` = hidden states ``0..depth``.
+    external_data
+        Store the weights in ``<out_path name>.data`` beside the graph. Default: only when they
+        exceed :data:`EXTERNAL_DATA_THRESHOLD` bytes.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_path``.
+
+    Raises
+    ------
+    ValueError
+        For an unsupported ``model_type`` or ``num_layers`` outside ``0..depth``.
+    CheckpointError
+        (a ValueError) For a corrupt or truncated weight file, a missing tensor or a shape that
+        disagrees with ``config.json``; the message names the file and the tensor.
+    FileNotFoundError
+        If ``config.json`` or the weights are missing.
+    """
+    config = load_config(model_dir)
+    doc = (
+        f"rust_bertscore.convert {CONVERTER_VERSION}: model_type={config.get('model_type')!r}, "
+        + ("all hidden states" if all_layers else f"hidden state {num_layers}")
+    )
+    model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc)
+    external = (
+        _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD if external_data is None else external_data
+    )
+    return _atomic_write(out_path, lambda path: _save(model, path, external))
+
+
+def quantize_int8(
+    src_onnx: str | os.PathLike[str],
+    dst_onnx: str | os.PathLike[str],
+    *,
+    per_channel: bool = True,
+    nodes_to_exclude: Sequence[str] | None = None,
+    op_types: Sequence[str] = ("MatMul",),
+    reduce_range: bool = False,
+) -> Path:
+    """Dynamically quantise a graph's weights to int8 with ONNX Runtime and write it atomically.
+
+    Parameters
+    ----------
+    src_onnx
+        An fp32 graph written by :func:`export_onnx`.
+    dst_onnx
+        Where to write the quantised graph.
+    per_channel
+        One scale per output channel of each weight matrix (closer to fp32) instead of one per
+        matrix.
+    nodes_to_exclude
+        Node names to keep in fp32 (e.g. ``"encoder.layer.0.intermediate.dense/MatMul"``).
+    op_types
+        Op types to quantise. The default quantises the projections (MatMul with a constant weight)
+        and keeps the embedding tables in fp32.
+    reduce_range
+        Quantise weights to 7 bits, which avoids saturation in the u8s8 kernels of CPUs without
+        VNNI (but costs accuracy where there is none).
+
+    Returns
+    -------
+    pathlib.Path
+        ``dst_onnx``.
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    src = Path(src_onnx)
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such ONNX file")
+    data = src.with_name(f"{src.name}.data")
+    size = src.stat().st_size + (data.stat().st_size if data.is_file() else 0)
+
+    def write(path: Path) -> None:
+        hint_filter = _DropPreprocessingHint()
+        logging.getLogger().addFilter(hint_filter)
+        try:
+            _quantize(path)
+        finally:
+            logging.getLogger().removeFilter(hint_filter)
+
+    def _quantize(path: Path) -> None:
+        quantize_dynamic(
+            model_input=src,
+            model_output=path,
+            op_types_to_quantize=list(op_types),
+            per_channel=per_channel,
+            reduce_range=reduce_range,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=list(nodes_to_exclude or []),
+            use_external_data_format=size > EXTERNAL_DATA_THRESHOLD,
+        )
+
+    return _atomic_write(dst_onnx, write)

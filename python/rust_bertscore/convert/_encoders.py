@@ -1,0 +1,356 @@
+"""The encoder families as ONNX graphs: embeddings, post-LayerNorm transformer layers, outputs."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ._checkpoint import (
+    CheckpointError,
+    WeightStore,
+    _int_field,
+    load_config,
+    model_depth,
+    model_family,
+)
+from ._graph import FLOAT32_MIN, GraphBuilder, float_output, int64_input
+
+INPUT_IDS = "input_ids"
+ATTENTION_MASK = "attention_mask"
+HIDDEN_STATE = "hidden_state"
+HIDDEN_STATES = "hidden_states"
+
+
+@dataclass(frozen=True)
+class LayerNames:
+    """Where one family keeps a layer's tensors, relative to the layer's prefix."""
+
+    prefix: str
+    query: str
+    key: str
+    value: str
+    attn_out: str
+    attn_norm: str
+    ffn_in: str
+    ffn_out: str
+    ffn_norm: str
+
+
+BERT_LAYER = LayerNames(
+    prefix="encoder.layer.{i}.",
+    query="attention.self.query",
+    key="attention.self.key",
+    value="attention.self.value",
+    attn_out="attention.output.dense",
+    attn_norm="attention.output.LayerNorm",
+    ffn_in="intermediate.dense",
+    ffn_out="output.dense",
+    ffn_norm="output.LayerNorm",
+)
+
+DISTILBERT_LAYER = LayerNames(
+    prefix="transformer.layer.{i}.",
+    query="attention.q_lin",
+    key="attention.k_lin",
+    value="attention.v_lin",
+    attn_out="attention.out_lin",
+    attn_norm="sa_layer_norm",
+    ffn_in="ffn.lin1",
+    ffn_out="ffn.lin2",
+    ffn_norm="output_layer_norm",
+)
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """The sizes and options of one checkpoint, read from config.json."""
+
+    model_type: str
+    family: str
+    depth: int
+    hidden: int
+    heads: int
+    intermediate: int
+    embedding_size: int
+    vocab_size: int
+    n_positions: int
+    type_vocab_size: int
+    layer_norm_eps: float
+    activation: str
+    pad_token_id: int
+    layers: LayerNames
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
+    """Read an :class:`EncoderSpec` from a configuration (``ValueError`` if unsupported)."""
+    family = model_family(config)
+    model_type = str(config["model_type"])
+    if family == "distilbert":
+        hidden = _int_field(config, "dim")
+        spec = EncoderSpec(
+            model_type=model_type,
+            family=family,
+            depth=model_depth(config),
+            hidden=hidden,
+            heads=_int_field(config, "n_heads"),
+            intermediate=_int_field(config, "hidden_dim"),
+            embedding_size=hidden,
+            vocab_size=_int_field(config, "vocab_size"),
+            n_positions=_int_field(config, "max_position_embeddings"),
+            type_vocab_size=0,
+            layer_norm_eps=1e-12,  # fixed in transformers' DistilBERT code, not in config.json
+            activation=str(config.get("activation", "gelu")),
+            pad_token_id=int(config.get("pad_token_id") or 0),
+            layers=DISTILBERT_LAYER,
+        )
+    else:
+        position_type = config.get("position_embedding_type", "absolute")
+        if position_type != "absolute":
+            raise ValueError(
+                f"unsupported position_embedding_type {position_type!r} for model_type "
+                f"{model_type!r}: only 'absolute' position embeddings are converted"
+            )
+        hidden = _int_field(config, "hidden_size")
+        embedding_size = hidden
+        if model_type == "electra" and config.get("embedding_size") is not None:
+            embedding_size = _int_field(config, "embedding_size")
+        eps = config.get("layer_norm_eps", 1e-12)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+            raise CheckpointError(
+                f"config field 'layer_norm_eps' must be a positive number, got {eps!r}"
+            )
+        spec = EncoderSpec(
+            model_type=model_type,
+            family=family,
+            depth=model_depth(config),
+            hidden=hidden,
+            heads=_int_field(config, "num_attention_heads"),
+            intermediate=_int_field(config, "intermediate_size"),
+            embedding_size=embedding_size,
+            vocab_size=_int_field(config, "vocab_size"),
+            n_positions=_int_field(config, "max_position_embeddings"),
+            type_vocab_size=int(config.get("type_vocab_size", 2)),
+            layer_norm_eps=float(eps),
+            activation=str(config.get("hidden_act", "gelu")),
+            pad_token_id=int(config.get("pad_token_id") or 0),
+            layers=BERT_LAYER,
+        )
+    if spec.heads <= 0 or spec.hidden % spec.heads:
+        raise CheckpointError(
+            f"hidden size {spec.hidden} is not a multiple of the number of heads {spec.heads}"
+        )
+    if family != "distilbert" and spec.type_vocab_size < 1:
+        raise CheckpointError(f"type_vocab_size must be >= 1, got {spec.type_vocab_size}")
+    return spec
+
+
+def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: str) -> str:
+    """Hidden state 0: word + token type 0 + position embeddings, LayerNorm, ELECTRA projection."""
+    e = spec.embedding_size
+    word = g.weight(
+        "embeddings.word_embeddings",
+        w.get("embeddings.word_embeddings.weight", (spec.vocab_size, e)),
+    )
+    table = w.get("embeddings.position_embeddings.weight", (spec.n_positions, e))
+    x = g.op("Gather", [word, INPUT_IDS], "embeddings/word", axis=0)
+    if spec.family != "distilbert":
+        # bert_score passes no token_type_ids: every token takes row 0 of the table.
+        token_types = w.get("embeddings.token_type_embeddings.weight", (spec.type_vocab_size, e))
+        x = g.op(
+            "Add", [x, g.weight("embeddings.token_type_0", token_types[0])], "embeddings/add_type"
+        )
+    positions = g.weight("embeddings.position_embeddings", table)
+    if spec.family == "roberta":
+        # transformers: mask = input_ids != padding_idx; ids = cumsum(mask) * mask + padding_idx.
+        # Also masking with attention_mask keeps whatever id the caller pads with out of the count.
+        not_pad = g.op(
+            "Not",
+            [g.op("Equal", [INPUT_IDS, g.scalar(spec.pad_token_id, "int64")], "embeddings/is_pad")],
+            "embeddings/not_pad",
+        )
+        real = g.op(
+            "Mul",
+            [
+                g.op("Cast", [not_pad], "embeddings/not_pad_i64", to=onnx.TensorProto.INT64),
+                mask_i64,
+            ],
+            "embeddings/real",
+        )
+        count = g.op("CumSum", [real, g.scalar(1, "int64")], "embeddings/cumsum")
+        pos_ids = g.op(
+            "Add",
+            [
+                g.op("Mul", [count, real], "embeddings/count_real"),
+                g.scalar(spec.pad_token_id, "int64"),
+            ],
+            "embeddings/position_ids",
+        )
+        pos = g.op("Gather", [positions, pos_ids], "embeddings/position", axis=0)
+    else:
+        # positions 0..T-1: the first T rows of the table, broadcast over the batch.
+        seq = g.op(
+            "Slice",
+            [
+                g.op("Shape", [INPUT_IDS], "embeddings/shape"),
+                g.ints("one", [1]),
+                g.ints("two", [2]),
+            ],
+            "embeddings/seq_len",
+        )
+        pos = g.op(
+            "Slice",
+            [positions, g.ints("zero", [0]), seq, g.ints("axis0", [0])],
+            "embeddings/position",
+        )
+    x = g.op("Add", [x, pos], "embeddings/add_position")
+    x = g.layer_norm(
+        x,
+        w.get("embeddings.LayerNorm.weight", (e,)),
+        w.get("embeddings.LayerNorm.bias", (e,)),
+        spec.layer_norm_eps,
+        "embeddings.LayerNorm",
+    )
+    if e != spec.hidden:  # ELECTRA with embedding_size != hidden_size
+        x = g.linear(
+            x,
+            w.get("embeddings_project.weight", (spec.hidden, e)),
+            w.get("embeddings_project.bias", (spec.hidden,)),
+            "embeddings_project",
+        )
+    return x
+
+
+def _mask_bias(g: GraphBuilder, mask_i64: str) -> str:
+    """[batch, 1, 1, seq] additive bias: 0 for real keys, float32's most negative for padding."""
+    m = g.op("Unsqueeze", [mask_i64, g.ints("axes_1_2", [1, 2])], "mask/unsqueeze")
+    m = g.op("Cast", [m], "mask/cast", to=onnx.TensorProto.FLOAT)
+    m = g.op("Sub", [g.scalar(1.0), m], "mask/invert")
+    return g.op("Mul", [m, g.scalar(FLOAT32_MIN)], "mask/bias")
+
+
+def _layer(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str, bias: str, i: int) -> str:
+    """One post-LayerNorm transformer layer (identical maths in BERT, RoBERTa and DistilBERT)."""
+    names = spec.layers
+    pre = names.prefix.format(i=i)
+    h, d, f = spec.hidden, spec.head_dim, spec.intermediate
+
+    def lin(x: str, part: str, n_out: int, n_in: int, scale: float = 1.0) -> str:
+        weight = w.get(f"{pre}{part}.weight", (n_out, n_in))
+        b = w.get(f"{pre}{part}.bias", (n_out,))
+        if scale != 1.0:
+            weight, b = weight * np.float32(scale), b * np.float32(scale)
+        return g.linear(x, weight, b, f"{pre}{part}")
+
+    split = g.ints(f"{pre}heads_shape", [0, 0, spec.heads, d])
+    merge = g.ints(f"{pre}merged_shape", [0, 0, h])
+
+    def heads(t: str, perm: list[int], tag: str) -> str:
+        t = g.op("Reshape", [t, split], f"{pre}attention/{tag}_split")
+        return g.op("Transpose", [t], f"{pre}attention/{tag}_heads", perm=perm)
+
+    # 1/sqrt(d) folded into the query projection (transformers divides the scores, DistilBERT
+    # divides q: the same number up to rounding).
+    q = heads(lin(x, names.query, h, h, 1.0 / math.sqrt(d)), [0, 2, 1, 3], "q")
+    k = heads(lin(x, names.key, h, h), [0, 2, 3, 1], "k")
+    v = heads(lin(x, names.value, h, h), [0, 2, 1, 3], "v")
+    scores = g.op("MatMul", [q, k], f"{pre}attention/scores")
+    scores = g.op("Add", [scores, bias], f"{pre}attention/masked_scores")
+    probs = g.op("Softmax", [scores], f"{pre}attention/probs", axis=-1)
+    ctx = g.op("MatMul", [probs, v], f"{pre}attention/context")
+    ctx = g.op("Transpose", [ctx], f"{pre}attention/context_t", perm=[0, 2, 1, 3])
+    ctx = g.op("Reshape", [ctx, merge], f"{pre}attention/context_merged")
+    attn = g.op("Add", [lin(ctx, names.attn_out, h, h), x], f"{pre}attention/residual")
+    attn = g.layer_norm(
+        attn,
+        w.get(f"{pre}{names.attn_norm}.weight", (h,)),
+        w.get(f"{pre}{names.attn_norm}.bias", (h,)),
+        spec.layer_norm_eps,
+        f"{pre}{names.attn_norm}",
+    )
+    inner = g.activation(lin(attn, names.ffn_in, f, h), spec.activation, f"{pre}ffn/act")
+    out = g.op("Add", [lin(inner, names.ffn_out, h, f), attn], f"{pre}ffn/residual")
+    return g.layer_norm(
+        out,
+        w.get(f"{pre}{names.ffn_norm}.weight", (h,)),
+        w.get(f"{pre}{names.ffn_norm}.bias", (h,)),
+        spec.layer_norm_eps,
+        f"{pre}{names.ffn_norm}",
+    )
+
+
+def check_num_layers(num_layers: int, depth: int) -> None:
+    """``ValueError`` unless ``0 <= num_layers <= depth``."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)):
+        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
+    if not 0 <= num_layers <= depth:
+        raise ValueError(
+            f"num_layers={num_layers} is out of range: the model has {depth} layers, "
+            f"so num_layers must be in 0..{depth} (0 = the embeddings output)"
+        )
+
+
+def build_model(
+    model_dir: str | os.PathLike[str],
+    num_layers: int | None,
+    *,
+    all_layers: bool = False,
+    doc: str = "",
+) -> onnx.ModelProto:
+    """Build a checkpoint's ONNX encoder in memory (see :func:`export_onnx` for the contract).
+
+    Parameters
+    ----------
+    model_dir
+        Hugging Face checkpoint directory.
+    num_layers
+        Hidden state to output, ``0..depth``; ignored with ``all_layers``.
+    all_layers
+        Output every hidden state ``0..depth`` of the whole model as ``hidden_states``.
+    doc
+        The model's ``doc_string``.
+
+    Returns
+    -------
+    onnx.ModelProto
+        The graph, weights included as initializers.
+    """
+    config = load_config(model_dir)
+    spec = encoder_spec(config)
+    if all_layers:
+        n_build = spec.depth
+    else:
+        if num_layers is None:
+            raise TypeError("num_layers is required unless all_layers=True")
+        check_num_layers(num_layers, spec.depth)
+        n_build = int(num_layers)
+    weights = WeightStore(model_dir)
+    g = GraphBuilder()
+    g.fresh(INPUT_IDS)
+    g.fresh(ATTENTION_MASK)
+    x = _embeddings(g, spec, weights, ATTENTION_MASK)
+    states = [x]
+    if n_build:
+        bias = _mask_bias(g, ATTENTION_MASK)
+        for i in range(n_build):
+            x = _layer(g, spec, weights, x, bias, i)
+            states.append(x)
+    if all_layers:
+        axis0 = g.ints("axis_0", [0])
+        parts = [g.op("Unsqueeze", [s, axis0], f"hidden_states/{i}") for i, s in enumerate(states)]
+        g.nodes.append(
+            onnx.helper.make_node("Concat", parts, [HIDDEN_STATES], name=HIDDEN_STATES, axis=0)
+        )
+        output = float_output(HIDDEN_STATES, [spec.depth + 1, "batch", "seq", spec.hidden])
+    else:
+        g.nodes.append(onnx.helper.make_node("Identity", [x], [HIDDEN_STATE], name=HIDDEN_STATE))
+        output = float_output(HIDDEN_STATE, ["batch", "seq", spec.hidden])
+    return g.model([int64_input(INPUT_IDS), int64_input(ATTENTION_MASK)], [output], doc)

