@@ -1,0 +1,404 @@
+"""Type stubs of ``rust_bertscore._core``, the Rust kernel (PyO3 binding of ``bertscore-core``).
+
+Conventions shared by every function:
+
+* Embedding inputs are NumPy arrays of float32 (borrowed as they are, without a copy, whatever
+  their strides or writeable flag) or float64 (converted to float32). Other dtypes raise
+  ``TypeError``; a wrong number of dimensions, NaN or infinity, mismatched lengths and the like
+  raise ``ValueError`` whose message names the pair or text at fault and the problem.
+* Similarities are computed in float32 (one matrix product per pair or block); norms, means and
+  other sums are accumulated in float64. Results are float32 arrays.
+* The GIL is released while the kernel runs, so other Python threads keep going.
+* ``num_threads``: at most this many threads of the package's one shared thread pool for this
+  call (``1`` runs on the calling thread; ``None`` uses the whole pool). It never builds a pool.
+  The pool is sized once by :func:`set_num_threads` or the ``RUST_BERTSCORE_NUM_THREADS``
+  environment variable (default: all CPUs this process may use). Small calls run serially.
+"""
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+_F32 = NDArray[np.float32]
+_FloatArray = NDArray[np.float32] | NDArray[np.float64]
+_IndexArray = NDArray[np.integer] | Sequence[int]
+_Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
+
+NUM_THREADS_ENV: Final[str]
+"""Name of the environment variable that sizes the thread pool: ``"RUST_BERTSCORE_NUM_THREADS"``."""
+
+def score_embeddings(
+    cands: Sequence[_FloatArray],
+    refs: Sequence[_FloatArray],
+    cand_weights: Sequence[_FloatArray | None] | None = None,
+    ref_weights: Sequence[_FloatArray | None] | None = None,
+    *,
+    normalize: bool = True,
+    num_threads: int | None = None,
+) -> _Triple:
+    """BERTScore of ``cands[k]`` against ``refs[k]`` for every pair ``k``.
+
+    For one pair, with token embeddings ``c`` (m x d) and ``r`` (n x d): rows are L2-normalised,
+    ``S = c @ r.T``; precision is the weighted mean over candidate tokens of ``S.max(axis=1)``,
+    recall the weighted mean over reference tokens of ``S.max(axis=0)``, and
+    ``F = 2PR / (P + R)``. This is bert_score's ``greedy_cos_idf`` for one unpadded pair.
+
+    Parameters
+    ----------
+    cands, refs : sequence of ndarray, shape (tokens, dim)
+        Token embeddings, one 2-D float32 or float64 array per text; ``cands[k]`` and
+        ``refs[k]`` must have the same ``dim``. A text may have 0 tokens.
+    cand_weights, ref_weights : sequence of (ndarray of shape (tokens,) or None), optional
+        Non-negative finite per-token weights (IDF), one entry per text; ``None`` (for the whole
+        list or one entry) means all ones. Weights weight the means only: every token still takes
+        part in the other side's maxima.
+    normalize : bool, default True
+        Normalise token embeddings to unit length (cosine similarity). ``False`` uses raw dot
+        products.
+    num_threads : int, optional
+        At most this many threads of the shared pool (see the module docstring).
+
+    Returns
+    -------
+    P, R, F : ndarray of float32, shape (len(cands),)
+        Precision, recall and F1 per pair. A pair with an empty side (0 tokens), or a side whose
+        weights sum to 0, scores ``P = R = F = 0``. ``F`` is 0 where ``P + R == 0`` or where the
+        formula gives NaN or infinity.
+
+    Raises
+    ------
+    ValueError
+        ``cands`` and ``refs`` (or a weights list) of different lengths; an array that is not
+        2-D (weights: 1-D); different dims within a pair; NaN or infinity in an embedding; a
+        weight array of the wrong length; a negative, NaN or infinite weight; ``num_threads < 1``.
+        The message names the pair index and side, e.g. ``"pair 3 (reference): ..."``.
+    TypeError
+        An entry that is not a NumPy array, or a dtype other than float32/float64.
+
+    Examples
+    --------
+    The BERTScore example of the ``reval`` module (github.com/itsubaki/reval), raw dot products:
+
+    >>> c = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    >>> r = np.array([[0.1, 0.2, 0.3], [0.7, 0.8, 0.9]])
+    >>> P, R, F = score_embeddings([c], [r], normalize=False)
+    >>> print(f"{P[0]:.4f} {R[0]:.4f} {F[0]:.4f}")
+    0.8600 0.7700 0.8125
+    """
+
+def pairwise_embeddings(
+    cands: Sequence[_FloatArray],
+    refs: Sequence[_FloatArray],
+    cand_weights: Sequence[_FloatArray | None] | None = None,
+    ref_weights: Sequence[_FloatArray | None] | None = None,
+    *,
+    normalize: bool = True,
+    num_threads: int | None = None,
+) -> tuple[_F32, _F32, _F32]:
+    """BERTScore of every candidate against every reference (MBR, deduplication, retrieval).
+
+    Entry ``[i, j]`` equals ``score_embeddings([cands[i]], [refs[j]], ...)``. Each text is
+    checked and normalised once, not once per pair; each candidate is multiplied by blocks of
+    references in single matrix products, in parallel.
+
+    Parameters
+    ----------
+    cands, refs : sequence of ndarray, shape (tokens, dim)
+        Token embeddings (float32 or float64), all with the same ``dim``.
+    cand_weights, ref_weights : sequence of (ndarray of shape (tokens,) or None), optional
+        Per-token weights as in :func:`score_embeddings`.
+    normalize : bool, default True
+        Cosine (True) or raw dot-product (False) similarity.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    P, R, F : ndarray of float32, shape (len(cands), len(refs))
+
+    Raises
+    ------
+    ValueError
+        A text whose dim differs from the first candidate's, or a bad text as in
+        :func:`score_embeddings`; the message names ``candidate i`` or ``reference j``.
+    TypeError
+        A non-array entry or an unsupported dtype.
+    """
+
+def score_ragged(
+    data: _FloatArray,
+    offsets: _IndexArray,
+    weights: _FloatArray | None,
+    pair_cand: _IndexArray,
+    pair_ref: _IndexArray,
+    *,
+    normalize: bool = True,
+    num_threads: int | None = None,
+) -> _Triple:
+    """Scores pairs of texts of one ragged batch: the zero-copy entry point of the pipeline.
+
+    Text ``t`` is rows ``offsets[t]:offsets[t + 1]`` of ``data``; pair ``k`` scores text
+    ``pair_cand[k]`` (candidate) against text ``pair_ref[k]`` (reference). Each text is checked
+    and normalised once, however many pairs use it.
+
+    Parameters
+    ----------
+    data : ndarray of float32, shape (total_tokens, dim)
+        Every text's token embeddings back to back. float32 is used in place (C-contiguous is
+        fastest; any strides work); float64 is converted.
+    offsets : ndarray of int64, shape (n_texts + 1,)
+        Non-decreasing, ``offsets[0] == 0``, ``offsets[-1] == total_tokens``. Other integer
+        arrays and sequences of ints are converted.
+    weights : ndarray of float32, shape (total_tokens,), or None
+        Per-token non-negative weights (None: all ones).
+    pair_cand, pair_ref : ndarray of int64, shape (n_pairs,)
+        Text indices in ``range(n_texts)``.
+    normalize : bool, default True
+        Cosine (True) or raw dot-product (False) similarity.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    P, R, F : ndarray of float32, shape (n_pairs,)
+
+    Raises
+    ------
+    ValueError
+        Bad offsets (negative, not starting at 0, decreasing, not ending at ``len(data)``),
+        ``weights`` of the wrong length, ``pair_cand`` and ``pair_ref`` of different lengths,
+        an index out of range (``"pair 7: reference index 12 is out of range for 10 texts"``),
+        NaN or infinity in a text or a negative or non-finite weight (naming the text).
+    TypeError
+        ``data`` or ``weights`` not float32/float64, an index array that is not integer.
+    """
+
+def pairwise_ragged(
+    data: _FloatArray,
+    offsets: _IndexArray,
+    weights: _FloatArray | None,
+    cands: _IndexArray,
+    refs: _IndexArray,
+    *,
+    normalize: bool = True,
+    num_threads: int | None = None,
+) -> tuple[_F32, _F32, _F32]:
+    """All pairs between texts of one ragged batch: entry ``[i, j]`` scores text ``cands[i]``
+    against text ``refs[j]``.
+
+    Parameters
+    ----------
+    data, offsets, weights
+        The ragged batch, as in :func:`score_ragged`.
+    cands, refs : ndarray of int64
+        Text indices of the candidates and of the references.
+    normalize : bool, default True
+        Cosine (True) or raw dot-product (False) similarity.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    P, R, F : ndarray of float32, shape (len(cands), len(refs))
+
+    Raises
+    ------
+    ValueError
+        As :func:`score_ragged`; an index out of range is named ``"cands[i] = ..."``.
+    TypeError
+        As :func:`score_ragged`.
+    """
+
+def multi_ref_max(
+    precision: _FloatArray,
+    recall: _FloatArray,
+    f1: _FloatArray,
+    group_offsets: _IndexArray,
+) -> _Triple:
+    """Maxima over groups of consecutive scores (one candidate against each of its references).
+
+    Group ``g`` is ``[group_offsets[g], group_offsets[g + 1])``. P, R and F are each maxed
+    independently, as bert_score does with several references, so the resulting F is not in
+    general the harmonic mean of the resulting P and R.
+
+    Parameters
+    ----------
+    precision, recall, f1 : ndarray, shape (n,)
+        Scores of equal length (float32 or float64).
+    group_offsets : ndarray of int64, shape (n_groups + 1,)
+        Non-decreasing, from 0 to ``n``, every group non-empty.
+
+    Returns
+    -------
+    P, R, F : ndarray of float32, shape (n_groups,)
+
+    Raises
+    ------
+    ValueError
+        Lengths that differ, bad offsets, or an empty group (``"group 2 is empty ..."``).
+    """
+
+def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
+    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, computed in float64.
+
+    Parameters
+    ----------
+    x : ndarray
+        Scores of any shape (float32 or float64).
+    baseline : float
+        The baseline ``b`` of the score (bert_score's baseline files give one per P, R, F).
+
+    Returns
+    -------
+    ndarray of float32, same shape as ``x``
+
+    Raises
+    ------
+    ValueError
+        ``baseline == 1`` (division by zero) or ``baseline`` not finite.
+    """
+
+def normalize(a: _FloatArray) -> NDArray[np.float32]:
+    """``a / |a|`` for a vector, or each row of a 2-D array divided by its norm.
+
+    Zero vectors (rows) come back unchanged. NaN and infinity propagate, as in NumPy.
+
+    Parameters
+    ----------
+    a : ndarray, shape (d,) or (n, d)
+
+    Returns
+    -------
+    ndarray of float32, same shape as ``a``
+
+    Raises
+    ------
+    ValueError
+        ``a`` is not 1-D or 2-D.
+    """
+
+def l2_norm(a: _FloatArray) -> float | NDArray[np.float32]:
+    """Euclidean norm of a vector (a float), or of each row of a 2-D array (float32 array).
+
+    Parameters
+    ----------
+    a : ndarray, shape (d,) or (n, d)
+
+    Returns
+    -------
+    float or ndarray of float32, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        ``a`` is not 1-D or 2-D.
+    """
+
+def dot(a: _FloatArray, b: _FloatArray) -> float | NDArray[np.float32]:
+    """Dot product of two vectors (a float), or row-wise of two 2-D arrays: ``a[i] . b[i]``.
+
+    Parameters
+    ----------
+    a, b : ndarray, both shape (d,) or both shape (n, d)
+
+    Returns
+    -------
+    float or ndarray of float32, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        Shapes that differ (never a silent 0), or arrays that are not 1-D or 2-D.
+    """
+
+def idf_weights(
+    docs: Sequence[Sequence[int] | NDArray[np.integer]],
+    num_docs: int | None = None,
+    *,
+    num_threads: int | None = None,
+) -> dict[int, float]:
+    """IDF weights of the token ids in ``docs``, as bert_score's ``get_idf_dict``.
+
+    A token's document frequency ``df`` is the number of documents containing it (a document
+    counts once however often the token occurs in it); with ``M`` documents its weight is
+    ``ln((M + 1) / (df + 1))``. Token ids absent from the dict (seen in no document) take
+    :func:`idf_default` ``(M) = ln(M + 1)``. Documents are counted in parallel.
+
+    Parameters
+    ----------
+    docs : sequence of (sequence of int or 1-D integer ndarray)
+        Token ids of each document (typically the references' tokenizations).
+    num_docs : int, optional
+        ``M``; defaults to ``len(docs)``. Must not be smaller than ``len(docs)``.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    dict of int to float
+        ``{token_id: ln((M + 1) / (df + 1))}`` for every id seen.
+
+    Raises
+    ------
+    ValueError
+        ``num_docs < len(docs)`` or negative.
+    TypeError
+        A document that is not a sequence of ints.
+
+    Examples
+    --------
+    >>> w = idf_weights([[1, 2, 2], [2, 3], [2]])
+    >>> round(w[2], 6), round(w[1], 6), round(idf_default(3), 6)
+    (0.0, 0.693147, 1.386294)
+    """
+
+def idf_table(
+    docs: Sequence[Sequence[int] | NDArray[np.integer]],
+    num_docs: int | None = None,
+    *,
+    num_threads: int | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The weights of :func:`idf_weights` as two arrays, for vectorised lookup.
+
+    Returns
+    -------
+    ids : ndarray of int64, shape (n_ids,)
+        Every token id seen, ascending.
+    weights : ndarray of float64, shape (n_ids,)
+        ``ln((M + 1) / (df + 1))`` of each id. Unseen ids take :func:`idf_default` ``(M)``.
+    """
+
+def idf_default(num_docs: int) -> float:
+    """IDF of a token id seen in none of ``num_docs`` documents: ``ln(num_docs + 1)``.
+
+    Raises
+    ------
+    ValueError
+        ``num_docs < 0``.
+    """
+
+def set_num_threads(n: int) -> None:
+    """Sets the size of the package's one shared thread pool.
+
+    Before the pool exists (it is built on the first call big enough to run in parallel) this
+    only records the size, which takes precedence over ``RUST_BERTSCORE_NUM_THREADS``. After,
+    a different size builds a new pool once and swaps it in: later calls use it, calls already
+    running finish on the old pool. The same size is a no-op. No call ever builds its own pool.
+
+    Raises
+    ------
+    ValueError
+        ``n < 1``.
+    """
+
+def get_num_threads() -> int:
+    """Size of the shared thread pool: its size if built, else the size it will be built with
+    (:func:`set_num_threads`, else ``RUST_BERTSCORE_NUM_THREADS``, else the CPUs available).
+
+    Raises
+    ------
+    ValueError
+        ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """

@@ -1,0 +1,178 @@
+//! One-to-one batches: pair `k` is scored on its own, pairs in parallel.
+
+use crate::error::{KernelError, Owner, Result, Side};
+use crate::greedy::{check_dims, score_prepared};
+use crate::pool::{try_map, Plan};
+use crate::prepare::{prepare, Prepared};
+use crate::ragged::check_pairs;
+use crate::scores::{ScoreOptions, Scores};
+use crate::similarity::Scratch;
+use crate::text::Text;
+
+/// Multiply-adds of the similarity products of the given pairs.
+fn product_cost<'a, 'b: 'a>(pairs: impl Iterator<Item = (&'a Text<'b>, &'a Text<'b>)>) -> u64 {
+    pairs
+        .map(|(c, r)| (c.len() * r.len() * c.dim().max(1)) as u64)
+        .fold(0, u64::saturating_add)
+}
+
+fn value_count(texts: &[Text<'_>]) -> u64 {
+    texts
+        .iter()
+        .map(|t| (t.len() * t.dim()) as u64)
+        .fold(0, u64::saturating_add)
+}
+
+fn prepare_all<'a>(
+    texts: &[Text<'a>],
+    owner: impl Fn(usize) -> Owner + Sync + Send,
+    opts: &ScoreOptions,
+) -> Result<Vec<Prepared<'a>>> {
+    let plan = Plan::new(value_count(texts), texts.len(), opts.num_threads)?;
+    try_map(
+        &plan,
+        texts.len(),
+        || (),
+        |_, i| prepare(&texts[i], owner(i), opts.normalize),
+    )
+}
+
+/// Scores `cands[k]` against `refs[k]` for every `k`.
+///
+/// # Errors
+/// Lists of different lengths; in pair `k`: different dims, a weight vector of the wrong length,
+/// a negative or non-finite weight, NaN or infinity in an embedding. The first error in pair
+/// order is returned, its message naming the pair and side.
+///
+/// ```
+/// use ndarray::array;
+/// use bertscore_core::{score_pairs, ScoreOptions, Text};
+/// let a = array![[1.0_f32, 0.0], [0.0, 1.0]];
+/// let b = array![[1.0_f32, 0.0]];
+/// let cands = [Text::new(a.view()), Text::new(b.view())];
+/// let refs = [Text::new(b.view()), Text::new(b.view())];
+/// let s = score_pairs(&cands, &refs, &ScoreOptions::default()).unwrap();
+/// assert_eq!(s.precision.to_vec(), vec![0.5, 1.0]);
+/// assert_eq!(s.recall.to_vec(), vec![1.0, 1.0]);
+/// ```
+pub fn score_pairs(cands: &[Text<'_>], refs: &[Text<'_>], opts: &ScoreOptions) -> Result<Scores> {
+    if cands.len() != refs.len() {
+        return Err(KernelError::LengthMismatch {
+            what: "candidates and references",
+            left: cands.len(),
+            right: refs.len(),
+        });
+    }
+    let side = |pair, side| Owner::Pair { pair, side };
+    for (k, (c, r)) in cands.iter().zip(refs).enumerate() {
+        check_dims(c, r, side(k, Side::Candidate), side(k, Side::Reference))?;
+    }
+    // Interleaved c0, r0, c1, r1, ... so that the first error is the first in pair order.
+    let texts: Vec<Text<'_>> = cands
+        .iter()
+        .zip(refs)
+        .flat_map(|(c, r)| [c.reborrow(), r.reborrow()])
+        .collect();
+    let sides = [Side::Candidate, Side::Reference];
+    let prepared = prepare_all(&texts, |i| side(i / 2, sides[i % 2]), opts)?;
+    let plan = Plan::new(
+        product_cost(texts.chunks_exact(2).map(|p| (&p[0], &p[1]))),
+        cands.len(),
+        opts.num_threads,
+    )?;
+    let scores = plan.map(cands.len(), Scratch::default, |scratch, k| {
+        score_prepared(&prepared[2 * k], &prepared[2 * k + 1], scratch)
+    });
+    Ok(Scores::from_pairs(&scores))
+}
+
+/// Scores pair `k` = (text `pairs[k].0`, text `pairs[k].1`) of one set of texts, typically
+/// [`Ragged::texts`](crate::Ragged::texts). Each text is checked and prepared once, however many
+/// pairs use it.
+///
+/// # Errors
+/// An index out of range (naming the pair), texts of different dims within a pair, or a bad text
+/// (naming the text: wrong weight length, negative or non-finite weight, NaN or infinity).
+///
+/// ```
+/// use ndarray::{array, Array2};
+/// use bertscore_core::{score_indexed, Ragged, ScoreOptions};
+/// let data = array![[1.0_f32, 0.0], [0.0, 1.0], [1.0, 0.0]];
+/// let batch = Ragged::new(data.view(), vec![0, 2, 3], None).unwrap();
+/// let s = score_indexed(&batch.texts(), &[(0, 1), (1, 1)], &ScoreOptions::default()).unwrap();
+/// assert_eq!(s.precision.to_vec(), vec![0.5, 1.0]);
+/// assert!(score_indexed(&batch.texts(), &[(0, 2)], &ScoreOptions::default()).is_err());
+/// ```
+pub fn score_indexed(
+    texts: &[Text<'_>],
+    pairs: &[(usize, usize)],
+    opts: &ScoreOptions,
+) -> Result<Scores> {
+    check_pairs(pairs, texts.len())?;
+    let side = |pair, side| Owner::Pair { pair, side };
+    for (k, &(c, r)) in pairs.iter().enumerate() {
+        check_dims(
+            &texts[c],
+            &texts[r],
+            side(k, Side::Candidate),
+            side(k, Side::Reference),
+        )?;
+    }
+    let prepared = prepare_all(texts, Owner::Text, opts)?;
+    let cost = product_cost(pairs.iter().map(|&(c, r)| (&texts[c], &texts[r])));
+    let plan = Plan::new(cost, pairs.len(), opts.num_threads)?;
+    let scores = plan.map(pairs.len(), Scratch::default, |scratch, k| {
+        let (c, r) = pairs[k];
+        score_prepared(&prepared[c], &prepared[r], scratch)
+    });
+    Ok(Scores::from_pairs(&scores))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::greedy::score_pair;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn errors_name_the_pair() {
+        let ok = Array2::<f32>::ones((2, 3));
+        let nan = array![[1.0_f32, 2.0, 3.0], [f32::NAN, 0.0, 0.0]];
+        let cands = [Text::new(ok.view()), Text::new(ok.view())];
+        let refs = [Text::new(ok.view()), Text::new(nan.view())];
+        let e = score_pairs(&cands, &refs, &ScoreOptions::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pair 1 (reference): the embedding of token 1 contains NaN or infinity"
+        );
+        let e = score_pairs(&cands, &refs[..1], &ScoreOptions::default()).unwrap_err();
+        assert!(matches!(
+            e,
+            KernelError::LengthMismatch {
+                left: 2,
+                right: 1,
+                ..
+            }
+        ));
+        let opts = ScoreOptions {
+            num_threads: Some(0),
+            ..ScoreOptions::default()
+        };
+        assert!(score_pairs(&cands, &cands, &opts).is_err());
+    }
+
+    #[test]
+    fn indexed_matches_pairwise_calls() {
+        let data = Array2::from_shape_fn((7, 3), |(i, j)| ((i * 7 + j * 3) % 5) as f32 - 2.0);
+        let batch = crate::Ragged::new(data.view(), vec![0, 2, 2, 5, 7], None).unwrap();
+        let texts = batch.texts();
+        let pairs = [(0, 2), (2, 0), (1, 3), (3, 3)];
+        let s = score_indexed(&texts, &pairs, &ScoreOptions::default()).unwrap();
+        for (k, &(c, r)) in pairs.iter().enumerate() {
+            assert_eq!(
+                s.get(k),
+                Some(score_pair(&texts[c], &texts[r], true).unwrap())
+            );
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The one pass over a text before scoring: checks its values and weights, and computes what
+//! normalisation needs, without copying the embeddings when it can.
+
+use ndarray::{Array2, ArrayView1, Axis, CowArray, Ix2};
+
+use crate::error::{KernelError, Owner, Result};
+use crate::text::Text;
+use crate::vector::{normalize_in_place, sum_of_squares};
+
+/// Squared norms inside this range can be normalised after the matrix product (scaling the
+/// similarities) without f32 overflow or underflow in the product: norms in [1e-15, 1e15].
+const POST_SCALE_RANGE: std::ops::RangeInclusive<f64> = 1e-30..=1e30;
+
+/// A checked text, ready for the similarity product.
+pub(crate) struct Prepared<'a> {
+    /// Embeddings as given (borrowed), or normalised (owned) for badly scaled texts.
+    pub(crate) emb: CowArray<'a, f32, Ix2>,
+    /// Per-token factor (1 / norm) to apply to the similarities, when `emb` is not normalised
+    /// but should be.
+    pub(crate) scale: Option<Vec<f32>>,
+    /// Per-token weights (`None`: all ones).
+    pub(crate) weights: Option<ArrayView1<'a, f32>>,
+    /// Sum of the weights, in f64.
+    pub(crate) weight_sum: f64,
+}
+
+impl Prepared<'_> {
+    pub(crate) fn len(&self) -> usize {
+        self.emb.nrows()
+    }
+
+    /// True when the text scores 0 against anything: no token, or weights that sum to 0.
+    pub(crate) fn scores_zero(&self) -> bool {
+        self.len() == 0 || self.weight_sum <= 0.0
+    }
+}
+
+/// Checks `text` (weights: one per token, finite, non-negative; embeddings: finite) and prepares
+/// it for scoring; errors name `owner`.
+pub(crate) fn prepare<'a>(text: &Text<'a>, owner: Owner, normalize: bool) -> Result<Prepared<'a>> {
+    let tokens = text.len();
+    let weight_sum = match text.weights {
+        None => tokens as f64,
+        Some(w) => {
+            if w.len() != tokens {
+                return Err(KernelError::WeightLength {
+                    owner,
+                    weights: w.len(),
+                    tokens,
+                });
+            }
+            let mut sum = 0.0_f64;
+            for (token, &value) in w.iter().enumerate() {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(KernelError::InvalidWeight {
+                        owner,
+                        token,
+                        value,
+                    });
+                }
+                sum += f64::from(value);
+            }
+            sum
+        }
+    };
+    // f32 squares summed in f64 cannot overflow, so a non-finite sum means NaN or inf in the row.
+    let squares: Vec<f64> = text.embeddings.outer_iter().map(sum_of_squares).collect();
+    if let Some(token) = squares.iter().position(|s| !s.is_finite()) {
+        return Err(KernelError::NonFiniteEmbedding { owner, token });
+    }
+    let mut prepared = Prepared {
+        emb: CowArray::from(text.embeddings),
+        scale: None,
+        weights: text.weights,
+        weight_sum,
+    };
+    if !normalize {
+        return Ok(prepared);
+    }
+    if squares
+        .iter()
+        .all(|&s| s == 0.0 || POST_SCALE_RANGE.contains(&s))
+    {
+        let inverse = |s: f64| {
+            if s > 0.0 {
+                (1.0 / s.sqrt()) as f32
+            } else {
+                0.0
+            }
+        };
+        prepared.scale = Some(squares.iter().map(|&s| inverse(s)).collect());
+    } else {
+        let mut owned: Array2<f32> = text.embeddings.to_owned();
+        for (row, &s) in owned.axis_iter_mut(Axis(0)).zip(&squares) {
+            normalize_in_place(row, s);
+        }
+        prepared.emb = CowArray::from(owned);
+    }
+    Ok(prepared)
+}
+
+/// Copies prepared texts, normalised, back to back into one contiguous (total x dim) array, and
+/// returns it with its offsets.
+pub(crate) fn pack(prepared: &[Prepared<'_>], dim: usize) -> (Array2<f32>, Vec<usize>) {
+    let mut offsets = Vec::with_capacity(prepared.len() + 1);
+    offsets.push(0);
+    for p in prepared {
+        offsets.push(offsets[offsets.len() - 1] + p.len());
+    }
+    let mut data = Array2::<f32>::zeros((offsets[offsets.len() - 1], dim));
+    let mut rows = data.axis_iter_mut(Axis(0));
+    for p in prepared {
+        for (i, src) in p.emb.outer_iter().enumerate() {
+            let Some(mut dst) = rows.next() else { break };
+            dst.assign(&src);
+            if let Some(scale) = &p.scale {
+                let f = scale[i];
+                dst.mapv_inplace(|x| x * f);
+            }
+        }
+    }
+    (data, offsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn values_and_weights_are_checked() {
+        let owner = Owner::Text(4);
+        let e = array![[1.0_f32, f32::NAN]];
+        let err = prepare(&Text::new(e.view()), owner, true).err();
+        assert_eq!(
+            err,
+            Some(KernelError::NonFiniteEmbedding { owner, token: 0 })
+        );
+        let e = array![[1.0_f32, 2.0], [3.0, 4.0]];
+        let w = array![1.0_f32];
+        let err = prepare(&Text::with_weights(e.view(), Some(w.view())), owner, true).err();
+        assert!(matches!(
+            err,
+            Some(KernelError::WeightLength {
+                weights: 1,
+                tokens: 2,
+                ..
+            })
+        ));
+        let w = array![1.0_f32, -0.5];
+        let err = prepare(&Text::with_weights(e.view(), Some(w.view())), owner, true).err();
+        assert!(matches!(
+            err,
+            Some(KernelError::InvalidWeight { token: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn badly_scaled_texts_are_normalised_up_front() {
+        let e = array![[3e-30_f32, 4e-30], [0.0, 0.0]];
+        let p = prepare(&Text::new(e.view()), Owner::Text(0), true).unwrap();
+        assert!(p.scale.is_none());
+        assert!((p.emb[[0, 0]] - 0.6).abs() < 1e-6 && p.emb[[1, 1]] == 0.0);
+        let e = array![[3.0_f32, 4.0], [0.0, 0.0]];
+        let p = prepare(&Text::new(e.view()), Owner::Text(0), true).unwrap();
+        assert_eq!(p.scale, Some(vec![0.2, 0.0]));
+        let (packed, offsets) = pack(&[p], 2);
+        assert_eq!(offsets, vec![0, 2]);
+        assert!((packed[[0, 1]] - 0.8).abs() < 1e-7);
+    }
+}

@@ -1,0 +1,465 @@
+//! `rust_bertscore._core`: the PyO3 binding of `bertscore-core`.
+//!
+//! Each function borrows its NumPy inputs as views (float32 without a copy), releases the GIL
+//! through [`errors::detach`] for the work, and returns NumPy arrays. Core errors become
+//! `ValueError` (a thread-pool failure `RuntimeError`); wrong dtypes are `TypeError`. The
+//! signatures and docs seen from Python are in `python/rust_bertscore/_core.pyi`.
+
+mod arrays;
+mod errors;
+
+use bertscore_core as core;
+use bertscore_core::{Ragged, ScoreMatrix, ScoreOptions, Scores};
+use ndarray::{Ix1, Ix2, IxDyn};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrays::{float_array, index_array, items, FloatArray, PyTexts};
+use crate::errors::{detach, threads_arg};
+
+type Triple1<'py> = (
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<f32>>,
+);
+type Triple2<'py> = (
+    Bound<'py, PyArray2<f32>>,
+    Bound<'py, PyArray2<f32>>,
+    Bound<'py, PyArray2<f32>>,
+);
+
+type IdfTable<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>);
+
+fn scores_to_py(py: Python<'_>, s: Scores) -> Triple1<'_> {
+    (
+        s.precision.into_pyarray(py),
+        s.recall.into_pyarray(py),
+        s.f1.into_pyarray(py),
+    )
+}
+
+fn matrix_to_py(py: Python<'_>, m: ScoreMatrix) -> Triple2<'_> {
+    (
+        m.precision.into_pyarray(py),
+        m.recall.into_pyarray(py),
+        m.f1.into_pyarray(py),
+    )
+}
+
+fn options(normalize: bool, num_threads: Option<i64>) -> PyResult<ScoreOptions> {
+    Ok(ScoreOptions {
+        normalize,
+        num_threads: threads_arg(num_threads)?,
+    })
+}
+
+/// One-to-one scores of `cands[k]` against `refs[k]`.
+#[pyfunction]
+#[pyo3(signature = (cands, refs, cand_weights=None, ref_weights=None, *, normalize=true, num_threads=None))]
+fn score_embeddings<'py>(
+    py: Python<'py>,
+    cands: &Bound<'py, PyAny>,
+    refs: &Bound<'py, PyAny>,
+    cand_weights: Option<&Bound<'py, PyAny>>,
+    ref_weights: Option<&Bound<'py, PyAny>>,
+    normalize: bool,
+    num_threads: Option<i64>,
+) -> PyResult<Triple1<'py>> {
+    let opts = options(normalize, num_threads)?;
+    let (c, r) = (items(cands, "cands")?, items(refs, "refs")?);
+    if c.len() != r.len() {
+        return Err(PyValueError::new_err(format!(
+            "cands and refs must have the same length, got {} and {}",
+            c.len(),
+            r.len()
+        )));
+    }
+    let c = PyTexts::extract(&c, cand_weights, "cand_weights", &|k| {
+        format!("pair {k} (candidate)")
+    })?;
+    let r = PyTexts::extract(&r, ref_weights, "ref_weights", &|k| {
+        format!("pair {k} (reference)")
+    })?;
+    let (cv, rv) = (c.views(), r.views());
+    let scores = detach(py, move || {
+        let (c, r) = (cv.into_f32(), rv.into_f32());
+        core::score_pairs(&c.texts(), &r.texts(), &opts)
+    })?;
+    Ok(scores_to_py(py, scores))
+}
+
+/// Every candidate against every reference.
+#[pyfunction]
+#[pyo3(signature = (cands, refs, cand_weights=None, ref_weights=None, *, normalize=true, num_threads=None))]
+fn pairwise_embeddings<'py>(
+    py: Python<'py>,
+    cands: &Bound<'py, PyAny>,
+    refs: &Bound<'py, PyAny>,
+    cand_weights: Option<&Bound<'py, PyAny>>,
+    ref_weights: Option<&Bound<'py, PyAny>>,
+    normalize: bool,
+    num_threads: Option<i64>,
+) -> PyResult<Triple2<'py>> {
+    let opts = options(normalize, num_threads)?;
+    let c = PyTexts::extract(
+        &items(cands, "cands")?,
+        cand_weights,
+        "cand_weights",
+        &|i| format!("candidate {i}"),
+    )?;
+    let r = PyTexts::extract(&items(refs, "refs")?, ref_weights, "ref_weights", &|j| {
+        format!("reference {j}")
+    })?;
+    let (cv, rv) = (c.views(), r.views());
+    let m = detach(py, move || {
+        let (c, r) = (cv.into_f32(), rv.into_f32());
+        core::score_all_pairs(&c.texts(), &r.texts(), &opts)
+    })?;
+    Ok(matrix_to_py(py, m))
+}
+
+/// The ragged inputs shared by `score_ragged` and `pairwise_ragged`.
+struct RaggedArgs<'py> {
+    data: FloatArray<'py, Ix2>,
+    offsets: numpy::PyReadonlyArray1<'py, i64>,
+    weights: Option<FloatArray<'py, Ix1>>,
+}
+
+impl<'py> RaggedArgs<'py> {
+    fn extract(
+        data: &Bound<'py, PyAny>,
+        offsets: &Bound<'py, PyAny>,
+        weights: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            data: float_array(data, &|| "data".to_owned())?,
+            offsets: index_array(offsets, "offsets")?,
+            weights: weights
+                .filter(|w| !w.is_none())
+                .map(|w| float_array(w, &|| "weights".to_owned()))
+                .transpose()?,
+        })
+    }
+}
+
+/// Scores pair k = (text pair_cand[k], text pair_ref[k]) of a ragged batch.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, weights, pair_cand, pair_ref, *, normalize=true, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn score_ragged<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    weights: Option<&Bound<'py, PyAny>>,
+    pair_cand: &Bound<'py, PyAny>,
+    pair_ref: &Bound<'py, PyAny>,
+    normalize: bool,
+    num_threads: Option<i64>,
+) -> PyResult<Triple1<'py>> {
+    let opts = options(normalize, num_threads)?;
+    let args = RaggedArgs::extract(data, offsets, weights)?;
+    let (pc, pr) = (
+        index_array(pair_cand, "pair_cand")?,
+        index_array(pair_ref, "pair_ref")?,
+    );
+    let (data, offsets, weights) = (
+        args.data.view(),
+        args.offsets.as_array(),
+        args.weights.as_ref().map(FloatArray::view),
+    );
+    let (pc, pr) = (pc.as_array(), pr.as_array());
+    let scores = detach(py, move || {
+        let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
+        let offsets = core::offsets_from_i64("offsets", offsets)?;
+        let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
+        let pairs = core::pair_indices(pc, pr, batch.len())?;
+        core::score_indexed(&batch.texts(), &pairs, &opts)
+    })?;
+    Ok(scores_to_py(py, scores))
+}
+
+/// Every text of `cands` against every text of `refs`, all texts of one ragged batch.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, weights, cands, refs, *, normalize=true, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn pairwise_ragged<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    weights: Option<&Bound<'py, PyAny>>,
+    cands: &Bound<'py, PyAny>,
+    refs: &Bound<'py, PyAny>,
+    normalize: bool,
+    num_threads: Option<i64>,
+) -> PyResult<Triple2<'py>> {
+    let opts = options(normalize, num_threads)?;
+    let args = RaggedArgs::extract(data, offsets, weights)?;
+    let (ci, ri) = (index_array(cands, "cands")?, index_array(refs, "refs")?);
+    let (data, offsets, weights) = (
+        args.data.view(),
+        args.offsets.as_array(),
+        args.weights.as_ref().map(FloatArray::view),
+    );
+    let (ci, ri) = (ci.as_array(), ri.as_array());
+    let m = detach(py, move || {
+        let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
+        let offsets = core::offsets_from_i64("offsets", offsets)?;
+        let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
+        let (c, r) = (batch.select("cands", ci)?, batch.select("refs", ri)?);
+        core::score_all_pairs(&c, &r, &opts)
+    })?;
+    Ok(matrix_to_py(py, m))
+}
+
+/// P, R and F each maxed over consecutive groups.
+#[pyfunction]
+fn multi_ref_max<'py>(
+    py: Python<'py>,
+    precision: &Bound<'py, PyAny>,
+    recall: &Bound<'py, PyAny>,
+    f1: &Bound<'py, PyAny>,
+    group_offsets: &Bound<'py, PyAny>,
+) -> PyResult<Triple1<'py>> {
+    let p = float_array::<Ix1>(precision, &|| "precision".to_owned())?;
+    let r = float_array::<Ix1>(recall, &|| "recall".to_owned())?;
+    let f = float_array::<Ix1>(f1, &|| "f1".to_owned())?;
+    let g = index_array(group_offsets, "group_offsets")?;
+    let (pv, rv, fv, gv) = (p.view(), r.view(), f.view(), g.as_array());
+    let scores = detach(py, move || {
+        let (p, r, f) = (pv.into_f32(), rv.into_f32(), fv.into_f32());
+        let offsets = core::offsets_from_i64("group_offsets", gv)?;
+        core::multi_ref_max(p.view(), r.view(), f.view(), &offsets)
+    })?;
+    Ok(scores_to_py(py, scores))
+}
+
+/// `(x - baseline) / (1 - baseline)`.
+#[pyfunction]
+fn rescale<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    baseline: f64,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    let x = float_array::<IxDyn>(x, &|| "x".to_owned())?;
+    let xv = x.view();
+    let y = detach(py, move || core::rescale(xv.into_f32().view(), baseline))?;
+    Ok(y.into_pyarray(py))
+}
+
+/// A 1-D or 2-D float array, as the vector functions take.
+fn vector_or_rows<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<FloatArray<'py, IxDyn>> {
+    let a = float_array::<IxDyn>(obj, &|| what.to_owned())?;
+    let ndim = match &a {
+        FloatArray::F32(a) => a.ndim(),
+        FloatArray::F64(a) => a.ndim(),
+    };
+    if ndim == 1 || ndim == 2 {
+        Ok(a)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} must be a 1-D vector or a 2-D array of rows, got {ndim}-D"
+        )))
+    }
+}
+
+/// Result of a vector function: a float for a vector, an array for rows.
+enum Reduced {
+    Scalar(f32),
+    Rows(ndarray::Array1<f32>),
+}
+
+impl Reduced {
+    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        match self {
+            Reduced::Scalar(x) => Ok(f64::from(x).into_pyobject(py)?.into_any()),
+            Reduced::Rows(a) => Ok(a.into_pyarray(py).into_any()),
+        }
+    }
+}
+
+fn as_1d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ndarray::ArrayView1<'_, f32>> {
+    a.into_dimensionality::<Ix1>().ok()
+}
+
+fn as_2d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ndarray::ArrayView2<'_, f32>> {
+    a.into_dimensionality::<Ix2>().ok()
+}
+
+/// Euclidean norm of a vector (float) or of each row (array).
+#[pyfunction]
+fn l2_norm<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let a = vector_or_rows(a, "a")?;
+    let av = a.view();
+    let out = detach(py, move || {
+        let a = av.into_f32();
+        let v = a.view();
+        Ok(match (as_1d(v.view()), as_2d(v.view())) {
+            (Some(x), _) => Reduced::Scalar(core::l2_norm(x)),
+            (_, Some(x)) => Reduced::Rows(core::l2_norm_rows(x)),
+            _ => Reduced::Rows(ndarray::Array1::zeros(0)),
+        })
+    })?;
+    out.into_py(py)
+}
+
+/// A vector, or each row, divided by its norm (zero vectors unchanged).
+#[pyfunction]
+fn normalize<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    let a = vector_or_rows(a, "a")?;
+    let av = a.view();
+    let out = detach(py, move || {
+        let a = av.into_f32();
+        let v = a.view();
+        Ok(match (as_1d(v.view()), as_2d(v.view())) {
+            (Some(x), _) => core::normalize(x).into_dyn(),
+            (_, Some(x)) => core::normalize_rows(x).into_dyn(),
+            _ => v.to_owned(),
+        })
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Dot product of two vectors (float), or row-wise of two 2-D arrays (array).
+#[pyfunction]
+fn dot<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (a, b) = (vector_or_rows(a, "a")?, vector_or_rows(b, "b")?);
+    let (av, bv) = (a.view(), b.view());
+    let out = detach(py, move || {
+        let (a, b) = (av.into_f32(), bv.into_f32());
+        let (a, b) = (a.view(), b.view());
+        match (
+            as_1d(a.view()),
+            as_1d(b.view()),
+            as_2d(a.view()),
+            as_2d(b.view()),
+        ) {
+            (Some(x), Some(y), _, _) => core::dot(x, y).map(Reduced::Scalar),
+            (_, _, Some(x), Some(y)) => core::dot_rows(x, y).map(Reduced::Rows),
+            _ => Err(core::KernelError::LengthMismatch {
+                what: "the numbers of dimensions of a and b (both 1-D or both 2-D)",
+                left: a.ndim(),
+                right: b.ndim(),
+            }),
+        }
+    })?;
+    out.into_py(py)
+}
+
+/// One document's token ids as int64.
+fn doc_ids(obj: &Bound<'_, PyAny>, d: usize) -> PyResult<Vec<i64>> {
+    if obj.cast::<numpy::PyUntypedArray>().is_ok() {
+        return Ok(index_array(obj, &format!("docs[{d}]"))?.as_array().to_vec());
+    }
+    obj.extract::<Vec<i64>>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "docs[{d}] must be a sequence of int token ids or a 1-D integer array"
+        ))
+    })
+}
+
+/// Reads the documents and computes their IDF weights with the GIL released.
+fn compute_idf(
+    py: Python<'_>,
+    docs: &Bound<'_, PyAny>,
+    num_docs: Option<i64>,
+    num_threads: Option<i64>,
+) -> PyResult<core::Idf<i64>> {
+    let threads = threads_arg(num_threads)?;
+    let num_docs = num_docs
+        .map(|m| {
+            usize::try_from(m)
+                .map_err(|_| PyValueError::new_err(format!("num_docs must be >= 0, got {m}")))
+        })
+        .transpose()?;
+    let docs: Vec<Vec<i64>> = items(docs, "docs")?
+        .iter()
+        .enumerate()
+        .map(|(d, doc)| doc_ids(doc, d))
+        .collect::<PyResult<_>>()?;
+    detach(py, move || {
+        let views: Vec<&[i64]> = docs.iter().map(Vec::as_slice).collect();
+        core::idf_weights(&views, num_docs, threads)
+    })
+}
+
+/// IDF weights `{id: ln((M + 1) / (df + 1))}` over token-id documents.
+#[pyfunction]
+#[pyo3(signature = (docs, num_docs=None, *, num_threads=None))]
+fn idf_weights<'py>(
+    py: Python<'py>,
+    docs: &Bound<'py, PyAny>,
+    num_docs: Option<i64>,
+    num_threads: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let idf = compute_idf(py, docs, num_docs, num_threads)?;
+    let out = PyDict::new(py);
+    for (id, w) in idf.weights {
+        out.set_item(id, w)?;
+    }
+    Ok(out)
+}
+
+/// The same IDF weights as two arrays: token ids (int64, ascending) and their weights (float64).
+#[pyfunction]
+#[pyo3(signature = (docs, num_docs=None, *, num_threads=None))]
+fn idf_table<'py>(
+    py: Python<'py>,
+    docs: &Bound<'py, PyAny>,
+    num_docs: Option<i64>,
+    num_threads: Option<i64>,
+) -> PyResult<IdfTable<'py>> {
+    let idf = compute_idf(py, docs, num_docs, num_threads)?;
+    let (ids, values) = detach(py, move || {
+        let mut entries: Vec<(i64, f64)> = idf.weights.into_iter().collect();
+        entries.sort_unstable_by_key(|&(id, _)| id);
+        Ok(entries.into_iter().unzip::<_, _, Vec<i64>, Vec<f64>>())
+    })?;
+    Ok((ids.into_pyarray(py), values.into_pyarray(py)))
+}
+
+/// IDF of a token seen in none of `num_docs` documents: `ln(num_docs + 1)`.
+#[pyfunction]
+fn idf_default(num_docs: i64) -> PyResult<f64> {
+    usize::try_from(num_docs)
+        .map(core::idf_default)
+        .map_err(|_| PyValueError::new_err(format!("num_docs must be >= 0, got {num_docs}")))
+}
+
+/// Sets the size of the shared thread pool.
+#[pyfunction]
+fn set_num_threads(py: Python<'_>, n: i64) -> PyResult<()> {
+    let n = threads_arg(Some(n))?.unwrap_or(1);
+    detach(py, move || core::set_num_threads(n))
+}
+
+/// Size of the shared thread pool.
+#[pyfunction]
+fn get_num_threads(py: Python<'_>) -> PyResult<usize> {
+    detach(py, core::get_num_threads)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(score_embeddings, m)?)?;
+    m.add_function(wrap_pyfunction!(pairwise_embeddings, m)?)?;
+    m.add_function(wrap_pyfunction!(score_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(pairwise_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(multi_ref_max, m)?)?;
+    m.add_function(wrap_pyfunction!(rescale, m)?)?;
+    m.add_function(wrap_pyfunction!(l2_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(dot, m)?)?;
+    m.add_function(wrap_pyfunction!(idf_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(idf_table, m)?)?;
+    m.add_function(wrap_pyfunction!(idf_default, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add("NUM_THREADS_ENV", core::NUM_THREADS_ENV)?;
+    Ok(())
+}
