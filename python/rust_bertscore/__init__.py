@@ -20,6 +20,7 @@ from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
+from .show import plot_example
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -35,6 +36,7 @@ __all__ = [
     "l2_norm",
     "normalize",
     "pairwise_embeddings",
+    "plot_example",
     "score",
     "score_embeddings",
     "set_num_threads",

@@ -9,6 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def _read_umask() -> int:
+    # Read once at import: os.umask can only be read by setting it, which is not thread-safe.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it replaces ``target`` atomically.
@@ -24,6 +34,8 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
+        # mkstemp creates the file 0600; give it the permissions a plain open() would.
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -4,7 +4,7 @@ random pairs of unrelated sentences from a corpus (one sentence per line).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +29,10 @@ def corpus_lines(lines: Sequence[str]) -> list[str]:
     return [s for s in (line.strip() for line in lines) if s]
 
 
+PAIRS_PER_ROUND = 2048
+"""Pairs scored per round; the sums are accumulated so memory does not grow with ``pairs``."""
+
+
 def compute_baseline(
     model_type: str | None,
     corpus: Sequence[str],
@@ -38,6 +42,7 @@ def compute_baseline(
     batch_size: int = 64,
     device: str | None = None,
     lang: str | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> np.ndarray:
     """Mean P, R, F per layer (rows 0..depth) over random corpus pairs.
 
@@ -51,6 +56,12 @@ def compute_baseline(
         How many random (candidate, reference) pairs to average over.
     seed : int
         Seed of the pair sampler: the same corpus, pairs and seed give the same file.
+    batch_size : int
+        Texts per encoder call.
+    device : str, optional
+        As in :func:`rust_bertscore.score`.
+    progress : callable, optional
+        Called with the number of pairs scored after each round.
 
     Returns
     -------
@@ -62,7 +73,16 @@ def compute_baseline(
     scorer = BERTScorer(
         model_type=model_type, lang=lang, all_layers=True, batch_size=batch_size, device=device
     )
-    cands = [sentences[i] for i in a]
-    refs = [sentences[i] for i in b]
-    P, R, F = scorer.score(cands, refs)
-    return np.stack([P, R, F], axis=-1).astype(np.float64).mean(axis=1)
+    sums: np.ndarray | None = None
+    for start in range(0, pairs, PAIRS_PER_ROUND):
+        stop = min(start + PAIRS_PER_ROUND, pairs)
+        cands = [sentences[i] for i in a[start:stop]]
+        refs = [sentences[i] for i in b[start:stop]]
+        P, R, F = scorer.score(cands, refs)
+        # (layers + 1, 3): this round's sums of P, R, F per layer, in float64.
+        part = np.stack([P, R, F], axis=-1).astype(np.float64).sum(axis=1)
+        sums = part if sums is None else sums + part
+        if progress is not None:
+            progress(stop - start)
+    assert sums is not None  # pairs >= 1 (checked by random_pairs)
+    return sums / pairs

@@ -1,0 +1,151 @@
+"""Pieces shared by the ``rust-bertscore`` subcommands: the usage error, argument types, flags
+every subcommand takes, and the progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, Any
+
+PROG = "rust-bertscore"
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr, with the exit code to end with.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, naming the file, line or value.
+    code : int
+        :data:`EXIT_USAGE` (2) for bad arguments and inputs, :data:`EXIT_FAILURE` (1) for the rest.
+    """
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line on stderr (exit code 2), not usage + error."""
+
+    def error(self, message: str) -> Any:  # argparse declares NoReturn
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def layer_int(text: str) -> int:
+    """argparse type: an int >= 0 (0 = the embeddings)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a layer number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a layer number >= 0, got {value}")
+    return value
+
+
+def add_common_flags(parser: argparse._ActionsContainer) -> None:
+    """``-v/--verbose`` and ``-q/--quiet``, taken by every subcommand."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say more on stderr (model, layer, timing) and show a traceback on errors",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar or messages on stderr (errors and warnings still show)",
+    )
+
+
+def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = True) -> None:
+    """``--lang``, ``-m/--model``, ``-l/--num_layers``, ``--device`` and ``--precision``."""
+    parser.add_argument(
+        "--lang",
+        default=None,
+        help="language code (e.g. en, zh): picks bert_score's model and rescale baseline",
+    )
+    parser.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        help="Hugging Face model id, checkpoint directory or exported .onnx file "
+        "(default: the --lang model, else sentence-transformers/all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-l",
+        "--num_layers",
+        type=layer_int,
+        default=None,
+        help="layer whose output is used (default: bert_score's tuned layer, else the last)",
+    )
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)"
+    )
+    if precision:
+        parser.add_argument(
+            "--precision",
+            choices=("fp32", "int8"),
+            default="fp32",
+            help="encoder precision; int8 is a dynamically quantised graph (default: fp32)",
+        )
+
+
+def info(args: argparse.Namespace, message: str) -> None:
+    """A message on stderr, unless ``-q``."""
+    if not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
+
+
+def debug(args: argparse.Namespace, message: str) -> None:
+    """A message on stderr with ``-v`` only (and not with ``-q``)."""
+    if getattr(args, "verbose", False) and not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
+
+
+def progress_bar(
+    total: int | None,
+    *,
+    desc: str,
+    unit: str = "texts",
+    quiet: bool = False,
+    file: IO[str] | None = None,
+    delay: float = 0.5,
+) -> Any:
+    """A tqdm bar on stderr with a rate and an ETA; disabled by ``quiet``.
+
+    The bar appears only after ``delay`` seconds, so quick runs print nothing; when stderr is
+    not a terminal it is redrawn at most every 10 s, to keep logs short.
+    """
+    from tqdm import tqdm
+
+    stream = sys.stderr if file is None else file
+    is_tty = bool(getattr(stream, "isatty", lambda: False)())
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=f" {unit}",
+        file=stream,
+        disable=quiet,
+        delay=delay,
+        mininterval=0.2 if is_tty else 10.0,
+        dynamic_ncols=is_tty,
+    )

@@ -1,0 +1,312 @@
+"""Inputs of ``rust-bertscore score``: files of one text per line, a JSONL file, or texts given on
+the command line, checked up front and then read in chunks so that memory stays flat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO, Union
+
+from .cli_common import CliError
+
+Refs = Union[list[str], list[list[str]]]
+
+_PATH_SUFFIX = re.compile(r"[^./\\]\.[A-Za-z0-9]{2,6}$")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive candidates and their references, in the shape ``score()`` takes."""
+
+    cands: list[str]
+    refs: Refs
+
+
+class Source:
+    """Where candidates and references come from.
+
+    Attributes
+    ----------
+    num_cands : int
+        Number of candidates.
+    num_refs : int
+        Number of reference sentences, all references of all candidates counted (the ``M`` of
+        IDF's ``ln((M+1)/(df+1))``).
+    description : str
+        For messages.
+    """
+
+    num_cands: int
+    num_refs: int
+    description: str
+    idf_allowed: bool = True
+
+    def chunks(self, size: int) -> Iterator[Chunk]:
+        """Candidates and references, ``size`` candidates at a time."""
+        raise NotImplementedError
+
+    def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        """Every reference sentence (flattened), up to ``size`` at a time."""
+        raise NotImplementedError
+
+
+def looks_like_path(text: str) -> bool:
+    """True for a value that is surely meant as a file name (no spaces; a slash or a suffix)."""
+    if not text or any(c.isspace() for c in text):
+        return False
+    return "/" in text or os.sep in text or bool(_PATH_SUFFIX.search(text))
+
+
+def _open_text(path: Path) -> TextIO:
+    try:
+        return open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{path}: is a directory, expected a file of one text per line") from None
+    except PermissionError:
+        raise CliError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _first_bad_utf8_line(path: Path) -> int:
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 0
+
+
+@contextlib.contextmanager
+def _decoding(path: Path) -> Iterator[None]:
+    """Turn a UTF-8 error while reading ``path`` into a message naming its line."""
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        line = _first_bad_utf8_line(path)
+        where = f"{path}:{line}" if line else str(path)
+        raise CliError(f"{where}: not valid UTF-8 text ({e.reason})") from None
+
+
+def _strip_newline(line: str) -> str:
+    return line[:-1] if line.endswith("\n") else line
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a text file as Python iterates them (a last line without newline counts)."""
+    with _open_text(path) as f, _decoding(path):
+        return sum(1 for _ in f)
+
+
+class LineFiles(Source):
+    """A candidate file and one or more reference files, one text per line, in step.
+
+    Several reference files give each candidate several references (bert_score's ``-r a b``).
+    """
+
+    def __init__(self, cand: Path, refs: Sequence[Path]) -> None:
+        self.cand = cand
+        self.refs = list(refs)
+        self.num_cands = count_lines(cand)
+        if self.num_cands == 0:
+            raise CliError(f"{cand}: empty file, no candidates to score")
+        for ref in self.refs:
+            n = count_lines(ref)
+            if n != self.num_cands:
+                raise CliError(
+                    f"{ref} has {n} lines but the candidate file {cand} has {self.num_cands}: "
+                    "give one reference per line for every candidate"
+                )
+        self.num_refs = self.num_cands * len(self.refs)
+        names = ", ".join(str(r) for r in self.refs)
+        self.description = f"{cand} against {names}"
+
+    def chunks(self, size: int) -> Iterator[Chunk]:
+        with contextlib.ExitStack() as stack:
+            files = [stack.enter_context(_open_text(p)) for p in [self.cand, *self.refs]]
+            cands: list[str] = []
+            refs: list = []
+            for lines in zip(*files):
+                cands.append(_strip_newline(lines[0]))
+                if len(files) == 2:
+                    refs.append(_strip_newline(lines[1]))
+                else:
+                    refs.append([_strip_newline(line) for line in lines[1:]])
+                if len(cands) == size:
+                    yield Chunk(cands, refs)
+                    cands, refs = [], []
+            if cands:
+                yield Chunk(cands, refs)
+
+    def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        for path in self.refs:
+            with _open_text(path) as f:
+                chunk: list[str] = []
+                for line in f:
+                    chunk.append(_strip_newline(line))
+                    if len(chunk) == size:
+                        yield chunk
+                        chunk = []
+                if chunk:
+                    yield chunk
+
+
+class TextPair(Source):
+    """One candidate and its reference(s), given as texts on the command line."""
+
+    idf_allowed = False
+
+    def __init__(self, cand: str, refs: Sequence[str]) -> None:
+        self.cand = cand
+        self.refs = list(refs)
+        self.num_cands = 1
+        self.num_refs = len(self.refs)
+        self.description = "1 candidate text"
+
+    def chunks(self, size: int) -> Iterator[Chunk]:
+        yield Chunk([self.cand], [self.refs])
+
+    def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        yield list(self.refs)
+
+
+class JsonlFile(Source):
+    """A JSON Lines file: one object per line, with a candidate field and a reference field
+    (a string, or a non-empty list of strings for several references). Blank lines are skipped.
+    """
+
+    def __init__(self, path: Path, cand_field: str, ref_field: str) -> None:
+        self.path = path
+        self.cand_field = cand_field
+        self.ref_field = ref_field
+        self.num_cands = 0
+        self.num_refs = 0
+        for _, refs in self._records():
+            self.num_cands += 1
+            self.num_refs += len(refs)
+        if self.num_cands == 0:
+            raise CliError(f"{path}: no JSON objects, nothing to score")
+        self.description = f"{path} (fields {cand_field!r} and {ref_field!r})"
+
+    def _records(self) -> Iterator[tuple[str, list[str]]]:
+        with _open_text(self.path) as f, _decoding(self.path):
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    yield self._parse(line, number)
+
+    def _parse(self, line: str, number: int) -> tuple[str, list[str]]:
+        where = f"{self.path}:{number}"
+        try:
+            record = json.loads(line.strip())
+        except json.JSONDecodeError as e:
+            raise CliError(f"{where}: not valid JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(record, dict):
+            raise CliError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        missing = [k for k in (self.cand_field, self.ref_field) if k not in record]
+        if missing:
+            have = ", ".join(repr(k) for k in list(record)[:8]) or "none"
+            raise CliError(f"{where}: no field {missing[0]!r} (fields: {have})")
+        cand = record[self.cand_field]
+        if not isinstance(cand, str):
+            raise CliError(
+                f"{where}: field {self.cand_field!r} must be a string, got {_json_type(cand)}"
+            )
+        ref = record[self.ref_field]
+        if isinstance(ref, str):
+            return cand, [ref]
+        if isinstance(ref, list) and ref and all(isinstance(r, str) for r in ref):
+            return cand, ref
+        what = "an empty list" if ref == [] else _json_type(ref)
+        raise CliError(
+            f"{where}: field {self.ref_field!r} must be a string or a non-empty list of "
+            f"strings, got {what}"
+        )
+
+    def chunks(self, size: int) -> Iterator[Chunk]:
+        cands: list[str] = []
+        refs: list[list[str]] = []
+        for cand, group in self._records():
+            cands.append(cand)
+            refs.append(group)
+            if len(cands) == size:
+                yield Chunk(cands, refs)
+                cands, refs = [], []
+        if cands:
+            yield Chunk(cands, refs)
+
+    def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        chunk: list[str] = []
+        for _, group in self._records():
+            chunk.extend(group)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list with a non-string item"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def open_source(
+    cand: str | None,
+    refs: Sequence[str] | None,
+    jsonl: str | None,
+    cand_field: str,
+    ref_field: str,
+) -> Source:
+    """Pick the input kind the way bert-score's CLI does.
+
+    ``--jsonl`` reads a JSON Lines file. Otherwise, when ``-c`` names an existing file, every
+    ``-r`` must name a file too (one text per line, equal line counts); when neither names a
+    file, they are the texts themselves (one candidate; several ``-r`` texts are its references).
+    """
+    if jsonl is not None:
+        if cand is not None or refs:
+            raise CliError("give either --jsonl FILE or -c/-r, not both")
+        return JsonlFile(Path(jsonl), cand_field, ref_field)
+    if cand is None or not refs:
+        raise CliError(
+            "nothing to score: give -c/--cand and -r/--ref (files or texts), or --jsonl FILE"
+        )
+    if os.path.isfile(cand):
+        for ref in refs:
+            if not os.path.isfile(ref):
+                raise CliError(_not_a_file(ref, "reference"))
+        return LineFiles(Path(cand), [Path(r) for r in refs])
+    ref_files = [r for r in refs if os.path.isfile(r)]
+    if ref_files:
+        raise CliError(
+            _not_a_file(cand, "candidate")
+            + f" (-r names the file {ref_files[0]}, so -c must name one too)"
+        )
+    for text, role in [(cand, "candidate"), *((r, "reference") for r in refs)]:
+        if os.path.isdir(text) or looks_like_path(text):
+            raise CliError(_not_a_file(text, role))
+    return TextPair(cand, refs)
+
+
+def _not_a_file(path: str, role: str) -> str:
+    if os.path.isdir(path):
+        return f"{role} file {path}: is a directory"
+    return f"{role} file {path}: no such file"

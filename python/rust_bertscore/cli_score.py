@@ -1,0 +1,338 @@
+"""``rust-bertscore score`` (the default subcommand): bert-score's command line, streamed.
+
+Inputs are read and scored in chunks of lines with one :class:`BERTScorer`; per-pair output is
+written as it comes and the corpus means are accumulated, so memory stays flat in the number of
+lines. With ``--idf`` a first pass over the references counts document frequencies, giving the
+same weights as ``score(..., idf=True)`` over the whole reference list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import TextIO
+
+import numpy as np
+
+from .cli_common import (
+    CliError,
+    add_common_flags,
+    add_model_flags,
+    debug,
+    info,
+    positive_int,
+    progress_bar,
+)
+from .cli_inputs import Source, open_source
+from .scores import BERTScorer
+from .tokens import TextTokenizer
+
+DEFAULT_CHUNK_LINES = 1024
+"""Candidates read and scored per round."""
+
+IDF_CHUNK = 4096
+"""References tokenized per round of the IDF pass."""
+
+EPILOG = """\
+examples:
+  rust-bertscore -c hyps.txt -r refs.txt
+  rust-bertscore -c hyps.txt -r refs1.txt refs2.txt --idf -s
+  rust-bertscore -c hyps.txt -r refs.txt --lang en --rescale_with_baseline --format json
+  rust-bertscore --jsonl outputs.jsonl --cand-field hyp --ref-field refs --format tsv
+  rust-bertscore -c "The cat sat on the mat." -r "A cat was sitting on the mat."
+
+output (text): with -s, one "P<TAB>R<TAB>F1" line per candidate, then the summary line
+  <hash> P: <mean> R: <mean> F1: <mean>
+json: one document {"hash", "model", ..., "pairs": [{"index", "P", "R", "F1"}, ...],
+  "summary": {"P", "R", "F1", "count"}}; tsv: a "P<TAB>R<TAB>F1" header and a row per
+  candidate (the summary line goes to stderr). With several references per candidate, each
+  of P, R and F1 is the best over its references, as in bert_score.
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``score`` and return its parser."""
+    p = subparsers.add_parser(
+        "score",
+        help="score candidates against references (the default subcommand)",
+        description="BERTScore of candidates against references, with bert-score's flags.\n"
+        "Files hold one text per line; values that are not files are the texts themselves.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inputs = p.add_argument_group("input")
+    inputs.add_argument("-c", "--cand", metavar="FILE_OR_TEXT", help="candidate file or text")
+    inputs.add_argument(
+        "-r",
+        "--ref",
+        nargs="+",
+        action="extend",
+        metavar="FILE_OR_TEXT",
+        help="reference file(s) or text(s); several (-r a b, or -r a -r b) give each "
+        "candidate several references",
+    )
+    inputs.add_argument("--jsonl", metavar="FILE", help="read candidates and references from JSONL")
+    inputs.add_argument(
+        "--cand-field", default="cand", metavar="NAME", help="JSONL candidate field (cand)"
+    )
+    inputs.add_argument(
+        "--ref-field",
+        default="ref",
+        metavar="NAME",
+        help="JSONL reference field: a string or a list of strings (ref)",
+    )
+    model = p.add_argument_group("model")
+    add_model_flags(model)
+    model.add_argument(
+        "-b", "--batch_size", type=positive_int, default=64, help="texts per encoder call (64)"
+    )
+    scoring = p.add_argument_group("scoring")
+    scoring.add_argument(
+        "--idf", action="store_true", help="weight tokens by IDF over the references"
+    )
+    scoring.add_argument(
+        "--rescale_with_baseline",
+        action="store_true",
+        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
+    )
+    scoring.add_argument(
+        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    )
+    output = p.add_argument_group("output")
+    output.add_argument(
+        "-s", "--seg_level", action="store_true", help="print the scores of every candidate"
+    )
+    output.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text, as bert-score)",
+    )
+    output.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=DEFAULT_CHUNK_LINES,
+        metavar="N",
+        help=f"candidates read and scored at a time ({DEFAULT_CHUNK_LINES})",
+    )
+    add_common_flags(output)
+    # Accepted for bert-score compatibility; they change nothing here.
+    p.add_argument("--nthreads", type=positive_int, default=4, help=argparse.SUPPRESS)
+    p.add_argument("--use_fast_tokenizer", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(run=run)
+    return p
+
+
+# -- IDF over a stream of references ------------------------------------------------------------
+
+
+def document_frequencies(
+    tokenizer: TextTokenizer, ref_chunks: Iterable[list[str]], progress: object = None
+) -> tuple[np.ndarray, int]:
+    """Count, for every token id, the references whose token ids contain it.
+
+    Returns
+    -------
+    (df, m) : (np.ndarray, int)
+        ``df[id]`` = number of references holding ``id`` (special tokens included, as
+        bert_score counts them); ``m`` = number of references.
+    """
+    df = np.zeros(max(tokenizer.vocab_size, 1), dtype=np.int64)
+    m = 0
+    for chunk in ref_chunks:
+        ids = tokenizer.encode(chunk)
+        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+        flat = np.fromiter((i for t in ids for i in t), np.int64, int(lengths.sum()))
+        top = int(flat.max()) + 1 if len(flat) else 0
+        if top > len(df):
+            df = np.concatenate([df, np.zeros(top - len(df), dtype=np.int64)])
+        # One count per (reference, id): unique keys doc * size + id.
+        docs = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
+        keys = np.unique(docs * len(df) + flat)
+        df += np.bincount(keys % len(df), minlength=len(df))
+        m += len(ids)
+        if progress is not None:
+            progress.update(len(ids))  # type: ignore[attr-defined]
+    return df, m
+
+
+def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
+    """bert_score's ``get_idf_dict`` from counts: ``ln((m+1)/(df+1))``, unseen ids ``ln(m+1)``."""
+    unseen = math.log(m + 1)
+    out: defaultdict[int, float] = defaultdict(lambda: unseen)
+    for token_id in np.flatnonzero(df).tolist():
+        out[token_id] = math.log((m + 1) / (int(df[token_id]) + 1))
+    return out
+
+
+# BERTScorer has no public way (bert_score's has none either) to reach its tokenizer or to take a
+# ready idf dict; these two helpers are the only places that reach inside it.
+def _scorer_tokenizer(scorer: BERTScorer) -> TextTokenizer:
+    return scorer._runtime.tokenizer
+
+
+def _set_scorer_idf(scorer: BERTScorer, idf: Mapping[int, float]) -> None:
+    scorer._idf_weights = scorer._user_idf(idf)
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+class Writer:
+    """Writes per-pair scores as they come and the summary at the end."""
+
+    def __init__(self, out: TextIO, args: argparse.Namespace, scorer: BERTScorer) -> None:
+        self.out = out
+        self.args = args
+        self.scorer = scorer
+        self.hash = scorer.hash
+
+    def begin(self) -> None:
+        pass
+
+    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+        pass
+
+    def end(self, means: np.ndarray, count: int) -> None:
+        raise NotImplementedError
+
+    def summary_line(self, means: np.ndarray) -> str:
+        p, r, f = (float(x) for x in means)
+        return f"{self.hash} P: {p:.6f} R: {r:.6f} F1: {f:.6f}"
+
+
+class TextWriter(Writer):
+    """bert-score's output: ``P\\tR\\tF`` lines with ``-s``, then the summary line."""
+
+    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+        if self.args.seg_level:
+            self.out.write("".join(f"{p:.6f}\t{r:.6f}\t{f:.6f}\n" for p, r, f in zip(P, R, F)))
+            self.out.flush()
+
+    def end(self, means: np.ndarray, count: int) -> None:
+        self.out.write(self.summary_line(means) + "\n")
+
+
+class TsvWriter(Writer):
+    """A header and one row per candidate; the summary line goes to stderr."""
+
+    def begin(self) -> None:
+        self.out.write("P\tR\tF1\n")
+
+    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+        self.out.write("".join(f"{p:.6f}\t{r:.6f}\t{f:.6f}\n" for p, r, f in zip(P, R, F)))
+        self.out.flush()
+
+    def end(self, means: np.ndarray, count: int) -> None:
+        info(self.args, self.summary_line(means))
+
+
+class JsonWriter(Writer):
+    """One JSON document, written as it goes: settings, ``pairs`` and ``summary``."""
+
+    def begin(self) -> None:
+        head = {
+            "hash": self.hash,
+            "model": self.scorer.model_type,
+            "num_layers": self.scorer.num_layers,
+            "idf": self.scorer.idf,
+            "rescale_with_baseline": self.scorer.rescale_with_baseline,
+            "precision": self.scorer.precision,
+        }
+        self.out.write(json.dumps(head)[:-1] + ', "pairs": [')
+        self._first = True
+
+    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+        parts = []
+        for i, (p, r, f) in enumerate(zip(P, R, F), start=start):
+            sep = "\n" if self._first else ",\n"
+            self._first = False
+            # str() of a float32 is its shortest round-trip form, a valid JSON number.
+            parts.append(f'{sep}{{"index": {i}, "P": {p!s}, "R": {r!s}, "F1": {f!s}}}')
+        self.out.write("".join(parts))
+        self.out.flush()
+
+    def end(self, means: np.ndarray, count: int) -> None:
+        p, r, f = (float(x) for x in means)
+        summary = {"P": p, "R": r, "F1": f, "count": count}
+        self.out.write(f'\n], "summary": {json.dumps(summary)}}}\n')
+
+
+WRITERS = {"text": TextWriter, "tsv": TsvWriter, "json": JsonWriter}
+
+
+# -- the subcommand ------------------------------------------------------------------------------
+
+
+def _check_baseline(args: argparse.Namespace, scorer: BERTScorer) -> None:
+    if not args.rescale_with_baseline:
+        return
+    try:
+        scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
+    except ValueError as e:
+        raise CliError(
+            f"{e}; pass --baseline_path FILE (make one with `rust-bertscore baseline`)"
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score, write the output, return the exit code."""
+    source: Source = open_source(args.cand, args.ref, args.jsonl, args.cand_field, args.ref_field)
+    if args.idf and not source.idf_allowed:
+        raise CliError(
+            "--idf needs reference files: IDF over a single pair of sentences is not supported "
+            "(as in bert-score)"
+        )
+    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
+        raise CliError(f"baseline file {args.baseline_path}: no such file")
+    start = time.perf_counter()
+    scorer = BERTScorer(
+        model_type=args.model,
+        num_layers=args.num_layers,
+        batch_size=args.batch_size,
+        idf=args.idf,
+        device=args.device,
+        lang=args.lang,
+        rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path,
+        precision=args.precision,
+        cache_bytes=0,
+    )
+    _check_baseline(args, scorer)
+    debug(
+        args,
+        f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision} on "
+        f"{scorer.device} (loaded in {time.perf_counter() - start:.2f} s)",
+    )
+    debug(args, f"scoring {source.num_cands} candidates: {source.description}")
+    if args.idf:
+        with progress_bar(source.num_refs, desc="idf", quiet=args.quiet) as bar:
+            df, m = document_frequencies(
+                _scorer_tokenizer(scorer), source.ref_chunks(IDF_CHUNK), bar
+            )
+        _set_scorer_idf(scorer, idf_dict(df, m))
+        debug(args, f"idf over {m} references")
+
+    writer = WRITERS[args.format](sys.stdout, args, scorer)
+    writer.begin()
+    sums = np.zeros(3, dtype=np.float64)
+    count = 0
+    start = time.perf_counter()
+    with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
+        for chunk in source.chunks(args.chunk_size):
+            P, R, F = scorer.score(chunk.cands, chunk.refs)
+            writer.pairs(count, P, R, F)
+            sums += [x.sum(dtype=np.float64) for x in (P, R, F)]
+            count += len(P)
+            bar.update(len(P))
+    writer.end(sums / count, count)
+    sys.stdout.flush()
+    elapsed = max(time.perf_counter() - start, 1e-9)
+    debug(args, f"scored {count} candidates in {elapsed:.2f} s ({count / elapsed:.1f} texts/s)")
+    return 0

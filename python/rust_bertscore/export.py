@@ -1,0 +1,172 @@
+"""Export a checkpoint as the ONNX graph the scorer runs, ready for ``model_type="model.onnx"``.
+
+Writes, in the directory of the output file:
+
+- ``<name>.onnx``: the encoder truncated at layer ``num_layers`` (int8-quantised with
+  ``precision="int8"``), plus ``<name>.onnx.data`` for weights past protobuf's 2 GiB;
+- the tokenizer files and ``config.json`` of the checkpoint;
+- ``<name>.onnx.json``: ``{"num_layers", "model", "precision", "all_layers": false, ...}``,
+  which tells the scorer the layer (see :func:`rust_bertscore.runtime.export_info_path`).
+  It is written last: a graph without it is an unfinished export.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import convert
+from ._version import __version__
+from .atomic import atomic_path
+from .model_files import resolve_model
+from .runtime import check_layer, default_layer, export_info_path
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
+"""Tokenizer files copied beside the graph when the checkpoint has them."""
+
+PRECISIONS = ("fp32", "int8")
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """What ``<graph>.onnx.json`` records about an exported graph."""
+
+    num_layers: int
+    model: str
+    precision: str
+    all_layers: bool
+    model_type: str
+    depth: int
+    converter_version: str
+    rust_bertscore_version: str
+
+
+def _same_json(a: Path, b: Path) -> bool:
+    try:
+        return json.loads(a.read_text(encoding="utf-8")) == json.loads(
+            b.read_text(encoding="utf-8")
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _copy(src: Path, dst: Path) -> None:
+    if dst.exists() and os.path.samefile(src, dst):
+        return
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, _umask_mode())  # a temporary file is private; the export is not
+
+
+def _write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, _umask_mode())
+
+
+def export_model(
+    model: str,
+    out_path: str | os.PathLike[str],
+    num_layers: int | None = None,
+    *,
+    precision: str = "fp32",
+    force: bool = False,
+) -> ExportInfo:
+    """Convert ``model`` to an ONNX graph at ``out_path`` with its tokenizer and config.
+
+    Parameters
+    ----------
+    model : str
+        Hugging Face model id or checkpoint directory (safetensors weights).
+    out_path : path
+        The ``.onnx`` file to write; its directory receives the tokenizer files and
+        ``config.json``.
+    num_layers : int, optional
+        Layer whose output the graph returns (0 = embeddings). Default: bert_score's tuned layer
+        for the model, else its last layer.
+    precision : {"fp32", "int8"}
+        ``"int8"`` quantises the projections dynamically (as ``score(precision="int8")``).
+    force : bool
+        Write into a directory that already holds another model's ``config.json``.
+
+    Returns
+    -------
+    ExportInfo
+        What was recorded in ``<out_path>.json``.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``out_path`` or ``precision``, a layer out of range, an ``.onnx`` model, or a
+        directory holding another model.
+    ModelNotFoundError
+        When ``model`` cannot be found.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+    out = Path(out_path)
+    if out.suffix != ".onnx":
+        raise ValueError(f"the output must be an .onnx file name, got {str(out)!r}")
+    if out.is_dir():
+        raise ValueError(f"{out} is a directory: give the .onnx file to write")
+    files = resolve_model(model)
+    if files.onnx_path is not None:
+        raise ValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
+    config = files.config()
+    family = convert.model_family(config)
+    depth = convert.model_depth(config)
+    layer = default_layer(model, depth) if num_layers is None else num_layers
+    layer = check_layer(model, layer, depth)
+    out_dir = out.parent
+    existing = out_dir / "config.json"
+    src_config = files.model_dir / "config.json"
+    if not force and existing.is_file() and not _same_json(existing, src_config):
+        raise ValueError(
+            f"{out_dir} already holds another model's config.json: export to an empty "
+            "directory (a directory holds one model's tokenizer and config), or pass --force"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info_path = export_info_path(out)
+    info_path.unlink(missing_ok=True)  # an old record must not describe the new graph
+    if precision == "fp32":
+        convert.export_onnx(files.model_dir, out, layer)
+    else:
+        with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out_dir) as tmp:
+            fp32 = convert.export_onnx(files.model_dir, Path(tmp) / "fp32.onnx", layer)
+            convert.quantize_int8(fp32, out)
+    for name in ("config.json", *TOKENIZER_FILES):
+        src = files.model_dir / name
+        if src.is_file():
+            _copy(src, out_dir / name)
+    info = ExportInfo(
+        num_layers=layer,
+        model=model,
+        precision=precision,
+        all_layers=False,
+        model_type=str(config.get("model_type", family)),
+        depth=depth,
+        converter_version=convert.CONVERTER_VERSION,
+        rust_bertscore_version=__version__,
+    )
+    _write_text(info_path, json.dumps(asdict(info), indent=1) + "\n")
+    return info

@@ -1,0 +1,110 @@
+"""The similarity matrix behind ``rust-bertscore show``: the scorer's tokens and vectors, and the
+P/R/F1 of its title equal to ``score()`` for the pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rust_bertscore as rb
+from conftest import FAMILIES, REFERENCE, TINY
+from rust_bertscore.show import plot_example, plot_similarity, similarity_matrix
+
+PAIRS = [
+    ("the coffee was cold", "the coffee is hot"),
+    ("She took the road north.", "she would take the northern road"),
+    ("a", "a new customer came in and sat down by the window"),
+]
+BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(("cand", "ref"), PAIRS)
+def test_title_scores_equal_score(family: str, cand: str, ref: str) -> None:
+    model = str(TINY / family)
+    sim = similarity_matrix(cand, ref, model_type=model, num_layers=2)
+    P, R, F = rb.score([cand], [ref], model_type=model, num_layers=2)
+    np.testing.assert_array_equal(np.float32([sim.P, sim.R, sim.F]), [P[0], R[0], F[0]])
+    assert sim.num_layers == 2 and sim.model_type == model
+    # The matrix shown gives the same numbers by greedy matching.
+    wc, wr = sim.cand_weights, sim.ref_weights
+    p = (sim.matrix.max(axis=1) * wc).sum() / wc.sum()
+    r = (sim.matrix.max(axis=0) * wr).sum() / wr.sum()
+    np.testing.assert_allclose([p, r], [sim.P, sim.R], rtol=0, atol=1e-6)
+
+
+def test_matrix_is_the_cosine_of_token_vectors() -> None:
+    cand, ref = PAIRS[1]
+    sim = similarity_matrix(cand, ref, model_type=str(TINY / "bert"))
+    assert sim.matrix.shape == (len(sim.cand_tokens), len(sim.ref_tokens))
+    assert sim.cand_tokens[0] == "[CLS]" and sim.cand_tokens[-1] == "[SEP]"
+    assert sim.cand_weights[0] == 0 and sim.cand_weights[-1] == 0
+    assert np.all(np.abs(sim.matrix) <= 1 + 1e-6)
+    # Greedy matching over the matrix gives the title's numbers.
+    wc, wr = sim.cand_weights, sim.ref_weights
+    p = (sim.matrix.max(axis=1) * wc).sum() / wc.sum()
+    r = (sim.matrix.max(axis=0) * wr).sum() / wr.sum()
+    assert p == pytest.approx(sim.P, abs=1e-6) and r == pytest.approx(sim.R, abs=1e-6)
+    assert sim.matrix[np.arange(len(wc)), sim.cand_matches].max() == sim.matrix.max()
+
+
+def test_identical_texts_match_themselves() -> None:
+    text = "the coffee was cold"
+    sim = similarity_matrix(text, text, model_type=str(TINY / "roberta"))
+    content = sim.cand_content
+    np.testing.assert_array_equal(sim.cand_matches[content], content)
+    assert abs(sim.F - 1.0) < 1e-6
+    assert sim.cand_tokens[1] == "the"  # byte-level BPE's word marker is not displayed
+
+
+def test_rescaled_scores_equal_score() -> None:
+    cand, ref = PAIRS[0]
+    model = str(TINY / "bert")
+    sim = similarity_matrix(
+        cand, ref, model_type=model, rescale_with_baseline=True, baseline_path=BASELINE
+    )
+    (P, R, F), hash_ = rb.score(
+        [cand],
+        [ref],
+        model_type=model,
+        rescale_with_baseline=True,
+        baseline_path=BASELINE,
+        return_hash=True,
+    )
+    np.testing.assert_array_equal(np.float32([sim.P, sim.R, sim.F]), [P[0], R[0], F[0]])
+    assert sim.rescaled and sim.hash == hash_
+
+
+def test_errors() -> None:
+    model = str(TINY / "bert")
+    with pytest.raises(ValueError, match="candidate is empty"):
+        similarity_matrix("  ", "the cat", model_type=model)
+    with pytest.raises(ValueError, match="Language"):
+        similarity_matrix("a cat", "the cat", model_type=model, rescale_with_baseline=True)
+    with pytest.raises(ValueError, match="Baseline not Found"):
+        similarity_matrix(
+            "a cat", "the cat", model_type=model, rescale_with_baseline=True, lang="xx"
+        )
+    with pytest.raises(TypeError, match="reference must be a str"):
+        similarity_matrix("a cat", ["the cat"], model_type=model)  # type: ignore[arg-type]
+
+
+def test_plot_writes_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    cand, ref = PAIRS[2]
+    sim = similarity_matrix(cand, ref, model_type=str(TINY / "distilbert"))
+    out = plot_similarity(sim, tmp_path / "m.png")
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    long = " ".join(["word"] * 60)
+    sim = similarity_matrix(long, long, model_type=str(TINY / "bert"))
+    assert plot_similarity(sim, tmp_path / "long.png").stat().st_size > 10_000
+
+
+def test_plot_example_is_bert_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "e.png"
+    sim = plot_example(*PAIRS[0], model_type=str(TINY / "electra"), fname=str(out))
+    assert out.is_file() and 0 < sim.F <= 1
+    assert str(out) in capsys.readouterr().err
