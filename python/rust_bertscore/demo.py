@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from .registry import DEFAULT_MODEL
 from .scores import score
 
 BUILT_IN = [
@@ -44,11 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     (P, R, F), settings = score(cands, refs, return_hash=True)
     elapsed = time.perf_counter() - start
+    # The same scores rescaled with the default model's shipped English baseline.
+    *_, F_rescaled = score(
+        cands, refs, model_type=DEFAULT_MODEL, lang="en", rescale_with_baseline=True
+    )
     print(f"Scoring {len(cands)} candidates from {where} with the default model")
-    print(f"{'P':>8} {'R':>8} {'F1':>8}  candidate / reference")
-    for p, r, f, c, ref in zip(P, R, F, cands, refs):
-        print(f"{p:8.4f} {r:8.4f} {f:8.4f}  {c}")
-        print(f"{'':26}  {ref}")
+    print(f"{'P':>8} {'R':>8} {'F1':>8} {'F1 resc.':>8}  candidate / reference")
+    for p, r, f, fr, c, ref in zip(P, R, F, F_rescaled, cands, refs):
+        print(f"{p:8.4f} {r:8.4f} {f:8.4f} {fr:8.4f}  {c}")
+        print(f"{'':35}  {ref}")
     print(f"{settings} P: {P.mean():.6f} R: {R.mean():.6f} F1: {F.mean():.6f}")
     print(f"({elapsed:.2f} s including model load)")
     return 0
