@@ -10,7 +10,9 @@ use crate::similarity::Scratch;
 use crate::text::Text;
 
 /// Multiply-adds of the similarity products of the given pairs.
-fn product_cost<'a, 'b: 'a>(pairs: impl Iterator<Item = (&'a Text<'b>, &'a Text<'b>)>) -> u64 {
+fn product_cost<'a, 'b: 'a, 'c: 'a>(
+    pairs: impl Iterator<Item = (&'a Text<'b>, &'a Text<'c>)>,
+) -> u64 {
     pairs
         .map(|(c, r)| (c.len() * r.len() * c.dim().max(1)) as u64)
         .fold(0, u64::saturating_add)
@@ -67,22 +69,19 @@ pub fn score_pairs(cands: &[Text<'_>], refs: &[Text<'_>], opts: &ScoreOptions) -
     for (k, (c, r)) in cands.iter().zip(refs).enumerate() {
         check_dims(c, r, side(k, Side::Candidate), side(k, Side::Reference))?;
     }
-    // Interleaved c0, r0, c1, r1, ... so that the first error is the first in pair order.
-    let texts: Vec<Text<'_>> = cands
-        .iter()
-        .zip(refs)
-        .flat_map(|(c, r)| [c.reborrow(), r.reborrow()])
-        .collect();
-    let sides = [Side::Candidate, Side::Reference];
-    let prepared = prepare_all(&texts, |i| side(i / 2, sides[i % 2]), opts)?;
-    let plan = Plan::new(
-        product_cost(texts.chunks_exact(2).map(|p| (&p[0], &p[1]))),
-        cands.len(),
-        opts.num_threads,
-    )?;
-    let scores = plan.map(cands.len(), Scratch::default, |scratch, k| {
-        score_prepared(&prepared[2 * k], &prepared[2 * k + 1], scratch)
-    });
+    // Each pair is checked and prepared right before it is scored, while its embeddings are in
+    // cache; the first error in pair order (candidate before reference) is returned.
+    let values = value_count(cands).saturating_add(value_count(refs));
+    let cost = product_cost(cands.iter().zip(refs)).saturating_add(values);
+    let plan = Plan::new(cost, cands.len(), opts.num_threads)?;
+    let scores = try_map(&plan, cands.len(), Scratch::default, |scratch, k| {
+        if let (Some(c), Some(r)) = (cands.get(k + 1), refs.get(k + 1)) {
+            scratch.prefetch.set([c.embeddings, r.embeddings]);
+        }
+        let c = prepare(&cands[k], side(k, Side::Candidate), opts.normalize)?;
+        let r = prepare(&refs[k], side(k, Side::Reference), opts.normalize)?;
+        Ok(score_prepared(&c, &r, scratch))
+    })?;
     Ok(Scores::from_pairs(&scores))
 }
 
@@ -122,6 +121,11 @@ pub fn score_indexed(
     let cost = product_cost(pairs.iter().map(|&(c, r)| (&texts[c], &texts[r])));
     let plan = Plan::new(cost, pairs.len(), opts.num_threads)?;
     let scores = plan.map(pairs.len(), Scratch::default, |scratch, k| {
+        if let Some(&(c, r)) = pairs.get(k + 1) {
+            scratch
+                .prefetch
+                .set([prepared[c].emb.view(), prepared[r].emb.view()]);
+        }
         let (c, r) = pairs[k];
         score_prepared(&prepared[c], &prepared[r], scratch)
     });

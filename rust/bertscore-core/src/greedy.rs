@@ -2,12 +2,12 @@
 //! one unpadded pair. Each candidate token takes its best-matching reference token (precision),
 //! each reference token its best-matching candidate token (recall); both are weighted means.
 
-use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
+use ndarray::ArrayView1;
 
 use crate::error::{KernelError, Owner, Result, Side};
 use crate::prepare::{prepare, Prepared};
 use crate::scores::PairScore;
-use crate::similarity::{similarity, Scratch};
+use crate::similarity::{BlockSide, Scratch};
 use crate::text::Text;
 
 /// Scores one candidate against one reference.
@@ -56,109 +56,78 @@ pub(crate) fn check_dims(a: &Text<'_>, b: &Text<'_>, a_owner: Owner, b_owner: Ow
     }
 }
 
+/// A text's token weights, as the means use them.
+#[derive(Clone, Copy)]
+pub(crate) struct Weights<'a> {
+    /// Per-token weights (`None`: all ones).
+    pub(crate) values: Option<ArrayView1<'a, f32>>,
+    /// Their sum, in f64.
+    pub(crate) sum: f64,
+}
+
+impl Weights<'_> {
+    fn get(&self, i: usize) -> f64 {
+        self.values.map_or(1.0, |w| f64::from(w[i]))
+    }
+}
+
 /// Scores two prepared texts (same dim), using `scratch` for the similarity block.
 pub(crate) fn score_prepared(
     c: &Prepared<'_>,
     r: &Prepared<'_>,
     scratch: &mut Scratch,
 ) -> PairScore {
-    if c.scores_zero() || r.scores_zero() {
-        return PairScore::ZERO;
-    }
-    let (mut block, colmax) = scratch.block(c.len(), r.len());
-    similarity(c.emb.view(), r.emb.view(), &mut block);
-    apply_scales(&mut block, c.scale.as_deref(), r.scale.as_deref());
     let mut out = PairScore::ZERO;
-    reduce_segments(
-        block.view(),
-        c.weights,
-        c.weight_sum,
-        std::iter::once(Segment {
-            start: 0,
-            end: r.len(),
-            weights: r.weights,
-            weight_sum: r.weight_sum,
-        }),
-        colmax,
+    score_block(
+        scratch,
+        c.side(),
+        c.weighting(),
+        r.side(),
+        &[0, r.len()],
+        &[r.weighting()],
         |_, s| out = s,
     );
     out
 }
 
-/// Turns raw dot products into cosines: `block[i, j] *= row_scale[i] * col_scale[j]`.
-fn apply_scales(
-    block: &mut ArrayViewMut2<'_, f32>,
-    row_scale: Option<&[f32]>,
-    col_scale: Option<&[f32]>,
-) {
-    if row_scale.is_none() && col_scale.is_none() {
-        return;
-    }
-    for (i, mut row) in block.outer_iter_mut().enumerate() {
-        let fi = row_scale.map_or(1.0, |s| s[i]);
-        match col_scale {
-            Some(cs) => row.iter_mut().zip(cs).for_each(|(x, &fj)| *x *= fi * fj),
-            None => row.mapv_inplace(|x| x * fi),
-        }
-    }
-}
-
-/// A reference's columns within a similarity block.
-pub(crate) struct Segment<'a> {
-    pub(crate) start: usize,
-    pub(crate) end: usize,
-    pub(crate) weights: Option<ArrayView1<'a, f32>>,
-    pub(crate) weight_sum: f64,
-}
-
-fn weight(w: Option<ArrayView1<'_, f32>>, i: usize) -> f64 {
-    w.map_or(1.0, |w| f64::from(w[i]))
-}
-
-fn max_of(xs: impl Iterator<Item = f32>) -> f32 {
-    xs.fold(f32::NEG_INFINITY, f32::max)
-}
-
-/// Reduces a similarity block (candidate tokens x the tokens of one or more references) to one
-/// score per reference segment, passed to `emit(segment_index, score)` in order.
-pub(crate) fn reduce_segments<'s>(
-    block: ArrayView2<'_, f32>,
-    cand_weights: Option<ArrayView1<'_, f32>>,
-    cand_weight_sum: f64,
-    segments: impl Iterator<Item = Segment<'s>>,
-    colmax: &mut Vec<f32>,
+/// Scores one candidate against references laid side by side: reference `k` is the tokens
+/// `bounds[k]..bounds[k + 1]` of `refs`, weighted by `ref_weights[k]`. Passes each score to
+/// `emit(k, score)`, in order. A candidate or reference with no token, or whose weights sum to
+/// 0, scores 0.
+pub(crate) fn score_block(
+    scratch: &mut Scratch,
+    cand: BlockSide<'_>,
+    cand_weights: Weights<'_>,
+    refs: BlockSide<'_>,
+    bounds: &[usize],
+    ref_weights: &[Weights<'_>],
     mut emit: impl FnMut(usize, PairScore),
 ) {
-    let (rows, cols) = block.dim();
-    colmax.clear();
-    colmax.resize(cols, f32::NEG_INFINITY);
-    for row in block.outer_iter() {
-        match row.as_slice() {
-            Some(r) => colmax.iter_mut().zip(r).for_each(|(m, &x)| *m = m.max(x)),
-            None => colmax.iter_mut().zip(row).for_each(|(m, &x)| *m = m.max(x)),
-        }
+    let rows = cand.emb.nrows();
+    let nothing_to_score = ref_weights.iter().all(|w| w.sum <= 0.0);
+    if rows == 0 || cand_weights.sum <= 0.0 || refs.emb.nrows() == 0 || nothing_to_score {
+        (0..ref_weights.len()).for_each(|k| emit(k, PairScore::ZERO));
+        return;
     }
-    for (k, seg) in segments.enumerate() {
-        if rows == 0 || seg.start == seg.end || cand_weight_sum <= 0.0 || seg.weight_sum <= 0.0 {
+    scratch.maxima(cand, refs, bounds);
+    let segments = ref_weights.len();
+    for (k, (w, seg)) in bounds.windows(2).zip(ref_weights).enumerate() {
+        let (start, end) = (w[0], w[1]);
+        if start == end || seg.sum <= 0.0 {
             emit(k, PairScore::ZERO);
             continue;
         }
-        let mut precision = 0.0_f64;
-        for (i, row) in block.outer_iter().enumerate() {
-            let best = match row.as_slice() {
-                Some(r) => max_of(r[seg.start..seg.end].iter().copied()),
-                None => max_of((seg.start..seg.end).map(|j| row[j])),
-            };
-            precision += weight(cand_weights, i) * f64::from(best);
-        }
-        let recall: f64 = colmax[seg.start..seg.end]
+        let precision: f64 = (0..rows)
+            .map(|i| cand_weights.get(i) * f64::from(scratch.row_max[i * segments + k]))
+            .sum();
+        let recall: f64 = scratch.col_max[start..end]
             .iter()
             .enumerate()
-            .map(|(j, &best)| weight(seg.weights, j) * f64::from(best))
+            .map(|(j, &best)| seg.get(j) * f64::from(best))
             .sum();
         emit(
             k,
-            PairScore::from_precision_recall(precision / cand_weight_sum, recall / seg.weight_sum),
+            PairScore::from_precision_recall(precision / cand_weights.sum, recall / seg.sum),
         );
     }
 }

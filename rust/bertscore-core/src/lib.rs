@@ -27,6 +27,8 @@ mod prepare;
 pub mod ragged;
 pub mod reduce;
 pub mod scores;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod similarity;
 pub mod text;
 pub mod vector;

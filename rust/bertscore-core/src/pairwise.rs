@@ -1,23 +1,24 @@
 //! All pairs: every candidate against every reference (MBR decoding, deduplication, retrieval).
 //!
-//! Each text is checked and normalised once and packed into one contiguous array per side. The
-//! references are cut into chunks of whole texts (about [`CHUNK_TOKENS`] tokens); each task
-//! multiplies one candidate by one chunk in a single product and splits the block by reference.
-//! Tasks run in parallel over candidates and chunks.
+//! Each text is checked and normalised once and packed into one aligned buffer per side. The
+//! references are cut into chunks of whole texts (about [`CHUNK_BYTES`] of embeddings, so that a
+//! chunk stays in a core's L2 cache); each task multiplies one candidate by one chunk in a single
+//! block and reduces it per reference. Tasks run in parallel, chunk by chunk: a worker goes
+//! through consecutive candidates against the same, cached, chunk.
 
 use ndarray::Array2;
 
 use crate::error::{KernelError, Owner, Result};
-use crate::greedy::{reduce_segments, Segment};
+use crate::greedy::{score_block, Weights};
 use crate::pool::{try_map, Plan};
 use crate::prepare::{pack, prepare};
-use crate::scores::{PairScore, ScoreMatrix, ScoreOptions};
-use crate::similarity::{similarity, Scratch};
+use crate::scores::{ScoreMatrix, ScoreOptions};
+use crate::similarity::{BlockSide, Scratch};
 use crate::text::Text;
 
-/// Reference tokens per similarity block: large enough for an efficient product, small enough
-/// for the block (candidate tokens x chunk tokens) to stay in cache.
-pub const CHUNK_TOKENS: usize = 2048;
+/// Bytes of reference embeddings per chunk (at least one whole reference): large enough for an
+/// efficient block, small enough to stay in L2 next to the candidate and the block.
+pub const CHUNK_BYTES: usize = 256 * 1024;
 
 /// Scores every candidate against every reference: entry `[i, j]` equals
 /// `score_pair(&cands[i], &refs[j], normalize)`.
@@ -41,6 +42,16 @@ pub fn score_all_pairs(
     cands: &[Text<'_>],
     refs: &[Text<'_>],
     opts: &ScoreOptions,
+) -> Result<ScoreMatrix> {
+    all_pairs(cands, refs, opts, CHUNK_BYTES)
+}
+
+/// [`score_all_pairs`] with chunks of about `chunk_bytes` of reference embeddings.
+fn all_pairs(
+    cands: &[Text<'_>],
+    refs: &[Text<'_>],
+    opts: &ScoreOptions,
+    chunk_bytes: usize,
 ) -> Result<ScoreMatrix> {
     let owned = |side: fn(usize) -> Owner, texts: &[Text<'_>]| {
         texts
@@ -82,14 +93,16 @@ pub fn score_all_pairs(
         |_, i| prepare(&texts[i], all[i].0, opts.normalize),
     )?;
     let (cand_prep, ref_prep) = prepared.split_at(cands.len());
-    let (cand_data, cand_offsets) = pack(cand_prep, dim);
-    let (ref_data, ref_offsets) = pack(ref_prep, dim);
+    let cand_data = pack(cand_prep, dim);
+    let ref_data = pack(ref_prep, dim);
+    let ref_offsets = &ref_data.offsets;
 
     // Chunks of whole references, [first, end) by reference index.
+    let chunk_tokens = (chunk_bytes / (4 * dim.max(1))).max(1);
     let mut chunks: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     for j in 0..refs.len() {
-        if ref_offsets[j + 1] - ref_offsets[start] > CHUNK_TOKENS && j > start {
+        if ref_offsets[j + 1] - ref_offsets[start] > chunk_tokens && j > start {
             chunks.push((start, j));
             start = j;
         }
@@ -97,44 +110,48 @@ pub fn score_all_pairs(
     if start < refs.len() {
         chunks.push((start, refs.len()));
     }
+    // Per chunk: reference bounds within the chunk, and weights.
+    let segments: Vec<(Vec<usize>, Vec<Weights<'_>>)> = chunks
+        .iter()
+        .map(|&(first, end)| {
+            let r0 = ref_offsets[first];
+            let bounds = ref_offsets[first..=end].iter().map(|o| o - r0).collect();
+            let weights = ref_prep[first..end].iter().map(|p| p.weighting()).collect();
+            (bounds, weights)
+        })
+        .collect();
 
-    let cand_tokens = cand_offsets[cands.len()] as u64;
+    let cand_tokens = cand_data.offsets[cands.len()] as u64;
     let ref_tokens = ref_offsets[refs.len()] as u64;
     let cost = cand_tokens
         .saturating_mul(ref_tokens)
         .saturating_mul(dim.max(1) as u64);
     let tasks = cands.len() * chunks.len();
     let plan = Plan::new(cost, tasks, opts.num_threads)?;
+    // Task t: candidate t % cands, chunk t / cands.
     let blocks = plan.map(tasks, Scratch::default, |scratch, t| {
-        let (i, (first, end)) = (t / chunks.len(), chunks[t % chunks.len()]);
-        let cand = &cand_prep[i];
-        if cand.scores_zero() {
-            return vec![PairScore::ZERO; end - first];
-        }
-        let (c0, c1) = (cand_offsets[i], cand_offsets[i + 1]);
-        let (r0, r1) = (ref_offsets[first], ref_offsets[end]);
-        let (mut block, colmax) = scratch.block(c1 - c0, r1 - r0);
-        similarity(
-            cand_data.slice(ndarray::s![c0..c1, ..]),
-            ref_data.slice(ndarray::s![r0..r1, ..]),
-            &mut block,
-        );
-        let segments = (first..end).map(|j| Segment {
-            start: ref_offsets[j] - r0,
-            end: ref_offsets[j + 1] - r0,
-            weights: ref_prep[j].weights,
-            weight_sum: ref_prep[j].weight_sum,
-        });
+        let (i, c) = (t % cands.len(), t / cands.len());
+        // The next task of this worker is usually the next candidate against the same chunk.
+        scratch
+            .prefetch
+            .set([cand_data.text((i + 1) % cands.len())]);
+        let (first, end) = chunks[c];
+        let (bounds, weights) = &segments[c];
         let mut out = Vec::with_capacity(end - first);
-        reduce_segments(
-            block.view(),
-            cand.weights,
-            cand.weight_sum,
-            segments,
-            colmax,
-            |_, s| {
-                out.push(s);
+        score_block(
+            scratch,
+            BlockSide {
+                emb: cand_data.text(i),
+                scale: None,
             },
+            cand_prep[i].weighting(),
+            BlockSide {
+                emb: ref_data.rows(ref_offsets[first], ref_offsets[end]),
+                scale: None,
+            },
+            bounds,
+            weights,
+            |_, s| out.push(s),
         );
         out
     });
@@ -146,7 +163,7 @@ pub fn score_all_pairs(
         f1: Array2::zeros(shape),
     };
     for (t, scores) in blocks.into_iter().enumerate() {
-        let (i, (first, _)) = (t / chunks.len(), chunks[t % chunks.len()]);
+        let (i, (first, _)) = (t % cands.len(), chunks[t / cands.len()]);
         for (j, s) in (first..).zip(scores) {
             m.precision[[i, j]] = s.precision;
             m.recall[[i, j]] = s.recall;
@@ -164,10 +181,9 @@ mod tests {
 
     #[test]
     fn matches_one_to_one_including_chunk_boundaries() {
-        // Long references force several chunks per candidate.
-        let long = Array2::from_shape_fn((CHUNK_TOKENS - 5, 4), |(i, j)| {
-            ((i * 31 + j * 7) % 11) as f32 - 5.0
-        });
+        // Chunks of 16 tokens: long references force several chunks per candidate, short ones
+        // share a chunk.
+        let long = Array2::from_shape_fn((21, 4), |(i, j)| ((i * 31 + j * 7) % 11) as f32 - 5.0);
         let short = array![[1.0_f32, 2.0, 0.0, -1.0], [0.5, 0.0, 0.0, 0.0]];
         let empty = Array2::<f32>::zeros((0, 4));
         let texts = [
@@ -182,7 +198,8 @@ mod tests {
                 normalize,
                 ..ScoreOptions::default()
             };
-            let m = score_all_pairs(&texts[1..], &texts, &opts).unwrap();
+            let m = all_pairs(&texts[1..], &texts, &opts, 16 * 4 * 4).unwrap();
+            assert_eq!(m, score_all_pairs(&texts[1..], &texts, &opts).unwrap());
             for (i, c) in texts[1..].iter().enumerate() {
                 for (j, r) in texts.iter().enumerate() {
                     let want = score_pair(c, r, normalize).unwrap();

@@ -1,9 +1,11 @@
 //! The one pass over a text before scoring: checks its values and weights, and computes what
 //! normalisation needs, without copying the embeddings when it can.
 
-use ndarray::{Array2, ArrayView1, Axis, CowArray, Ix2};
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix2};
 
 use crate::error::{KernelError, Owner, Result};
+use crate::greedy::Weights;
+use crate::similarity::BlockSide;
 use crate::text::Text;
 use crate::vector::{normalize_in_place, sum_of_squares};
 
@@ -24,14 +26,25 @@ pub(crate) struct Prepared<'a> {
     pub(crate) weight_sum: f64,
 }
 
-impl Prepared<'_> {
+impl<'a> Prepared<'a> {
     pub(crate) fn len(&self) -> usize {
         self.emb.nrows()
     }
 
-    /// True when the text scores 0 against anything: no token, or weights that sum to 0.
-    pub(crate) fn scores_zero(&self) -> bool {
-        self.len() == 0 || self.weight_sum <= 0.0
+    /// The embeddings and factors, as the similarity block reads them.
+    pub(crate) fn side(&self) -> BlockSide<'_> {
+        BlockSide {
+            emb: self.emb.view(),
+            scale: self.scale.as_deref(),
+        }
+    }
+
+    /// The token weights, as the means use them.
+    pub(crate) fn weighting(&self) -> Weights<'a> {
+        Weights {
+            values: self.weights,
+            sum: self.weight_sum,
+        }
     }
 }
 
@@ -99,27 +112,60 @@ pub(crate) fn prepare<'a>(text: &Text<'a>, owner: Owner, normalize: bool) -> Res
     Ok(prepared)
 }
 
-/// Copies prepared texts, normalised, back to back into one contiguous (total x dim) array, and
-/// returns it with its offsets.
-pub(crate) fn pack(prepared: &[Prepared<'_>], dim: usize) -> (Array2<f32>, Vec<usize>) {
+/// Prepared texts, normalised, copied back to back into one buffer: row `t` (token `t` of the
+/// concatenation) starts at a 64-byte boundary and is zero-padded to a multiple of 16 values,
+/// so that the kernels read whole aligned vectors (the zeros add nothing to a dot product).
+pub(crate) struct Packed {
+    data: Vec<f32>,
+    /// Index in `data` of the first row (the first 64-byte boundary).
+    start: usize,
+    /// Values per row: the dim rounded up to a multiple of 16.
+    stride: usize,
+    /// Text `i` is rows `offsets[i]..offsets[i + 1]`.
+    pub(crate) offsets: Vec<usize>,
+}
+
+impl Packed {
+    /// Rows `r0..r1` as a (tokens x padded dim) view.
+    pub(crate) fn rows(&self, r0: usize, r1: usize) -> ArrayView2<'_, f32> {
+        let data = &self.data[self.start + r0 * self.stride..self.start + r1 * self.stride];
+        ArrayView2::from_shape((r1 - r0, self.stride), data).expect("rows x stride values")
+    }
+
+    /// Text `i`'s rows.
+    pub(crate) fn text(&self, i: usize) -> ArrayView2<'_, f32> {
+        self.rows(self.offsets[i], self.offsets[i + 1])
+    }
+}
+
+/// Packs `prepared` (all of one dim), normalised (see [`Packed`]).
+pub(crate) fn pack(prepared: &[Prepared<'_>], dim: usize) -> Packed {
+    const ALIGN: usize = 64 / std::mem::size_of::<f32>();
     let mut offsets = Vec::with_capacity(prepared.len() + 1);
     offsets.push(0);
     for p in prepared {
         offsets.push(offsets[offsets.len() - 1] + p.len());
     }
-    let mut data = Array2::<f32>::zeros((offsets[offsets.len() - 1], dim));
-    let mut rows = data.axis_iter_mut(Axis(0));
+    let stride = dim.next_multiple_of(ALIGN).max(ALIGN);
+    let total = offsets[offsets.len() - 1];
+    let mut data = vec![0.0_f32; total * stride + ALIGN];
+    let start = data.as_ptr().align_offset(64).min(ALIGN);
+    let mut rows = data[start..].chunks_exact_mut(stride);
     for p in prepared {
         for (i, src) in p.emb.outer_iter().enumerate() {
-            let Some(mut dst) = rows.next() else { break };
-            dst.assign(&src);
-            if let Some(scale) = &p.scale {
-                let f = scale[i];
-                dst.mapv_inplace(|x| x * f);
+            let Some(dst) = rows.next() else { break };
+            let f = p.scale.as_ref().map_or(1.0, |s| s[i]);
+            for (d, &x) in dst.iter_mut().zip(&src) {
+                *d = if p.scale.is_some() { x * f } else { x };
             }
         }
     }
-    (data, offsets)
+    Packed {
+        data,
+        start,
+        stride,
+        offsets,
+    }
 }
 
 #[cfg(test)]
@@ -164,8 +210,11 @@ mod tests {
         let e = array![[3.0_f32, 4.0], [0.0, 0.0]];
         let p = prepare(&Text::new(e.view()), Owner::Text(0), true).unwrap();
         assert_eq!(p.scale, Some(vec![0.2, 0.0]));
-        let (packed, offsets) = pack(&[p], 2);
-        assert_eq!(offsets, vec![0, 2]);
-        assert!((packed[[0, 1]] - 0.8).abs() < 1e-7);
+        let packed = pack(&[p], 2);
+        assert_eq!(packed.offsets, vec![0, 2]);
+        let rows = packed.text(0);
+        assert_eq!(rows.dim(), (2, 16));
+        assert_eq!(rows.as_ptr().align_offset(64), 0);
+        assert!((rows[[0, 1]] - 0.8).abs() < 1e-7 && rows[[0, 2]] == 0.0);
     }
 }

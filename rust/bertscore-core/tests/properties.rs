@@ -196,6 +196,94 @@ proptest! {
     }
 }
 
+/// Texts of any dim from 0 to 70 (not only multiples of the SIMD width) with 0 to 11 tokens.
+fn wide_texts_strategy() -> impl Strategy<Value = Vec<OwnedText>> {
+    (0usize..71).prop_flat_map(|dim| {
+        let text = (0usize..12).prop_flat_map(move |tokens| {
+            (
+                vec(-3.0_f32..3.0, tokens * dim),
+                prop::option::of(vec(0.0_f32..2.0, tokens)),
+            )
+                .prop_map(move |(values, weights)| OwnedText {
+                    emb: Array2::from_shape_vec((tokens, dim), values).unwrap(),
+                    weights: weights.map(Array1::from),
+                })
+        });
+        vec(text, 1..5)
+    })
+}
+
+/// Plain scalar BERTScore of one pair in f64 (rows normalised first with `normalize`, zero rows
+/// left at zero): the reference the SIMD kernels are checked against. Returns (P, R).
+fn scalar_score(c: &OwnedText, r: &OwnedText, normalize: bool) -> (f64, f64) {
+    let rows = |t: &OwnedText| -> Vec<Vec<f64>> {
+        t.emb
+            .outer_iter()
+            .map(|row| {
+                let v: Vec<f64> = row.iter().map(|&x| f64::from(x)).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+                if normalize && norm > 0.0 {
+                    v.iter().map(|x| x / norm).collect()
+                } else {
+                    v
+                }
+            })
+            .collect()
+    };
+    let weights = |t: &OwnedText| -> Vec<f64> {
+        (0..t.emb.nrows())
+            .map(|i| t.weights.as_ref().map_or(1.0, |w| f64::from(w[i])))
+            .collect()
+    };
+    let (cr, rr, cw, rw) = (rows(c), rows(r), weights(c), weights(r));
+    let (cs, rs): (f64, f64) = (cw.iter().sum(), rw.iter().sum());
+    if cr.is_empty() || rr.is_empty() || cs <= 0.0 || rs <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let sim = |i: usize, j: usize| cr[i].iter().zip(&rr[j]).map(|(x, y)| x * y).sum::<f64>();
+    let best_row = |i: usize| {
+        (0..rr.len())
+            .map(|j| sim(i, j))
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let best_col = |j: usize| {
+        (0..cr.len())
+            .map(|i| sim(i, j))
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let p = (0..cr.len()).map(|i| cw[i] * best_row(i)).sum::<f64>() / cs;
+    let r = (0..rr.len()).map(|j| rw[j] * best_col(j)).sum::<f64>() / rs;
+    (p, r)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// The fast paths (SIMD kernels, packing, chunking) against the scalar reference, on odd
+    /// dims, 1-token and empty texts, with and without weights.
+    #[test]
+    fn kernels_match_a_scalar_reference(texts in wide_texts_strategy(), normalize in any::<bool>()) {
+        let all: Vec<Text<'_>> = texts.iter().map(OwnedText::text).collect();
+        let m = score_all_pairs(&all, &all, &opts(normalize)).unwrap();
+        let dim = texts[0].emb.ncols().max(1) as f64;
+        // Raw dot products reach 9 * dim; cosines 1.
+        let tol = if normalize { 1e-5 } else { 2e-6 * 9.0 * dim };
+        for (i, c) in texts.iter().enumerate() {
+            for (j, r) in texts.iter().enumerate() {
+                let (p, rec) = scalar_score(c, r, normalize);
+                let one = score_pair(&c.text(), &r.text(), normalize).unwrap();
+                for (got, what) in [(one, "pair"), (m.get(i, j).unwrap(), "all pairs")] {
+                    prop_assert!(
+                        (f64::from(got.precision) - p).abs() <= tol
+                            && (f64::from(got.recall) - rec).abs() <= tol,
+                        "{what} {i},{j}: {got:?} vs P {p} R {rec}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Deterministic random embeddings large enough to take the parallel paths.
 fn big_texts(n: usize, dim: usize, seed: u64) -> Vec<OwnedText> {
     let mut state = seed;
