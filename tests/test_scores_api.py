@@ -225,3 +225,14 @@ def test_scorer_shared_between_threads() -> None:
     for got in results:
         for a, b in zip(serial, got):
             np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_exported_int8_graph_is_named_int8_in_the_hash(tmp_path: Path) -> None:
+    from rust_bertscore.export import export_model
+
+    graph = tmp_path / "int8" / "model.onnx"
+    export_model(BERT, graph, 2, precision="int8")
+    (_, _, F), h = rb.score(CANDS, REFS, model_type=str(graph), return_hash=True)
+    assert h.endswith("_int8") and "_L2_" in h
+    *_, F_fp32 = rb.score(CANDS, REFS, model_type=BERT, num_layers=2)
+    assert np.abs(F - F_fp32).max() < 0.1

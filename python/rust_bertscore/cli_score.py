@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TextIO
 
 import numpy as np
@@ -173,14 +173,6 @@ def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
 
 # BERTScorer has no public way (bert_score's has none either) to reach its tokenizer or to take a
 # ready idf dict; these two helpers are the only places that reach inside it.
-def _scorer_tokenizer(scorer: BERTScorer) -> TextTokenizer:
-    return scorer._runtime.tokenizer
-
-
-def _set_scorer_idf(scorer: BERTScorer, idf: Mapping[int, float]) -> None:
-    scorer._idf_weights = scorer._user_idf(idf)
-
-
 # -- output ------------------------------------------------------------------------------------
 
 
@@ -313,10 +305,8 @@ def run(args: argparse.Namespace) -> int:
     debug(args, f"scoring {source.num_cands} candidates: {source.description}")
     if args.idf:
         with progress_bar(source.num_refs, desc="idf", quiet=args.quiet) as bar:
-            df, m = document_frequencies(
-                _scorer_tokenizer(scorer), source.ref_chunks(IDF_CHUNK), bar
-            )
-        _set_scorer_idf(scorer, idf_dict(df, m))
+            df, m = document_frequencies(scorer.tokenizer, source.ref_chunks(IDF_CHUNK), bar)
+        scorer.set_idf_dict(idf_dict(df, m))
         debug(args, f"idf over {m} references")
 
     writer = WRITERS[args.format](sys.stdout, args, scorer)

@@ -107,19 +107,33 @@ def pack(vectors: Sequence[np.ndarray], weights: Sequence[np.ndarray]) -> Packed
 class EmbeddingCache:
     """A thread-safe LRU of encoded texts, bounded in bytes.
 
+    Keys are texts, values their token vectors. Only the arrays' bytes count toward the bound
+    (a text's key and bookkeeping are small beside its vectors: 1.5 KB a token at hidden size
+    384). Values are stored as given: pass arrays that own their memory, not views of a larger
+    one, or the bound will not hold.
+
     Parameters
     ----------
     max_bytes : int
         Total size of the arrays kept; 0 disables the cache.
+
+    Attributes
+    ----------
+    hits, misses : int
+        Look-ups that found a text, and that did not, since creation or :meth:`clear`.
     """
 
     def __init__(self, max_bytes: int) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)):
+            raise TypeError(f"cache size must be an int number of bytes, got {max_bytes!r}")
         if max_bytes < 0:
             raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
 
     @property
     def nbytes(self) -> int:
@@ -130,13 +144,19 @@ class EmbeddingCache:
         return len(self._items)
 
     def get(self, key: str) -> np.ndarray | None:
+        """The vectors of ``key`` (now the most recently used), or None."""
         with self._lock:
             value = self._items.get(key)
-            if value is not None:
+            if value is None:
+                self.misses += 1
+            else:
+                self.hits += 1
                 self._items.move_to_end(key)
             return value
 
     def put(self, key: str, value: np.ndarray) -> None:
+        """Keep ``value`` for ``key``, evicting the least recently used entries to stay within
+        :attr:`max_bytes`; a value larger than the whole bound is not kept."""
         size = value.nbytes
         if size > self.max_bytes:
             return
@@ -151,6 +171,8 @@ class EmbeddingCache:
                 self._bytes -= evicted.nbytes
 
     def clear(self) -> None:
+        """Drop every entry and reset the counters."""
         with self._lock:
             self._items.clear()
             self._bytes = 0
+            self.hits = self.misses = 0

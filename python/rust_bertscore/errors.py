@@ -13,3 +13,8 @@ class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
 
 class DeviceNotAvailableError(RustBertScoreError, ValueError):
     """The requested device has no ONNX Runtime execution provider here."""
+
+
+class ModelLoadError(RustBertScoreError, ValueError):
+    """A model file exists but cannot be used: a corrupt graph, or a tokenizer that does not
+    match the model's vocabulary."""

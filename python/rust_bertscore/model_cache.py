@@ -1,7 +1,8 @@
 """The on-disk cache of converted encoder graphs.
 
 A checkpoint is converted to ONNX once per (weights, layer, family, converter version,
-precision) and kept under ``$RUST_BERTSCORE_CACHE`` (default ``~/.cache/rust-bertscore``).
+precision and its policy) and kept under ``$RUST_BERTSCORE_CACHE`` (default
+``~/.cache/rust-bertscore``).
 Entries are written atomically and carry a manifest written last; an entry whose manifest is
 missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
 the worst that happens is that two of them convert the same model at once, and the last
@@ -55,8 +56,20 @@ def weights_fingerprint(model_dir: Path) -> str:
     return digest
 
 
+GRAPH_VARIANT = "fused-attention"
+"""The kind of graph cached for the scorer (see ``convert.export_onnx(fused=True)``)."""
+
+
+def precision_policy(precision: str) -> str:
+    """What a cached graph of ``precision`` is, beyond the converter version: part of its key."""
+    return GRAPH_VARIANT if precision == "fp32" else f"{GRAPH_VARIANT}|{convert.INT8_POLICY}"
+
+
 def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str:
-    text = f"{fingerprint}|{family}|{layers}|{convert.CONVERTER_VERSION}|{precision}"
+    text = (
+        f"{fingerprint}|{family}|{layers}|{convert.CONVERTER_VERSION}|{precision}|"
+        f"{precision_policy(precision)}"
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -89,7 +102,9 @@ def converted_graph(
     all_layers : bool
         Output every hidden state of the whole model.
     precision : {"fp32", "int8"}
-        ``"int8"`` applies ONNX Runtime's dynamic int8 quantisation to the fp32 graph.
+        ``"int8"`` applies ONNX Runtime's dynamic int8 quantisation to the fp32 graph, with
+        the layers that move scores most kept in fp32 (``convert.INT8_POLICY``); it is cached
+        under its own key.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -103,7 +118,7 @@ def converted_graph(
         return graph
     entry.mkdir(parents=True, exist_ok=True)
     if precision == "fp32":
-        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers)
+        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
     else:
         source = converted_graph(files, config, num_layers, all_layers=all_layers)
         convert.quantize_int8(source, graph)
@@ -112,6 +127,7 @@ def converted_graph(
         "family": family,
         "layers": layers,
         "precision": precision,
+        "policy": precision_policy(precision),
         "converter_version": convert.CONVERTER_VERSION,
         "weights_sha256": fingerprint,
         "size": graph.stat().st_size,

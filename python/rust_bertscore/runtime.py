@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import convert, model_cache
 from .encoder import Encoder
-from .errors import RustBertScoreError
+from .errors import ModelLoadError, RustBertScoreError
 from .model_files import ModelFiles, resolve_model
 from .registry import tuned_layer
 from .tokens import TextTokenizer
@@ -87,9 +87,12 @@ def _load_runtime(
             f"{files.onnx_path} was exported at layer {exported['num_layers']}, "
             f"but num_layers={num_layers}"
         )
-    layer = num_layers
-    layer = check_layer(model_type, layer, depth)
+    layer = check_layer(model_type, num_layers, depth)
+    if files.onnx_path is not None:
+        # An exported graph is what it is: its precision names it in the hash.
+        precision = str(exported.get("precision", precision))
     tokenizer = TextTokenizer(files.model_dir, config)
+    check_vocabulary(tokenizer, config)
     if files.onnx_path is not None:
         graph = files.onnx_path
         encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
@@ -112,6 +115,18 @@ def _load_runtime(
             )
             encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
     return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
+
+
+def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
+    """``ModelLoadError`` when the tokenizer has ids past the model's embedding table (a
+    tokenizer from another model: its ids would index rows that do not exist)."""
+    rows = config.get("vocab_size")
+    if isinstance(rows, int) and rows > 0 and tokenizer.base_vocab_size > rows:
+        raise ModelLoadError(
+            f"the tokenizer in {tokenizer.model_dir} has {tokenizer.base_vocab_size} tokens but "
+            f"the model's embedding table has {rows} rows (config.json vocab_size): the "
+            "tokenizer does not belong to this model"
+        )
 
 
 def export_info_path(graph: Path) -> Path:

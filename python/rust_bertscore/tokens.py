@@ -74,6 +74,7 @@ class TextTokenizer:
         self.sep_id = self._special_id("sep_token", tok_config, special_map, ("[SEP]", "</s>"))
         self.max_length = _max_length(tok_config, config)
         self.vocab_size = int(self._tokenizer.get_vocab_size(with_added_tokens=True))
+        self.base_vocab_size = int(self._tokenizer.get_vocab_size(with_added_tokens=False))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_length)
 

@@ -18,7 +18,7 @@ from ._checkpoint import (
     model_depth,
     model_family,
 )
-from ._graph import FLOAT32_MIN, GraphBuilder, float_output, int64_input
+from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
 
 INPUT_IDS = "input_ids"
 ATTENTION_MASK = "attention_mask"
@@ -237,37 +237,84 @@ def _mask_bias(g: GraphBuilder, mask_i64: str) -> str:
     return g.op("Mul", [m, g.scalar(FLOAT32_MIN)], "mask/bias")
 
 
-def _layer(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str, bias: str, i: int) -> str:
-    """One post-LayerNorm transformer layer (identical maths in BERT, RoBERTa and DistilBERT)."""
+def _mask_index(g: GraphBuilder, mask_i64: str) -> str:
+    """The attention mask as int32 ``[batch, seq]``: the raw ``mask_index`` of ORT's Attention."""
+    return g.op("Cast", [mask_i64], "mask/int32", to=onnx.TensorProto.INT32)
+
+
+def _layer(
+    g: GraphBuilder,
+    spec: EncoderSpec,
+    w: WeightStore,
+    x: str,
+    bias: str,
+    i: int,
+    *,
+    fused: bool = False,
+) -> str:
+    """One post-LayerNorm transformer layer (identical maths in BERT, RoBERTa and DistilBERT).
+
+    ``bias`` is the additive mask of :func:`_mask_bias`, or with ``fused`` the int32 mask of
+    :func:`_mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which takes the three
+    projections as one packed (hidden x 3 hidden) weight and does the heads' split, scores,
+    masked softmax and context in one kernel.
+    """
     names = spec.layers
     pre = names.prefix.format(i=i)
     h, d, f = spec.hidden, spec.head_dim, spec.intermediate
 
-    def lin(x: str, part: str, n_out: int, n_in: int, scale: float = 1.0) -> str:
+    def params(part: str, n_out: int, n_in: int, scale: float = 1.0) -> tuple[np.ndarray, ...]:
         weight = w.get(f"{pre}{part}.weight", (n_out, n_in))
         b = w.get(f"{pre}{part}.bias", (n_out,))
         if scale != 1.0:
             weight, b = weight * np.float32(scale), b * np.float32(scale)
-        return g.linear(x, weight, b, f"{pre}{part}")
+        return weight, b
 
-    split = g.ints(f"{pre}heads_shape", [0, 0, spec.heads, d])
-    merge = g.ints(f"{pre}merged_shape", [0, 0, h])
-
-    def heads(t: str, perm: list[int], tag: str) -> str:
-        t = g.op("Reshape", [t, split], f"{pre}attention/{tag}_split")
-        return g.op("Transpose", [t], f"{pre}attention/{tag}_heads", perm=perm)
+    def lin(x: str, part: str, n_out: int, n_in: int, scale: float = 1.0) -> str:
+        return g.linear(x, *params(part, n_out, n_in, scale), f"{pre}{part}")
 
     # 1/sqrt(d) folded into the query projection (transformers divides the scores, DistilBERT
     # divides q: the same number up to rounding).
-    q = heads(lin(x, names.query, h, h, 1.0 / math.sqrt(d)), [0, 2, 1, 3], "q")
-    k = heads(lin(x, names.key, h, h), [0, 2, 3, 1], "k")
-    v = heads(lin(x, names.value, h, h), [0, 2, 1, 3], "v")
-    scores = g.op("MatMul", [q, k], f"{pre}attention/scores")
-    scores = g.op("Add", [scores, bias], f"{pre}attention/masked_scores")
-    probs = g.op("Softmax", [scores], f"{pre}attention/probs", axis=-1)
-    ctx = g.op("MatMul", [probs, v], f"{pre}attention/context")
-    ctx = g.op("Transpose", [ctx], f"{pre}attention/context_t", perm=[0, 2, 1, 3])
-    ctx = g.op("Reshape", [ctx, merge], f"{pre}attention/context_merged")
+    q_scale = 1.0 / math.sqrt(d)
+    if fused:
+        qkv = [
+            params(names.query, h, h, q_scale),
+            params(names.key, h, h),
+            params(names.value, h, h),
+        ]
+        packed_w = np.concatenate([wt.T for wt, _ in qkv], axis=1)
+        packed_b = np.concatenate([b for _, b in qkv])
+        ctx = g.op(
+            "Attention",
+            [
+                x,
+                g.weight(f"{pre}attention.qkv.weight_t", np.ascontiguousarray(packed_w)),
+                g.weight(f"{pre}attention.qkv.bias", packed_b),
+                bias,
+            ],
+            f"{pre}attention/Attention",
+            domain=MS_DOMAIN,
+            num_heads=spec.heads,
+            scale=1.0,
+            mask_filter_value=FLOAT32_MIN,
+        )
+    else:
+        split = g.ints(f"{pre}heads_shape", [0, 0, spec.heads, d])
+        merge = g.ints(f"{pre}merged_shape", [0, 0, h])
+
+        def heads(t: str, perm: list[int], tag: str) -> str:
+            t = g.op("Reshape", [t, split], f"{pre}attention/{tag}_split")
+            return g.op("Transpose", [t], f"{pre}attention/{tag}_heads", perm=perm)
+
+        q = heads(lin(x, names.query, h, h, q_scale), [0, 2, 1, 3], "q")
+        k = heads(lin(x, names.key, h, h), [0, 2, 3, 1], "k")
+        v = heads(lin(x, names.value, h, h), [0, 2, 1, 3], "v")
+        scores = g.op("MatMul", [q, k], f"{pre}attention/scores")
+        scores = g.op("Add", [scores, bias], f"{pre}attention/masked_scores")
+        probs = g.op("Softmax", [scores], f"{pre}attention/probs", axis=-1)
+        ctx = g.op("MatMul", [probs, v], f"{pre}attention/context")
+        ctx = g.op("Transpose", [ctx], f"{pre}attention/context_t", perm=[0, 2, 1, 3])
+        ctx = g.op("Reshape", [ctx, merge], f"{pre}attention/context_merged")
     attn = g.op("Add", [lin(ctx, names.attn_out, h, h), x], f"{pre}attention/residual")
     attn = g.layer_norm(
         attn,
@@ -304,6 +351,7 @@ def build_model(
     *,
     all_layers: bool = False,
     doc: str = "",
+    fused: bool = False,
 ) -> onnx.ModelProto:
     """Build a checkpoint's ONNX encoder in memory (see :func:`export_onnx` for the contract).
 
@@ -317,6 +365,9 @@ def build_model(
         Output every hidden state ``0..depth`` of the whole model as ``hidden_states``.
     doc
         The model's ``doc_string``.
+    fused
+        Write each layer's self-attention as one ``com.microsoft.Attention`` node (ONNX Runtime
+        only; faster) instead of standard ONNX ops.
 
     Returns
     -------
@@ -339,9 +390,9 @@ def build_model(
     x = _embeddings(g, spec, weights, ATTENTION_MASK)
     states = [x]
     if n_build:
-        bias = _mask_bias(g, ATTENTION_MASK)
+        bias = _mask_index(g, ATTENTION_MASK) if fused else _mask_bias(g, ATTENTION_MASK)
         for i in range(n_build):
-            x = _layer(g, spec, weights, x, bias, i)
+            x = _layer(g, spec, weights, x, bias, i, fused=fused)
             states.append(x)
     if all_layers:
         axis0 = g.ints("axis_0", [0])

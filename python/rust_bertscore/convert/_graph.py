@@ -16,6 +16,9 @@ OPSET = 17
 IR_VERSION = 8
 """The IR version that goes with opset 17, readable by every onnxruntime the package supports."""
 
+MS_DOMAIN = "com.microsoft"
+"""ONNX Runtime's contrib-op domain (of the fused ``Attention`` that ``build_model`` can write)."""
+
 FLOAT32_MIN = float(np.finfo(np.float32).min)
 """The additive attention bias of padding keys, as in transformers' eager code."""
 
@@ -28,6 +31,7 @@ class GraphBuilder:
         self.initializers: list[onnx.TensorProto] = []
         self._used: set[str] = set()
         self._scalars: dict[tuple[str, float | int], str] = {}
+        self.domains: set[str] = set()
 
     def fresh(self, hint: str) -> str:
         """Return a name not used yet, ``hint`` if possible."""
@@ -56,10 +60,16 @@ class GraphBuilder:
         """A 1-d int64 constant (shapes, axes, slice bounds)."""
         return self.weight(name, np.asarray(values, dtype=np.int64))
 
-    def op(self, op_type: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
-        """Append one node and return its output name."""
+    def op(
+        self, op_type: str, inputs: Sequence[str], name: str, *, domain: str = "", **attrs: Any
+    ) -> str:
+        """Append one node (of ``domain``, default ONNX's) and return its output name."""
         out = self.fresh(name)
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
+        self.nodes.append(
+            helper.make_node(op_type, list(inputs), [out], name=out, domain=domain, **attrs)
+        )
+        if domain:
+            self.domains.add(domain)
         return out
 
     # ---- composite layers -------------------------------------------------------------------
@@ -118,7 +128,10 @@ class GraphBuilder:
         )
         model = helper.make_model(
             graph,
-            opset_imports=[helper.make_opsetid("", OPSET)],
+            opset_imports=[
+                helper.make_opsetid("", OPSET),
+                *(helper.make_opsetid(d, 1) for d in sorted(self.domains)),
+            ],
             ir_version=IR_VERSION,
             producer_name="rust_bertscore.convert",
             doc_string=doc,
