@@ -108,3 +108,30 @@ def test_hub_cache_dir_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     assert model_files.hub_cache_dir() == tmp_path / "hub"
+
+
+def test_interrupted_download_is_fetched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot left without its weights is not taken as cached: offline it is reported
+    missing, online it is downloaded again."""
+    import huggingface_hub
+
+    snapshot = _fake_hub_cache(tmp_path, "acme/cut-off", TINY / "bert")
+    (snapshot / "model.safetensors").unlink()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(rb.ModelNotFoundError, match="acme/cut-off"):
+        resolve_model("acme/cut-off")
+
+    real = huggingface_hub.snapshot_download
+
+    def resume(repo_id: str, **kwargs):
+        if not kwargs["local_files_only"]:
+            shutil.copy(TINY / "bert" / "model.safetensors", snapshot / "model.safetensors")
+        return real(repo_id, **dict(kwargs, local_files_only=True))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", resume)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    files = resolve_model("acme/cut-off")
+    assert files.source == "download" and (files.model_dir / "model.safetensors").is_file()

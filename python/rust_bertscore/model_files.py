@@ -168,7 +168,28 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
             f"could not download model {repo_id!r} from the Hugging Face Hub: {e}"
         ) from e
     path = Path(path)
-    return path if (path / "config.json").is_file() else None
+    return path if snapshot_complete(path) else None
+
+
+def snapshot_complete(path: Path) -> bool:
+    """True when a Hub snapshot has what a scorer needs: config, a tokenizer and every weight file.
+
+    A download cut off half way leaves some of the files; such a snapshot counts as not cached,
+    so the next online call fetches the rest (``huggingface_hub`` resumes) instead of failing.
+    """
+    if not (path / "config.json").is_file():
+        return False
+    tokenizer = ("tokenizer.json", "vocab.txt", "vocab.json")
+    if not any((path / name).is_file() for name in tokenizer):
+        return False
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+        return all((path / shard).is_file() for shard in shards)
+    return any(path.glob("*.safetensors"))
 
 
 def _not_found_message(model_type: str, *, offline: bool) -> str:
