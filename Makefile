@@ -12,7 +12,7 @@ STAMP := $(VENV)/.deps-stamp
 .PHONY: help venv deps build install lint fmt demo test test-rust test-python bench bench-rust bench-e2e parity clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,11 @@ bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 
 bench: bench-rust bench-e2e ## All benchmarks
 
-parity: install ## Distance to bert_score 0.3.13 on the shared reference (needs ../shared)
-	$(PY) ../shared/tools/parity.py
+SHARED_DIR ?= $(abspath ..)/shared
+
+parity: install ## Distance to bert_score 0.3.13 on the shared reference set, when it is beside the checkout
+	@if [ -f "$(SHARED_DIR)/tools/parity.py" ]; then $(PY) "$(SHARED_DIR)/tools/parity.py"; \
+	else echo "parity: no reference set at $(SHARED_DIR); tests/test_parity.py checks the copied cases"; fi
 
 clean: ## Remove build products and the venv
 	rm -rf target $(VENV) .pytest_cache .ruff_cache .hypothesis
