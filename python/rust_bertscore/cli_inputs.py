@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, Union
@@ -133,19 +133,17 @@ class LineFiles(Source):
     def chunks(self, size: int) -> Iterator[Chunk]:
         with contextlib.ExitStack() as stack:
             files = [stack.enter_context(_open_text(p)) for p in [self.cand, *self.refs]]
-            cands: list[str] = []
-            refs: list = []
-            for lines in zip(*files):
-                cands.append(_strip_newline(lines[0]))
-                if len(files) == 2:
-                    refs.append(_strip_newline(lines[1]))
-                else:
-                    refs.append([_strip_newline(line) for line in lines[1:]])
-                if len(cands) == size:
-                    yield Chunk(cands, refs)
-                    cands, refs = [], []
-            if cands:
-                yield Chunk(cands, refs)
+            single = len(files) == 2
+            pairs = (
+                (
+                    _strip_newline(lines[0]),
+                    _strip_newline(lines[1])
+                    if single
+                    else [_strip_newline(line) for line in lines[1:]],
+                )
+                for lines in zip(*files)
+            )
+            yield from _chunked(pairs, size)
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         for path in self.refs:
@@ -232,16 +230,7 @@ class JsonlFile(Source):
         )
 
     def chunks(self, size: int) -> Iterator[Chunk]:
-        cands: list[str] = []
-        refs: list[list[str]] = []
-        for cand, group in self._records():
-            cands.append(cand)
-            refs.append(group)
-            if len(cands) == size:
-                yield Chunk(cands, refs)
-                cands, refs = [], []
-        if cands:
-            yield Chunk(cands, refs)
+        yield from _chunked(self._records(), size)
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         chunk: list[str] = []
@@ -252,6 +241,20 @@ class JsonlFile(Source):
                 chunk = []
         if chunk:
             yield chunk
+
+
+def _chunked(pairs: Iterable[tuple[str, object]], size: int) -> Iterator[Chunk]:
+    """Group (candidate, reference or reference list) pairs into chunks of ``size`` pairs."""
+    cands: list[str] = []
+    refs: list = []
+    for cand, ref in pairs:
+        cands.append(cand)
+        refs.append(ref)
+        if len(cands) == size:
+            yield Chunk(cands, refs)
+            cands, refs = [], []
+    if cands:
+        yield Chunk(cands, refs)
 
 
 def _json_type(value: object) -> str:

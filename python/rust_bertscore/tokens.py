@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from .convert import max_positions
 from .text import prepare_text
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -158,12 +159,9 @@ def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
 
 def _max_length(tok_config: dict, config: dict) -> int:
     """The tokenizer's ``model_max_length``, bounded by what the position table can hold."""
-    positions = config.get("max_position_embeddings")
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa's positions start after padding_idx, so two rows are never used by text.
-        if str(config.get("model_type", "")) in ("roberta", "xlm-roberta"):
-            positions -= int(config.get("pad_token_id", 1)) + 1
-    else:
+    try:
+        positions: int | None = max_positions(config)
+    except ValueError:  # no usable position table size in config.json
         positions = None
     declared = tok_config.get("model_max_length")
     if isinstance(declared, (int, float)) and 0 < declared < _NO_LIMIT:
