@@ -20,12 +20,64 @@ LAYOUT_MBART = "mbart"
 LAYOUT_MBART50 = "mbart50"
 """``[src_lang] X </s>`` (MBart50Tokenizer)."""
 
-MBART_LANGUAGE_CODES = ["ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN"]
+MBART_LANGUAGE_CODES: tuple[str, ...] = (
+    "ar_AR",
+    "cs_CZ",
+    "de_DE",
+    "en_XX",
+    "es_XX",
+    "et_EE",
+    "fi_FI",
+    "fr_XX",
+    "gu_IN",
+    "hi_IN",
+    "it_IT",
+    "ja_XX",
+    "kk_KZ",
+    "ko_KR",
+    "lt_LT",
+    "lv_LV",
+    "my_MM",
+    "ne_NP",
+    "nl_XX",
+    "ro_RO",
+    "ru_RU",
+    "si_LK",
+    "tr_TR",
+    "vi_VN",
+    "zh_CN",
+)
 """mBART-25's language codes, in the order of their ids (after the SentencePiece vocabulary)."""
 
-MBART50_LANGUAGE_CODES = (
-    MBART_LANGUAGE_CODES
-    + ["af_ZA", "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID", "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL", "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH", "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI"]
+MBART50_LANGUAGE_CODES: tuple[str, ...] = (
+    *MBART_LANGUAGE_CODES,
+    "af_ZA",
+    "az_AZ",
+    "bn_IN",
+    "fa_IR",
+    "he_IL",
+    "hr_HR",
+    "id_ID",
+    "ka_GE",
+    "km_KH",
+    "mk_MK",
+    "ml_IN",
+    "mn_MN",
+    "mr_IN",
+    "pl_PL",
+    "ps_AF",
+    "pt_XX",
+    "sv_SE",
+    "sw_KE",
+    "ta_IN",
+    "te_IN",
+    "th_TH",
+    "tl_XX",
+    "uk_UA",
+    "ur_PK",
+    "xh_ZA",
+    "gl_ES",
+    "sl_SI",
 )
 """mBART-50's 52 language codes, mBART-25's first."""
 
@@ -98,14 +150,14 @@ _CLASSES = [
         layout=LAYOUT_MBART,
         sentencepiece="fairseq",
         model_files=("sentencepiece.bpe.model",),
-        language_codes=tuple(MBART_LANGUAGE_CODES),
+        language_codes=MBART_LANGUAGE_CODES,
     ),
     TokenizerClass(
         "MBart50Tokenizer",
         layout=LAYOUT_MBART50,
         sentencepiece="fairseq",
         model_files=("sentencepiece.bpe.model",),
-        language_codes=tuple(MBART50_LANGUAGE_CODES),
+        language_codes=MBART50_LANGUAGE_CODES,
     ),
 ]
 TOKENIZER_CLASSES: dict[str, TokenizerClass] = {c.name: c for c in _CLASSES}
