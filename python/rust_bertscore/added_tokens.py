@@ -23,19 +23,29 @@ class AddedToken:
     lstrip: bool = False
     rstrip: bool = False
     special: bool = True
+    id: int | None = None
+    """The id the saved tokenizer gives it (``added_tokens_decoder`` / ``added_tokens.json``)."""
 
 
-def _entry(value: object) -> AddedToken | None:
+def _entry(value: object, token_id: int | None = None) -> AddedToken | None:
     if isinstance(value, str):
-        return AddedToken(value)
+        return AddedToken(value, id=token_id)
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         return AddedToken(
             value["content"],
             lstrip=bool(value.get("lstrip", False)),
             rstrip=bool(value.get("rstrip", False)),
             special=bool(value.get("special", True)),
+            id=token_id,
         )
     return None
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
 
 
 _SPECIAL_KEYS = (
@@ -67,8 +77,8 @@ def collect_added_tokens(
     found: dict[str, AddedToken] = dict(extra)
     decoder = tok_config.get("added_tokens_decoder")
     if isinstance(decoder, dict):
-        for value in decoder.values():
-            token = _entry(value)
+        for key, value in decoder.items():
+            token = _entry(value, _int_or_none(key))
             if token is not None:
                 found[token.content] = token
     added_json = model_dir / "added_tokens.json"
@@ -78,8 +88,9 @@ def collect_added_tokens(
         except (OSError, ValueError) as e:
             raise ValueError(f"cannot read {added_json}: {e}") from e
         if isinstance(data, dict):
-            for text in data:
-                found.setdefault(str(text), AddedToken(str(text)))
+            for text, token_id in data.items():
+                if str(text) not in found:
+                    found[str(text)] = AddedToken(str(text), id=_int_or_none(token_id))
     for source in (special_map, tok_config):
         for key in _SPECIAL_KEYS:
             token = _entry(source.get(key))

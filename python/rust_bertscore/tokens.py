@@ -241,11 +241,13 @@ def _load_source(
                     model_dir / name, cls.sentencepiece, tok_config, added, cls.language_codes
                 )
                 return source, None
-    tokenizer = _load_tokenizer(model_dir, tok_config, cls)
+    tokenizer = _load_tokenizer(model_dir, tok_config, special_map, cls)
     return _FastIds(tokenizer), tokenizer
 
 
-def _load_tokenizer(model_dir: Path, tok_config: dict, cls: TokenizerClass) -> Tokenizer:
+def _load_tokenizer(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> Tokenizer:
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         try:
@@ -253,30 +255,65 @@ def _load_tokenizer(model_dir: Path, tok_config: dict, cls: TokenizerClass) -> T
         except Exception as e:  # the Rust side raises a plain Exception
             raise ValueError(f"cannot load {tokenizer_json}: {e}") from e
         _no_builtin_prefix_space(tokenizer)
+        _wordpiece_unknown_as_added_token(tokenizer)
         return tokenizer
+    tokenizer = _from_vocabulary_files(model_dir, tok_config)
+    if tokenizer is not None:
+        _add_special_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        _wordpiece_unknown_as_added_token(tokenizer)
+        return tokenizer
+    wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
+    if cls.model_files:
+        wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
+    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+
+
+def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
+    """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
+    from tokenizers import models, normalizers, pre_tokenizers
+
     vocab_txt = model_dir / "vocab.txt"
     if vocab_txt.is_file():
-        from tokenizers.implementations import BertWordPieceTokenizer
-
-        lowercase = bool(tok_config.get("do_lower_case", True))
-        strip_accents = tok_config.get("strip_accents")
-        return BertWordPieceTokenizer(
-            str(vocab_txt),
-            lowercase=lowercase,
-            strip_accents=strip_accents,
-            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+        unk = _token_text(tok_config.get("unk_token")) or "[UNK]"
+        tokenizer = Tokenizer(
+            models.WordPiece(models.WordPiece.read_file(str(vocab_txt)), unk_token=unk)
+        )
+        tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True,
-        )._tokenizer
+            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+            strip_accents=tok_config.get("strip_accents"),
+            lowercase=bool(tok_config.get("do_lower_case", True)),
+        )
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
     if vocab_json.is_file() and merges.is_file():
         from tokenizers.implementations import ByteLevelBPETokenizer
 
         bpe = ByteLevelBPETokenizer(str(vocab_json), str(merges), add_prefix_space=False)
         return bpe._tokenizer
-    wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
-    if cls.model_files:
-        wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
-    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+    return None
+
+
+def _add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
+    """Keep the checkpoint's added tokens whole, as the slow tokenizer does."""
+    from tokenizers import AddedToken as RustAddedToken
+
+    by_id = sorted(added.values(), key=lambda t: (t.id is None, t.id or 0))
+    for token in by_id:
+        tokenizer.add_special_tokens(
+            [
+                RustAddedToken(
+                    token.content, lstrip=token.lstrip, rstrip=token.rstrip, normalized=False
+                )
+            ]
+        )
+        got = tokenizer.token_to_id(token.content)
+        if token.id is not None and got != token.id:
+            raise ValueError(
+                f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
+                "the tokenizer's saved configuration: the tokenizer files do not agree"
+            )
 
 
 def _no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
@@ -285,6 +322,32 @@ def _no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
     pre = tokenizer.pre_tokenizer
     if pre is not None and type(pre).__name__ == "ByteLevel" and pre.add_prefix_space:
         pre.add_prefix_space = False
+
+
+def _wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
+    """Give a WordPiece model its unknown token when only the added tokens hold it.
+
+    A slow tokenizer maps the ``[UNK]`` it emits through the added tokens too (MPNet checkpoints
+    may keep ``[UNK]`` in ``added_tokens.json`` only); the Rust WordPiece model fails on a word
+    it cannot split unless its own vocabulary has the unknown token.
+    """
+    from tokenizers import models
+
+    model = tokenizer.model
+    if not isinstance(model, models.WordPiece):
+        return
+    unk = model.unk_token
+    vocab = tokenizer.get_vocab(with_added_tokens=False)
+    added_id = tokenizer.token_to_id(unk)
+    if unk in vocab or added_id is None:
+        return
+    vocab[unk] = added_id
+    tokenizer.model = models.WordPiece(
+        vocab,
+        unk_token=unk,
+        max_input_chars_per_word=model.max_input_chars_per_word,
+        continuing_subword_prefix=model.continuing_subword_prefix,
+    )
 
 
 def has_tokenizer_files(model_dir: Path) -> bool:
