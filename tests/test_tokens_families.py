@@ -197,7 +197,7 @@ def test_sentencepiece_model_missing_is_a_clear_error(tmp_path: Path) -> None:
     d = tmp_path / "t5"
     shutil.copytree(TINY / "t5", d)
     (d / "spiece.model").unlink()
-    with pytest.raises(FileNotFoundError, match="spiece.model"):
+    with pytest.raises(FileNotFoundError, match=r"spiece\.model"):
         _tokenizer(d)
 
 
@@ -209,3 +209,25 @@ def test_has_tokenizer_files() -> None:
 def test_has_tokenizer_files_false_for_config_only(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text('{"model_type": "t5"}')
     assert not has_tokenizer_files(tmp_path)
+
+
+def test_two_token_side_zeroes_p_and_r_but_not_f(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bert_score masks P and R of a pair whose candidate or reference has exactly 2 tokens
+    (its "empty" test) after computing F, so F stays 2PR/(P+R) of the unmasked scores. With
+    T5/mBART tokenizers such a side has weight (``x </s>``, ``</s> en_XX``); here the tiny BERT
+    with no zero-weight tokens stands in for them."""
+    import numpy as np
+
+    import rust_bertscore as rb
+    from rust_bertscore.tokens import TextTokenizer as Tok
+
+    monkeypatch.setattr(Tok, "special_ids", property(lambda self: frozenset()))
+    model = str(TINY / "bert")
+    cands, refs = ["", "the cat sat"], ["the cat sat on the mat", "a dog"]
+    p, r, f = rb.score(cands, refs, model_type=model, num_layers=2)
+    assert p[0] == 0 and r[0] == 0 and f[0] > 0
+    assert p[1] > 0 and r[1] > 0
+    monkeypatch.setattr(Tok, "empty_ids", property(lambda self: [self.cls_id, 0, self.sep_id]))
+    p3, r3, f3 = rb.score(cands[:1], refs[:1], model_type=model, num_layers=2)
+    assert p3[0] > 0 and r3[0] > 0  # three tokens: not "empty"
+    assert np.isfinite(f3[0])
