@@ -82,6 +82,8 @@ class SentencePieceIds:
     language_codes : sequence of str
         mBART's language codes (``"fairseq"`` only): their ids follow the pieces, then
         ``<mask>``'s.
+    sentinel_count : int
+        T5's ``extra_ids``: ``<extra_id_i>`` gets id ``pieces - 1 + sentinel_count - i``.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class SentencePieceIds:
         tok_config: dict,
         added: dict[str, AddedToken],
         language_codes: Sequence[str] = (),
+        sentinel_count: int = 0,
     ) -> None:
         if convention not in ("plain", "albert", "deberta-v2", "fairseq"):
             raise ValueError(f"unknown SentencePiece convention {convention!r}")
@@ -118,6 +121,8 @@ class SentencePieceIds:
                 self._added_ids[code] = self.piece_count + i + 1
             self._added_ids["<mask>"] = self.piece_count + len(language_codes) + 1
             self._fairseq_extra = len(language_codes) + 2
+        for i in range(sentinel_count):
+            self._added_ids[f"<extra_id_{i}>"] = self.piece_count - 1 + sentinel_count - i
         for text in added:
             if text not in self._added_ids:
                 piece_id = self._piece_id(text)

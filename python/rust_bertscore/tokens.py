@@ -236,13 +236,33 @@ def _load_source(
             if (model_dir / name).is_file():
                 extra = {"<mask>": AddedToken("<mask>", lstrip=True)} if cls.language_codes else {}
                 extra.update({c: AddedToken(c) for c in cls.language_codes})
+                sentinels = _sentinel_count(tok_config) if cls.layout == LAYOUT_EOS else 0
+                extra.update(
+                    {
+                        f"<extra_id_{i}>": AddedToken(f"<extra_id_{i}>", lstrip=True, rstrip=True)
+                        for i in range(sentinels)
+                    }
+                )
                 added = collect_added_tokens(model_dir, tok_config, special_map, extra)
                 source = SentencePieceIds(
-                    model_dir / name, cls.sentencepiece, tok_config, added, cls.language_codes
+                    model_dir / name,
+                    cls.sentencepiece,
+                    tok_config,
+                    added,
+                    cls.language_codes,
+                    sentinels,
                 )
                 return source, None
     tokenizer = _load_tokenizer(model_dir, tok_config, special_map, cls)
     return _FastIds(tokenizer), tokenizer
+
+
+def _sentinel_count(tok_config: dict) -> int:
+    """T5's ``extra_ids`` (default 100): the ``<extra_id_N>`` sentinels past the pieces."""
+    value = tok_config.get("extra_ids", 100)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"tokenizer_config.json extra_ids must be an int >= 0, got {value!r}")
+    return value
 
 
 def _load_tokenizer(
