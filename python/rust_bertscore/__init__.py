@@ -18,6 +18,7 @@ from ._core import (
 )
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .model_listing import ModelInfo, supported_models
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .show import plot_example
@@ -28,6 +29,7 @@ __all__ = [
     "MODEL2LAYERS",
     "BERTScorer",
     "DeviceNotAvailableError",
+    "ModelInfo",
     "ModelNotFoundError",
     "RustBertScoreError",
     "__version__",
@@ -40,4 +42,5 @@ __all__ = [
     "score",
     "score_embeddings",
     "set_num_threads",
+    "supported_models",
 ]

@@ -417,6 +417,9 @@ class BERTScorer:
                     out[2, layer, block + lo : block + hi] = f
                 if progress is not None:
                     progress.update(hi - lo)
+            # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+            out[:2, :, block + np.flatnonzero(two)] = 0.0
         if progress is not None:
             progress.close()
         return out if self.all_layers else out[:, 0, :]
