@@ -375,6 +375,13 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
+    from ._families import FAMILY_BUILDERS, build_family  # imports this module
+
+    if model_family(config) in FAMILY_BUILDERS:
+        return build_family(
+            model_family(config), model_dir, config, num_layers,
+            all_layers=all_layers, doc=doc, fused=fused,
+        )  # fmt: skip
     spec = encoder_spec(config)
     if all_layers:
         n_build = spec.depth
