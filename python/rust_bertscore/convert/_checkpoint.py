@@ -100,7 +100,8 @@ def model_family(config: dict[str, Any]) -> str:
     Returns
     -------
     str
-        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta) or ``"distilbert"``.
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
+        ``"albert"``, ``"mpnet"``, ``"bart"`` or ``"mbart"``.
 
     Raises
     ------
@@ -129,7 +130,8 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
 
 
 def model_depth(config: dict[str, Any]) -> int:
-    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``).
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder).
 
     Parameters
     ----------
