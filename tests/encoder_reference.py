@@ -13,7 +13,8 @@ import onnx
 import onnxruntime as ort
 from safetensors.numpy import load_file, save_file
 
-from rust_bertscore.convert import export_onnx, load_config, quantize_int8
+from rust_bertscore.convert import export_onnx, load_config
+from rust_bertscore.export import export_model
 
 TINY = Path(__file__).resolve().parent / "data" / "reference" / "tiny"
 
@@ -136,12 +137,14 @@ def same_hidden_states(model_dir: Path, family: str, tmp: Path) -> float:
 
 
 def int8_runs(family: str, tmp: Path) -> np.ndarray:
-    """Export the fused layer-3 graph, quantise it to int8 and run it on the first text."""
-    fp32 = export_onnx(TINY / family, tmp / "fp32.onnx", 3, fused=True)
-    int8 = quantize_int8(fp32, tmp / "int8.onnx")
-    assert "MatMulInteger" in {n.op_type for n in onnx.load(str(int8)).graph.node}
+    """``rust_bertscore export`` the layer-3 graph at int8 and run it on the first text."""
+    out = tmp / "export" / "int8.onnx"
+    info = export_model(str(TINY / family), out, 3, precision="int8")
+    assert (info.num_layers, info.precision, info.depth) == (3, "int8", 3)
+    assert (out.parent / "config.json").is_file()
+    assert "MatMulInteger" in {n.op_type for n in onnx.load(str(out)).graph.node}
     ids = load_reference(family)[0][0]
-    return run(session(int8), ids[None], np.ones((1, len(ids)), np.int64))
+    return run(session(out), ids[None], np.ones((1, len(ids)), np.int64))
 
 
 def padding_invariance(sess: ort.InferenceSession, family: str, vocab: int) -> float:
