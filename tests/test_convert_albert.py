@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from safetensors.numpy import load_file, save_file
 
@@ -24,11 +25,14 @@ from encoder_reference import (
     worst,
 )
 from rust_bertscore.convert import (
+    build_model,
     export_onnx,
+    int8_fp32_nodes,
     load_config,
     max_positions,
     model_depth,
     model_family,
+    quantize_int8,
 )
 
 MODEL = TINY / "albert"
@@ -194,3 +198,14 @@ def test_layer_groups_and_inner_layers(
     # Seen: 4.3e-4 after 2 x 2 layers (fp32 rounding grows with depth); a wrong group is O(1) off.
     assert worst(alone, want) <= 1e-3
     assert worst(batched, want) <= 1e-3
+
+
+def test_int8_keeps_first_ffn_outputs_fp32(tmp_path: Path) -> None:
+    """The shared layer's first two applications keep their FFN output projection in fp32."""
+    model = build_model(MODEL, 3, fused=True)
+    name = "encoder.albert_layer_groups.0.albert_layers.0.ffn_output/MatMul"
+    assert int8_fp32_nodes(model) == [name, f"{name}_1"]
+    int8 = quantize_int8(export_onnx(MODEL, tmp_path / "fp32.onnx", 3), tmp_path / "int8.onnx")
+    ops = {n.name: n.op_type for n in onnx.load(str(int8)).graph.node}
+    assert ops[name] == ops[f"{name}_1"] == "MatMul"
+    assert "MatMulInteger" in ops.values()

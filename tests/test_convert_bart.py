@@ -31,7 +31,9 @@ from encoder_reference import (
 )
 from rust_bertscore.convert import (
     CheckpointError,
+    build_model,
     export_onnx,
+    int8_fp32_nodes,
     load_config,
     max_positions,
     model_depth,
@@ -218,3 +220,9 @@ def test_int8(family: str, tmp_path: Path) -> None:
     out = int8_runs(family, tmp_path)
     assert out.shape == (1, len(load_reference(family)[0][0]), 64)
     assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("family", ["bart", "mbart"])
+def test_int8_keeps_first_ffn_outputs_fp32(family: str) -> None:
+    model = build_model(TINY / family, 3, fused=True)
+    assert int8_fp32_nodes(model) == ["encoder.layers.0.fc2/MatMul", "encoder.layers.1.fc2/MatMul"]

@@ -19,7 +19,9 @@ from encoder_reference import (
     worst,
 )
 from rust_bertscore.convert import (
+    build_model,
     export_onnx,
+    int8_fp32_nodes,
     load_config,
     max_positions,
     model_depth,
@@ -107,3 +109,11 @@ def test_int8(tmp_path: Path) -> None:
     out = int8_runs("mpnet", tmp_path)
     assert out.shape == (1, len(load_reference("mpnet")[0][0]), 64)
     assert np.isfinite(out).all()
+
+
+def test_int8_keeps_first_ffn_outputs_fp32() -> None:
+    model = build_model(MODEL, 3, fused=True)
+    assert int8_fp32_nodes(model) == [
+        "encoder.layer.0.output.dense/MatMul",
+        "encoder.layer.1.output.dense/MatMul",
+    ]
