@@ -375,13 +375,12 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
-    from ._families import FAMILY_BUILDERS, build_family  # imports this module
+    from ._families import FAMILY_BUILDERS, build_family  # (it imports this module)
 
-    if model_family(config) in FAMILY_BUILDERS:
-        return build_family(
-            model_family(config), model_dir, config, num_layers,
-            all_layers=all_layers, doc=doc, fused=fused,
-        )  # fmt: skip
+    family = model_family(config)
+    if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
+        kwargs = {"all_layers": all_layers, "doc": doc, "fused": fused}
+        return build_family(family, model_dir, config, num_layers, **kwargs)
     spec = encoder_spec(config)
     if all_layers:
         n_build = spec.depth
