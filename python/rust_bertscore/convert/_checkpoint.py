@@ -25,12 +25,14 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "roberta": "roberta",
     "xlm-roberta": "roberta",
     "distilbert": "distilbert",
+    "t5": "t5",
+    "mt5": "t5",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
-SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert")
+SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert", "t5")
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa) and ``distilbert``."""
+XLM-RoBERTa), ``distilbert`` and ``t5`` (T5, mT5, ByT5: the encoder stack)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -117,7 +119,8 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
 
 
 def model_depth(config: dict[str, Any]) -> int:
-    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``).
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    T5: ``num_layers``, the encoder's depth).
 
     Parameters
     ----------
@@ -134,14 +137,16 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    return _int_field(config, "num_hidden_layers", "n_layers")
+    return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 
 
-def max_positions(config: dict[str, Any]) -> int:
+def max_positions(config: dict[str, Any]) -> int | None:
     """Return the longest input (special tokens included) the model's position table covers.
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
-    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``.
+    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 has
+    no position table (relative position buckets work at any length): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -150,10 +155,12 @@ def max_positions(config: dict[str, Any]) -> int:
 
     Returns
     -------
-    int
-        The largest ``seq`` the graph accepts.
+    int or None
+        The largest ``seq`` the graph accepts; None if any length is.
     """
     family = model_family(config)
+    if family == "t5":
+        return None
     n_positions = _int_field(config, "max_position_embeddings")
     if family == "roberta":
         return n_positions - _int_field(config, "pad_token_id") - 1

@@ -375,6 +375,10 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
+    if model_family(config) == "t5":
+        from ._t5 import build_t5_model  # imports this module: load it on first use
+
+        return build_t5_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
     spec = encoder_spec(config)
     if all_layers:
         n_build = spec.depth

@@ -1,0 +1,367 @@
+"""The T5 / mT5 / ByT5 encoder graphs against PyTorch's hidden states (tests/data/reference/tiny).
+
+The tiny checkpoints have random weights scaled up (``initializer_factor=4``): T5's residual
+stream is not normalised between blocks, so hidden states reach a few thousand and attention,
+unscaled, is nearly one-hot. Float32 rounding then moves hidden states by up to ~1e-4 of their
+norm between any two float32 implementations (PyTorch itself is 9e-4 away from a float64 run on
+one text), so the parity checks compare each token's vector relative to its norm. A real error
+(a wrong bucket, a missing norm, a wrong activation) moves them by far more than 1e-3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from rust_bertscore import convert
+from rust_bertscore.convert import (
+    SUPPORTED_FAMILIES,
+    CheckpointError,
+    build_model,
+    export_onnx,
+    load_config,
+    max_positions,
+    model_depth,
+    model_family,
+    quantize_int8,
+)
+from rust_bertscore.convert._t5 import feed_forward, relative_buckets
+from rust_bertscore.export import export_model
+
+TINY = Path(__file__).parent / "data" / "reference" / "tiny"
+FAMILIES = ("t5", "mt5", "byt5")
+REL_TOL = 1e-3  # per-token |got - expected| / |expected| (see the module docstring)
+EPS = 1e-6  # layer_norm_epsilon of the tiny configs
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def load_reference(family: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """[(ids (T,), hidden states (4, T, 64))] of the whole 3-layer model, from PyTorch."""
+    with np.load(TINY / family / "hidden_states.npz") as data:
+        n = sum(key.startswith("ids_") for key in data.files)
+        return [(data[f"ids_{i}"].astype(np.int64), data[f"hidden_{i}"]) for i in range(n)]
+
+
+def session(model: onnx.ModelProto | Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def run(sess: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+
+def run_one(sess: ort.InferenceSession, ids: np.ndarray) -> np.ndarray:
+    return run(sess, ids[None], np.ones((1, len(ids)), np.int64))
+
+
+def padded_batch(
+    refs: list[tuple[np.ndarray, np.ndarray]], pad: int, extra: int = 5
+) -> tuple[np.ndarray, np.ndarray]:
+    width = max(len(ids) for ids, _ in refs) + extra
+    ids = np.full((len(refs), width), pad, dtype=np.int64)
+    mask = np.zeros((len(refs), width), dtype=np.int64)
+    for row, (tokens, _) in enumerate(refs):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return ids, mask
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest per-token error relative to the reference vector's norm."""
+    diff = np.linalg.norm(got.astype(np.float64) - want, axis=-1)
+    return float((diff / np.linalg.norm(want.astype(np.float64), axis=-1)).max())
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per-token cosine similarity of two ``[..., hidden]`` arrays."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """T5LayerNorm in float64, written from its definition: w * x / sqrt(mean(x^2) + eps)."""
+    x = x.astype(np.float64)
+    return weight * x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS)
+
+
+def final_norm_weight(family: str) -> np.ndarray:
+    return load_file(str(TINY / family / "model.safetensors"))["encoder.final_layer_norm.weight"]
+
+
+@pytest.fixture(scope="module")
+def all_layers() -> dict[tuple[str, bool], ort.InferenceSession]:
+    return {
+        (fam, fused): session(build_model(TINY / fam, None, all_layers=True, fused=fused))
+        for fam in FAMILIES
+        for fused in (False, True)
+    }
+
+
+# ---- configuration ------------------------------------------------------------------------------
+
+
+def test_registered() -> None:
+    assert "t5" in SUPPORTED_FAMILIES
+    for fam in FAMILIES:
+        config = load_config(TINY / fam)
+        assert model_family(config) == "t5"
+        assert model_depth(config) == 3
+        assert max_positions(config) is None  # relative positions: no table, no limit
+    assert model_family({"model_type": "mt5"}) == "t5"
+
+
+def test_feed_forward_proj() -> None:
+    # transformers' T5Config: "gated-gelu" means the tanh approximation, other names verbatim.
+    assert feed_forward("relu") == (False, "relu")
+    assert feed_forward("gated-gelu") == (True, "gelu_new")
+    assert feed_forward("gated-silu") == (True, "silu")
+    assert feed_forward("gelu") == (False, "gelu")
+    for bad in ("fancy-relu", "gated-gelu-x", "", None):
+        with pytest.raises(CheckpointError, match="feed_forward_proj"):
+            feed_forward(bad)
+
+
+def _bucket(r: int, num_buckets: int, max_distance: int) -> int:
+    """T5's bidirectional bucket, from Mesh TensorFlow's description, in float64."""
+    half = num_buckets // 2
+    base = half if r > 0 else 0
+    n = abs(r)
+    exact = half // 2
+    if n < exact:
+        return base + n
+    log_part = math.log(n / exact) / math.log(max_distance / exact) * (half - exact)
+    return base + min(exact + int(log_part), half - 1)
+
+
+@pytest.mark.parametrize(("num_buckets", "max_distance"), [(32, 64), (32, 128), (64, 256)])
+def test_relative_buckets(num_buckets: int, max_distance: int) -> None:
+    rel = np.arange(-3 * max_distance, 3 * max_distance + 1)
+    got = relative_buckets(rel, num_buckets, max_distance)
+    want = [_bucket(int(r), num_buckets, max_distance) for r in rel]
+    assert got.tolist() == want
+
+
+def test_relative_buckets_by_hand() -> None:
+    # 32 buckets, max distance 128 (t5-small): keys before the query take buckets 0..15, after
+    # it 16..31; distances 0..7 are exact, then bucket 8 + floor(8 log(n / 8) / log 16): 8..11 -> 8,
+    # 16..22 -> 10, 64..90 -> 14, 91.. -> 15 (91 > 8 * 16^(7/8) = 90.5).
+    cases = {0: 0, -1: 1, 1: 17, -7: 7, 7: 23, -8: 8, -11: 8, -12: 9, -16: 10, -22: 10}
+    cases |= {-23: 11, -32: 12, -64: 14, -90: 14, -91: 15, -127: 15, -5000: 15, 64: 30, 5000: 31}
+    rel = np.array(list(cases))
+    assert dict(zip(cases, relative_buckets(rel, 32, 128).tolist())) == cases
+
+
+# ---- parity with PyTorch ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["onnx-ops", "fused"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_all_hidden_states_match_pytorch(
+    all_layers: dict[tuple[str, bool], ort.InferenceSession], family: str, fused: bool
+) -> None:
+    sess = all_layers[family, fused]
+    refs = load_reference(family)
+    for ids, expected in refs:
+        got = run_one(sess, ids)[:, 0]
+        assert got.shape == expected.shape  # 4 = embeddings + 3 blocks, whatever num_layers
+        np.testing.assert_allclose(got[0], expected[0], rtol=0, atol=1e-6)  # a plain lookup
+        assert rel_err(got, expected) < REL_TOL
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["onnx-ops", "fused"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_padding_does_not_change_real_tokens(
+    all_layers: dict[tuple[str, bool], ort.InferenceSession], family: str, fused: bool
+) -> None:
+    sess = all_layers[family, fused]
+    refs = load_reference(family)
+    for pad in (0, 1):  # the pad id, and an id that means something (</s>)
+        ids, mask = padded_batch(refs, pad)
+        batch = run(sess, ids, mask)
+        for row, (tokens, _) in enumerate(refs):
+            alone = run_one(sess, tokens)[:, 0]
+            assert rel_err(batch[:, row, : len(tokens)], alone) < 1e-5
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_truncated_model_ends_with_the_final_norm(family: str) -> None:
+    """bert_score keeps ``encoder.block[:L]`` of a T5EncoderModel, whose forward still applies
+    ``final_layer_norm``: the output at L is the final norm of hidden state L (not hidden[L] of
+    the whole model, except at L = depth, where transformers' last hidden state is normed)."""
+    weight = final_norm_weight(family)
+    refs = load_reference(family)
+    for layer in range(4):
+        sess = session(build_model(TINY / family, layer, fused=layer % 2 == 1))
+        for ids, hidden in refs:
+            got = run_one(sess, ids)[0]
+            assert rel_err(got, rms_norm(hidden[layer], weight)) < REL_TOL
+            if 0 < layer < 3:  # hidden states of thousands, normed to about ten
+                assert rel_err(got, hidden[layer]) > 0.5
+            if layer == 3:
+                assert rel_err(got, hidden[3]) < REL_TOL
+
+
+def test_relu_and_gated_gelu_differ() -> None:
+    """t5 (relu) and mt5 (gated-gelu) have different FFNs; a graph that ignored the config
+    would give one of them the other's structure and fail to load its weights."""
+    t5 = {n.op_type for n in build_model(TINY / "t5", 3).graph.node}
+    mt5 = {n.op_type for n in build_model(TINY / "mt5", 3).graph.node}
+    assert "Relu" in t5 and "Tanh" not in t5
+    assert "Tanh" in mt5 and "Relu" not in mt5
+
+
+# ---- Hub layouts --------------------------------------------------------------------------------
+
+
+def _hub_checkpoint(family: str, dst: Path, *, keep_shared: bool, shards: int) -> Path:
+    """The tiny encoder saved as T5ForConditionalGeneration checkpoints are: with a decoder and
+    an LM head to ignore, the embeddings as ``shared`` and/or ``encoder.embed_tokens``."""
+    dst.mkdir()
+    shutil.copy(TINY / family / "config.json", dst / "config.json")
+    weights = load_file(str(TINY / family / "model.safetensors"))
+    rng = np.random.default_rng(0)
+    table = weights.pop("shared.weight")
+    if keep_shared:
+        weights["shared.weight"] = table
+    weights["encoder.embed_tokens.weight"] = table
+    # The decoder and the head have the encoder's names under decoder.*: random values that
+    # would wreck the output if any were read.
+    for key, value in list(weights.items()):
+        if key.startswith("encoder.block."):
+            fake = rng.standard_normal(value.shape).astype(np.float32) * 100
+            weights["decoder." + key.removeprefix("encoder.")] = fake
+    weights["decoder.embed_tokens.weight"] = rng.standard_normal(table.shape).astype(np.float32)
+    weights["lm_head.weight"] = rng.standard_normal(table.shape).astype(np.float32)
+    keys = sorted(weights)
+    if shards == 1:
+        save_file(weights, str(dst / "model.safetensors"))
+        return dst
+    weight_map = {}
+    for i in range(shards):
+        name = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        part = keys[i::shards]
+        save_file({k: weights[k] for k in part}, str(dst / name))
+        weight_map.update(dict.fromkeys(part, name))
+    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    (dst / "model.safetensors.index.json").write_text(json.dumps(index))
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("keep_shared", "shards"), [(True, 1), (True, 3), (False, 2)], ids=["single", "sharded", "tied"]
+)
+@pytest.mark.parametrize("family", ["t5", "mt5"])
+def test_hub_layouts(tmp_path: Path, family: str, keep_shared: bool, shards: int) -> None:
+    model_dir = _hub_checkpoint(family, tmp_path / "hub", keep_shared=keep_shared, shards=shards)
+    if family == "mt5":
+        config = json.loads((model_dir / "config.json").read_text())
+        config.update(model_type="mt5", architectures=["MT5ForConditionalGeneration"])
+        (model_dir / "config.json").write_text(json.dumps(config))
+    sess = session(build_model(model_dir, None, all_layers=True, fused=True))
+    for ids, expected in load_reference(family):
+        assert rel_err(run_one(sess, ids)[:, 0], expected) < REL_TOL
+
+
+def test_missing_tensor_is_named(tmp_path: Path) -> None:
+    model_dir = tmp_path / "broken"
+    model_dir.mkdir()
+    shutil.copy(TINY / "mt5" / "config.json", model_dir / "config.json")
+    weights = load_file(str(TINY / "mt5" / "model.safetensors"))
+    del weights["encoder.block.1.layer.1.DenseReluDense.wi_1.weight"]
+    save_file(weights, str(model_dir / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"block\.1\.layer\.1\.DenseReluDense\.wi_1"):
+        build_model(model_dir, 3)
+    build_model(model_dir, 1)  # blocks past num_layers are not read
+
+
+def test_bad_config_is_named(tmp_path: Path) -> None:
+    model_dir = tmp_path / "bad"
+    shutil.copytree(TINY / "t5", model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    config["feed_forward_proj"] = "gated-gelu"  # but the weights have a plain wi
+    (model_dir / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="wi_0"):
+        build_model(model_dir, 1)
+    config["d_model"] = "64"
+    (model_dir / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="d_model"):
+        build_model(model_dir, 1)
+
+
+def test_num_layers_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"0\.\.3"):
+        build_model(TINY / "t5", 4)
+
+
+# ---- export, int8 -------------------------------------------------------------------------------
+
+
+def test_export_all_layers_and_int8(tmp_path: Path) -> None:
+    fp32 = export_onnx(TINY / "mt5", tmp_path / "mt5.onnx", None, all_layers=True, fused=True)
+    int8 = quantize_int8(fp32, tmp_path / "mt5.int8.onnx")
+    nodes = {n.name: n.op_type for n in onnx.load(str(int8)).graph.node}
+    # QAttention has no attention_bias input: the biased attention must stay fp32.
+    assert "QAttention" not in nodes.values()
+    assert sum(op == "Attention" for op in nodes.values()) == 3
+    keep = convert.int8_fp32_nodes(onnx.load(str(fp32)))
+    assert keep == [f"encoder.block.{i}.layer.1.DenseReluDense.wo/MatMul" for i in (0, 1)]
+    assert all(nodes[name] == "MatMul" for name in keep)
+    assert "encoder.block.2.layer.1.DenseReluDense.wo/MatMul" not in nodes  # quantised
+    got, want = session(int8), session(fp32)
+    cos = [
+        cosines(run_one(got, ids)[-1, 0], run_one(want, ids)[-1, 0])
+        for ids, _ in load_reference("mt5")
+    ]
+    assert np.median(np.concatenate(cos)) > 0.95  # int8 of random weights: close, not equal
+
+
+def test_int8_keeps_biased_attention_fp32(tmp_path: Path) -> None:
+    """Without ``qkv_hidden_sizes`` (optional when heads * d_kv = d_model) ORT's quantizer
+    would rewrite T5's Attention as QAttention, dropping its position bias: quantize_int8 must
+    keep it fp32 even when asked to quantise everything."""
+    model = build_model(TINY / "t5", 3, fused=True)
+    for node in model.graph.node:
+        if node.op_type == "Attention":
+            kept = [a for a in node.attribute if a.name != "qkv_hidden_sizes"]
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    src = tmp_path / "t5.onnx"
+    onnx.save(model, str(src))
+    before = session(src)
+    dst = quantize_int8(src, tmp_path / "t5.int8.onnx", nodes_to_exclude=[])
+    ops = [n.op_type for n in onnx.load(str(dst)).graph.node]
+    assert "QAttention" not in ops and ops.count("Attention") == 3
+    assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops  # the rest is quantised
+    after = session(dst)
+    ids = load_reference("t5")[0][0]
+    assert np.median(cosines(run_one(after, ids)[0], run_one(before, ids)[0])) > 0.9
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_export_model(tmp_path: Path, precision: str) -> None:
+    out = tmp_path / "out" / "t5.onnx"
+    info = export_model(str(TINY / "t5"), out, 2, precision=precision)
+    assert info.num_layers == 2 and info.depth == 3 and info.model_type == "t5"
+    sess = session(out)
+    weight = final_norm_weight("t5")
+    for ids, hidden in load_reference("t5"):
+        got = run_one(sess, ids)[0]
+        want = rms_norm(hidden[2], weight)
+        if precision == "fp32":
+            assert rel_err(got, want) < REL_TOL
+        else:
+            # random weights with activations of thousands quantise badly: a smoke test
+            assert np.median(cosines(got, want)) > 0.8
