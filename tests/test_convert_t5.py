@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -365,3 +366,92 @@ def test_export_model(tmp_path: Path, precision: str) -> None:
         else:
             # random weights with activations of thousands quantise badly: a smoke test
             assert np.median(cosines(got, want)) > 0.8
+
+
+# ---- ByT5 end to end ----------------------------------------------------------------------------
+
+
+def byt5_ids(text: str) -> list[int]:
+    """ByT5's ids as bert_score's sent_encode gives them: UTF-8 bytes + 3 (after <pad>, </s>,
+    <unk>), cut to model_max_length (128) with </s> (1) last; the empty text is just </s>."""
+    text = text.strip()
+    return [*(b + 3 for b in text.encode("utf-8")[:127]), 1]
+
+
+def bert_score_numpy(
+    sess: ort.InferenceSession, case: dict, all_layers: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """bert_score 0.3.13's score() in numpy, written from its description: flatten
+    multi-reference groups, IDF from the references (ln((M + 1) / (df + 1))) or weight 1 (T5
+    has no CLS/SEP to zero), cosine greedy matching in batches of ``batch_size`` pairs where
+    padded similarities count as 0 in the maxima, P = R = 0 for a text of exactly 2 tokens, the
+    best F of each group."""
+    kwargs = case["kwargs"]
+    cands, refs, groups = case["cands"], case["refs"], None
+    if not isinstance(refs[0], str):
+        groups, flat_c, flat_r = [], [], []
+        for cand, group in zip(cands, refs):
+            groups.append((len(flat_r), len(flat_r) + len(group)))
+            flat_c += [cand] * len(group)
+            flat_r += group
+        cands, refs = flat_c, flat_r
+    df: Counter[int] = Counter()
+    for ref in refs:
+        df.update(set(byt5_ids(ref)))
+
+    def weights(text: str) -> np.ndarray:
+        ids = byt5_ids(text)
+        if not kwargs.get("idf"):
+            return np.ones(len(ids))
+        return np.array([math.log((len(refs) + 1) / (df[t] + 1)) for t in ids])
+
+    def embed(text: str) -> np.ndarray:  # ([layers,] tokens, hidden), unit vectors
+        out = run_one(sess, np.array(byt5_ids(text), dtype=np.int64))
+        out = out[:, 0] if all_layers else out[0]
+        return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+    cache = {text: embed(text) for text in set(refs + cands)}
+    rows = []
+    size = kwargs.get("batch_size", 64)
+    for start in range(0, len(refs), size):
+        batch = list(zip(cands[start : start + size], refs[start : start + size]))
+        width_c = max(len(byt5_ids(c)) for c, _ in batch)
+        width_r = max(len(byt5_ids(r)) for _, r in batch)
+        for cand, ref in batch:
+            h, r = cache[cand], cache[ref]
+            sim = np.zeros((*h.shape[:-2], width_c, width_r))
+            sim[..., : h.shape[-2], : r.shape[-2]] = h @ np.swapaxes(r, -1, -2)
+            wh, wr = weights(cand), weights(ref)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                p = (sim.max(-1)[..., : len(wh)] * wh / wh.sum()).sum(-1)
+                rc = (sim.max(-2)[..., : len(wr)] * wr / wr.sum()).sum(-1)
+                f = np.nan_to_num(2 * p * rc / (p + rc))
+            if len(wh) == 2 or len(wr) == 2:
+                p, rc = np.zeros_like(p), np.zeros_like(rc)
+            rows.append((p, rc, f))
+    p, r, f = (np.array([row[k] for row in rows]) for k in range(3))
+    if groups:
+        p, r, f = (np.array([x[a:b].max(0) for a, b in groups]) for x in (p, r, f))
+    return (p.T, r.T, f.T) if all_layers else (p, r, f)
+
+
+BYT5_CASES = [
+    case
+    for case in json.loads((TINY / "cases2.json").read_text())["cases"]
+    if case["name"].startswith("byt5_")
+]
+
+
+@pytest.mark.parametrize("case", BYT5_CASES, ids=[c["name"] for c in BYT5_CASES])
+def test_byt5_scores_match_bert_score(case: dict) -> None:
+    """The ByT5 graph scored with bert_score's algorithm and hand-made byte ids gives
+    bert_score's P/R/F (cases2.json) within 1e-5: the encoder is right end to end, including
+    the final norm after layer L and all_layers' rows."""
+    all_layers = bool(case["kwargs"].get("all_layers"))
+    layer = None if all_layers else case["kwargs"]["num_layers"]
+    sess = session(build_model(TINY / "byt5", layer, all_layers=all_layers, fused=True))
+    got = bert_score_numpy(sess, case, all_layers)
+    for key, values in zip("PRF", got):
+        want = np.array(case["expected"][key], dtype=np.float64)
+        assert values.shape == want.shape
+        np.testing.assert_allclose(values, want, rtol=0, atol=1e-5, err_msg=key)
