@@ -80,13 +80,11 @@ class T5Spec:
         return self.heads * self.d_kv
 
 
-def _field(config: dict[str, Any], name: str, *, positive: bool = True) -> int:
-    value = config.get(name)
+def _field(config: dict[str, Any], name: str) -> int:
+    value = config.get(name, _DEFAULTS.get(name))
     if value is None:
-        value = _DEFAULTS.get(name)
-        if value is None:
-            raise CheckpointError(f"config.json has no {name!r} field (needed for a T5 model)")
-    if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0):
+        raise CheckpointError(f"config.json has no {name!r} field (needed for a T5 model)")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise CheckpointError(f"config field {name!r} must be a positive integer, got {value!r}")
     return value
 
@@ -123,16 +121,13 @@ def t5_spec(config: dict[str, Any]) -> T5Spec:
         raise CheckpointError(
             f"config field 'layer_norm_epsilon' must be a positive number, got {eps!r}"
         )
-    hidden = config.get("d_model")
-    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden <= 0:
-        raise CheckpointError(f"config field 'd_model' must be a positive integer, got {hidden!r}")
     gated, activation = feed_forward(
         config.get("feed_forward_proj", _DEFAULTS["feed_forward_proj"])
     )
     return T5Spec(
         model_type=str(config.get("model_type")),
         depth=model_depth(config),
-        hidden=hidden,
+        hidden=_field(config, "d_model"),
         d_kv=_field(config, "d_kv"),
         heads=_field(config, "num_heads"),
         d_ff=_field(config, "d_ff"),
