@@ -455,3 +455,96 @@ def test_byt5_scores_match_bert_score(case: dict) -> None:
         want = np.array(case["expected"][key], dtype=np.float64)
         assert values.shape == want.shape
         np.testing.assert_allclose(values, want, rtol=0, atol=1e-5, err_msg=key)
+
+
+# ---- other shapes: attention width != d_model, other buckets, gated-silu ------------------------
+
+
+def _numpy_t5(weights: dict[str, np.ndarray], config: dict, ids: np.ndarray) -> np.ndarray:
+    """A float64 T5 encoder written from transformers' modeling_t5.py: hidden states 0..depth,
+    the last one after the final norm."""
+    heads, d_kv, eps = config["num_heads"], config["d_kv"], config["layer_norm_epsilon"]
+
+    def rms(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return w * x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    n = len(ids)
+    rel = np.arange(n)[None, :] - np.arange(n)[:, None]
+    buckets = np.vectorize(_bucket)(
+        rel, config["relative_attention_num_buckets"], config["relative_attention_max_distance"]
+    )
+    bias = w["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"][buckets]
+    bias = bias.transpose(2, 0, 1)
+    x = w["shared.weight"][ids]
+    states = [x]
+    for i in range(config["num_layers"]):
+        p = f"encoder.block.{i}.layer."
+        h = rms(x, w[p + "0.layer_norm.weight"])
+        q, k, v = (
+            (h @ w[f"{p}0.SelfAttention.{t}.weight"].T).reshape(n, heads, d_kv).transpose(1, 0, 2)
+            for t in "qkv"
+        )
+        s = q @ k.transpose(0, 2, 1) + bias
+        probs = np.exp(s - s.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        ctx = (probs @ v).transpose(1, 0, 2).reshape(n, heads * d_kv)
+        x = x + ctx @ w[p + "0.SelfAttention.o.weight"].T
+        h = rms(x, w[p + "1.layer_norm.weight"])
+        gate = h @ w[p + "1.DenseReluDense.wi_0.weight"].T
+        act = gate / (1 + np.exp(-gate))  # silu
+        x = (
+            x
+            + (act * (h @ w[p + "1.DenseReluDense.wi_1.weight"].T))
+            @ w[p + "1.DenseReluDense.wo.weight"].T
+        )
+        states.append(x)
+    states[-1] = rms(states[-1], w["encoder.final_layer_norm.weight"])
+    return np.stack(states)
+
+
+def test_narrow_attention_other_buckets_gated_silu(tmp_path: Path) -> None:
+    config = {
+        "model_type": "t5",
+        "d_model": 32,
+        "num_heads": 4,
+        "d_kv": 4,  # attention width 16, half of d_model
+        "d_ff": 48,
+        "num_layers": 2,
+        "vocab_size": 50,
+        "feed_forward_proj": "gated-silu",
+        "relative_attention_num_buckets": 16,
+        "relative_attention_max_distance": 20,
+        "layer_norm_epsilon": 1e-5,
+    }
+    rng = np.random.default_rng(7)
+
+    def rand(*shape: int, scale: float = 0.3) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    weights = {"shared.weight": rand(50, 32, scale=1.0)}
+    weights["encoder.final_layer_norm.weight"] = 1 + rand(32)
+    weights["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = rand(16, 4)
+    for i in range(2):
+        p = f"encoder.block.{i}.layer."
+        for t in "qkv":
+            weights[f"{p}0.SelfAttention.{t}.weight"] = rand(16, 32)
+        weights[f"{p}0.SelfAttention.o.weight"] = rand(32, 16)
+        weights[f"{p}0.layer_norm.weight"] = 1 + rand(32)
+        weights[f"{p}1.layer_norm.weight"] = 1 + rand(32)
+        weights[f"{p}1.DenseReluDense.wi_0.weight"] = rand(48, 32)
+        weights[f"{p}1.DenseReluDense.wi_1.weight"] = rand(48, 32)
+        weights[f"{p}1.DenseReluDense.wo.weight"] = rand(32, 48)
+    model_dir = tmp_path / "narrow"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps(config))
+    save_file(weights, str(model_dir / "model.safetensors"))
+    texts = [rng.integers(0, 50, size=n) for n in (1, 7, 30, 45)]  # past max_distance 20
+    for fused in (False, True):
+        sess = session(build_model(model_dir, None, all_layers=True, fused=fused))
+        ids, mask = padded_batch([(t, t) for t in texts], 0)
+        batch = run(sess, ids, mask)
+        for row, tokens in enumerate(texts):
+            want = _numpy_t5(weights, config, tokens)
+            assert rel_err(run_one(sess, tokens)[:, 0], want) < 1e-5
+            assert rel_err(batch[:, row, : len(tokens)], want) < 1e-5
