@@ -2,10 +2,12 @@
 
 The tiny checkpoints have random weights scaled up (``initializer_factor=4``): T5's residual
 stream is not normalised between blocks, so hidden states reach a few thousand and attention,
-unscaled, is nearly one-hot. Float32 rounding then moves hidden states by up to ~1e-4 of their
-norm between any two float32 implementations (PyTorch itself is 9e-4 away from a float64 run on
-one text), so the parity checks compare each token's vector relative to its norm. A real error
-(a wrong bucket, a missing norm, a wrong activation) moves them by far more than 1e-3.
+unscaled, is nearly one-hot. Float32 rounding then moves a few tokens' hidden states by up to
+~2e-3 of their norm between any two float32 implementations (PyTorch is 9e-4 from a float64 run
+on one token, a float32 numpy encoder 2e-3), while most tokens agree to ~1e-6. So the parity
+checks bound each token's error relative to its norm twice: the worst token (5e-3; a bucket off
+by one at the max distance moves it by 7e-3 to 0.6) and, over all hidden states, the median token
+(5e-6; an epsilon of 1e-3 instead of 1e-6 moves it by 8e-6 to 3e-5).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from rust_bertscore.export import export_model
 
 TINY = Path(__file__).parent / "data" / "reference" / "tiny"
 FAMILIES = ("t5", "mt5", "byt5")
-REL_TOL = 1e-3  # per-token |got - expected| / |expected| (see the module docstring)
+REL_TOL = 5e-3  # worst token's |got - expected| / |expected| (see the module docstring)
+MEDIAN_TOL = 5e-6  # the median token's, over all 4 hidden states (layer 0 exact)
 EPS = 1e-6  # layer_norm_epsilon of the tiny configs
 
 
@@ -84,6 +87,12 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     """The largest per-token error relative to the reference vector's norm."""
     diff = np.linalg.norm(got.astype(np.float64) - want, axis=-1)
     return float((diff / np.linalg.norm(want.astype(np.float64), axis=-1)).max())
+
+
+def median_err(got: np.ndarray, want: np.ndarray) -> float:
+    """The median per-token error relative to the reference vector's norm."""
+    diff = np.linalg.norm(got.astype(np.float64) - want, axis=-1)
+    return float(np.median(diff / np.linalg.norm(want.astype(np.float64), axis=-1)))
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -180,6 +189,7 @@ def test_all_hidden_states_match_pytorch(
         assert got.shape == expected.shape  # 4 = embeddings + 3 blocks, whatever num_layers
         np.testing.assert_allclose(got[0], expected[0], rtol=0, atol=1e-6)  # a plain lookup
         assert rel_err(got, expected) < REL_TOL
+        assert median_err(got, expected) < MEDIAN_TOL
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["onnx-ops", "fused"])
@@ -273,7 +283,9 @@ def test_hub_layouts(tmp_path: Path, family: str, keep_shared: bool, shards: int
         (model_dir / "config.json").write_text(json.dumps(config))
     sess = session(build_model(model_dir, None, all_layers=True, fused=True))
     for ids, expected in load_reference(family):
-        assert rel_err(run_one(sess, ids)[:, 0], expected) < REL_TOL
+        got = run_one(sess, ids)[:, 0]
+        assert rel_err(got, expected) < REL_TOL
+        assert median_err(got, expected) < MEDIAN_TOL
 
 
 def test_missing_tensor_is_named(tmp_path: Path) -> None:

@@ -194,10 +194,11 @@ def relative_bias_table(weight: np.ndarray, num_buckets: int, max_distance: int)
 def _rms_norm(g: GraphBuilder, x: str, weight: np.ndarray, eps: float, name: str) -> str:
     """T5LayerNorm: ``w * x / sqrt(mean(x^2) + eps)`` over the last axis, no mean, no bias.
 
-    Written as the Pow/ReduceMean/Add/Sqrt/Div/Mul chain ONNX Runtime fuses into one
-    SimplifiedLayerNormalization.
+    ``x * x`` rather than ``Pow(x, 2)`` (the same numbers) keeps ONNX Runtime from fusing the
+    chain into SimplifiedLayerNormalization, whose rounding put the tiny random T5 (relu) 3e-5
+    from bert_score on one pair; unfused, every case lands within 1e-5 (docs/encoders.md).
     """
-    sq = g.op("Pow", [x, g.scalar(2.0)], f"{name}/Pow")
+    sq = g.op("Mul", [x, x], f"{name}/Square")
     var = g.op("ReduceMean", [sq], f"{name}/ReduceMean", axes=[-1], keepdims=1)
     std = g.op("Sqrt", [g.op("Add", [var, g.scalar(float(eps))], f"{name}/Add")], f"{name}/Sqrt")
     normed = g.op("Div", [x, std], f"{name}/Div")
