@@ -90,7 +90,8 @@ def model_family(config: dict[str, Any]) -> str:
     Returns
     -------
     str
-        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta) or ``"distilbert"``.
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"`` or
+        ``"t5"`` (t5, mt5).
 
     Raises
     ------
@@ -103,8 +104,8 @@ def model_family(config: dict[str, Any]) -> str:
     except (KeyError, TypeError):
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
-            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa and "
-            f"DistilBERT families (model_type one of {supported})"
+            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
+            f"DistilBERT and T5 families (model_type one of {supported})"
         ) from None
 
 
