@@ -29,6 +29,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "mpnet": "mpnet",
     "bart": "bart",
     "mbart": "mbart",
+    "t5": "t5",
+    "mt5": "t5",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -40,9 +42,11 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "mpnet",
     "bart",
     "mbart",
+    "t5",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, and the encoders of ``bart`` and ``mbart``."""
+XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and ``mbart``, and
+``t5`` (T5, mT5, ByT5: the encoder stack)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -101,7 +105,7 @@ def model_family(config: dict[str, Any]) -> str:
     -------
     str
         ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
-        ``"albert"``, ``"mpnet"``, ``"bart"`` or ``"mbart"``.
+        ``"albert"``, ``"mpnet"``, ``"bart"``, ``"mbart"`` or ``"t5"`` (t5, mt5).
 
     Raises
     ------
@@ -115,7 +119,8 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            f"DistilBERT, ALBERT, MPNet, BART and mBART families (model_type one of {supported})"
+            f"DistilBERT, ALBERT, MPNet, BART, mBART and T5 families (model_type one of "
+            f"{supported})"
         ) from None
 
 
@@ -131,7 +136,8 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
 
 def model_depth(config: dict[str, Any]) -> int:
     """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
-    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder).
+    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder;
+    T5: ``num_layers``, the encoder's depth).
 
     Parameters
     ----------
@@ -150,14 +156,16 @@ def model_depth(config: dict[str, Any]) -> int:
     """
     if config.get("model_type") in ("bart", "mbart"):  # bert_score runs the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")
-    return _int_field(config, "num_hidden_layers", "n_layers")
+    return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 
 
-def max_positions(config: dict[str, Any]) -> int:
+def max_positions(config: dict[str, Any]) -> int | None:
     """Return the longest input (special tokens included) the model's position table covers.
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
-    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``.
+    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 has
+    no position table (relative position buckets work at any length): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -166,10 +174,12 @@ def max_positions(config: dict[str, Any]) -> int:
 
     Returns
     -------
-    int
-        The largest ``seq`` the graph accepts.
+    int or None
+        The largest ``seq`` the graph accepts; None if any length is.
     """
     family = model_family(config)
+    if family == "t5":
+        return None
     n_positions = _int_field(config, "max_position_embeddings")
     if family == "roberta":
         return n_positions - _int_field(config, "pad_token_id") - 1

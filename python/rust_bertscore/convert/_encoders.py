@@ -381,6 +381,10 @@ def build_model(
     if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
         kwargs = {"all_layers": all_layers, "doc": doc, "fused": fused}
         return build_family(family, model_dir, config, num_layers, **kwargs)
+    if family == "t5":
+        from ._t5 import build_t5_model  # imports this module: load it on first use
+
+        return build_t5_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
     spec = encoder_spec(config)
     if all_layers:
         n_build = spec.depth
