@@ -383,6 +383,8 @@ class BERTScorer:
             text_weights = [weights.weights(t) for t in ids]
             _check_weights(text_weights, unique)
             lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+            weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
+            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
             if floors is not None:
                 floor_p, floor_r = floors[0][block:block_stop], floors[1][block:block_stop]
             elif floor_batch is not None:
@@ -402,6 +404,13 @@ class BERTScorer:
                 packed_weights = np.concatenate([text_weights[i] for i in by_slot])
                 local = slot[inverse.reshape(-1)]
                 local_cand, local_ref = local[: hi - lo], local[hi - lo :]
+                round_floors = (
+                    None if floor_p is None else floor_p[lo:hi],
+                    None if floor_r is None else floor_r[lo:hi],
+                )
+                nan_sides = _weightless_sides(
+                    weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
+                )
                 for layer, vectors in enumerate(data if self.all_layers else data[None]):
                     p, r, f = _core.score_ragged(
                         vectors,
@@ -409,16 +418,22 @@ class BERTScorer:
                         packed_weights,
                         local_cand,
                         local_ref,
-                        floor_precision=None if floor_p is None else floor_p[lo:hi],
-                        floor_recall=None if floor_r is None else floor_r[lo:hi],
+                        floor_precision=round_floors[0],
+                        floor_recall=round_floors[1],
                     )
+                    if nan_sides is not None:
+                        unit = np.where(
+                            np.repeat(weightless[by_slot], np.diff(offsets)), 1.0, packed_weights
+                        ).astype(np.float32)
+                        _score_weightless(
+                            (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
+                        )
                     out[0, layer, block + lo : block + hi] = p
                     out[1, layer, block + lo : block + hi] = r
                     out[2, layer, block + lo : block + hi] = f
                 if progress is not None:
                     progress.update(hi - lo)
             # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
-            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
             out[:2, :, block + np.flatnonzero(two)] = 0.0
         if progress is not None:
             progress.close()
@@ -458,6 +473,51 @@ class BERTScorer:
                 # A copy: a view would keep the whole round's array alive.
                 cache.put(texts[i], (data[:, lo:hi] if self.all_layers else data[lo:hi]).copy())
         return data, offsets, slot
+
+
+def _weightless_sides(
+    cand_weightless: np.ndarray, ref_weightless: np.ndarray, two_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pairs whose candidate (P side) or reference (R side) weighs 0 in all and is not "empty"
+    (2 tokens), or None when there are none.
+
+    bert_score divides by the side's weight sum, so that side's score is 0/0 = NaN, F is NaN
+    and then set to 0, while the other side is computed as usual (its maxima do not depend on
+    weights). With idf this happens to a text whose every token is in every reference, or to
+    a T5 text that encodes to ``</s>`` alone; the kernel scores such a pair 0 on both sides.
+    """
+    nan_p = cand_weightless & ~two_tokens
+    nan_r = ref_weightless & ~two_tokens
+    return (nan_p, nan_r) if (nan_p.any() or nan_r.any()) else None
+
+
+def _score_weightless(
+    prf: tuple[np.ndarray, np.ndarray, np.ndarray],
+    nan_sides: tuple[np.ndarray, np.ndarray],
+    vectors: np.ndarray,
+    offsets: np.ndarray,
+    unit_weights: np.ndarray,
+    local: np.ndarray,
+    floors: tuple[np.ndarray | None, np.ndarray | None],
+) -> None:
+    """Give the pairs of :func:`_weightless_sides` bert_score's numbers, in place: the
+    weightless side NaN, F 0, the other side scored again with the weightless texts' weights
+    set to 1 (which changes no maximum)."""
+    nan_p, nan_r = nan_sides
+    redo = np.flatnonzero(nan_p | nan_r)
+    n = len(prf[0])
+    p2, r2, _ = _core.score_ragged(
+        vectors,
+        offsets,
+        unit_weights,
+        local[:n][redo],
+        local[n:][redo],
+        floor_precision=None if floors[0] is None else floors[0][redo],
+        floor_recall=None if floors[1] is None else floors[1][redo],
+    )
+    prf[0][redo] = np.where(nan_p[redo], np.nan, p2)
+    prf[1][redo] = np.where(nan_r[redo], np.nan, r2)
+    prf[2][redo] = 0.0
 
 
 def _explicit_floors(
