@@ -678,6 +678,13 @@ def score(
     (P, R, F) or ((P, R, F), hash)
         float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
     """
+    rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
+    if rescale_with_baseline and lang is None and baseline_path is None:
+        # Checked before any work, as bert_score asserts it first.
+        raise ValueError(
+            "Need to specify Language when rescaling with baseline: pass lang (e.g. "
+            "lang='en') or baseline_path"
+        )
     if isinstance(idf, Mapping):
         use_idf, idf_dict = True, idf
     else:
@@ -706,11 +713,6 @@ def score(
         weights = scorer._uniform
     out = scorer._score(paired, weights, verbose, batch_size, _check_batch_size(batch_size))
     if rescale_with_baseline:
-        if lang is None and baseline_path is None:
-            raise ValueError(
-                "Need to specify Language when rescaling with baseline: pass lang (e.g. "
-                "lang='en') or baseline_path"
-            )
         # bert_score lower-cases lang only where it picks the model from it.
         lang_dir = (lang or "").lower() if model_type is None else (lang or "")
         path = baseline_path or str(packaged_baseline(lang_dir, scorer.model_type))
