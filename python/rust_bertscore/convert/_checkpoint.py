@@ -25,16 +25,19 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "roberta": "roberta",
     "xlm-roberta": "roberta",
     "distilbert": "distilbert",
+    "deberta": "deberta",
+    "deberta-v2": "deberta-v2",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
-SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert")
+SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert", "deberta", "deberta-v2")
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa) and ``distilbert``."""
+XLM-RoBERTa), ``distilbert``, ``deberta`` (DeBERTa v1) and ``deberta-v2`` (DeBERTa v2, v3,
+mDeBERTa-v3)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
-_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.")
+_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "deberta.")
 
 _CHUNK = 1 << 20
 
@@ -88,7 +91,8 @@ def model_family(config: dict[str, Any]) -> str:
     Returns
     -------
     str
-        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta) or ``"distilbert"``.
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
+        ``"deberta"`` or ``"deberta-v2"``.
 
     Raises
     ------
@@ -101,8 +105,8 @@ def model_family(config: dict[str, Any]) -> str:
     except (KeyError, TypeError):
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
-            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa and "
-            f"DistilBERT families (model_type one of {supported})"
+            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
+            f"DistilBERT and DeBERTa families (model_type one of {supported})"
         ) from None
 
 
