@@ -43,6 +43,7 @@ from ._checkpoint import (
     weight_files,
     weights_fingerprint,
 )
+from ._deberta import rel_projection_nodes
 from ._encoders import (
     ATTENTION_MASK,
     BERT_LAYER,
@@ -222,7 +223,8 @@ def export_onnx(
 
 def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> list[str]:
     """The nodes :func:`quantize_int8` keeps in fp32 by default: the FFN output projections
-    (BERT ``output.dense``, DistilBERT ``ffn.lin2``) of the first ``layers`` layers.
+    (BERT ``output.dense``, DistilBERT ``ffn.lin2``) of the first ``layers`` layers, and in
+    DeBERTa graphs the relative-embedding projections of every layer.
 
     Their input, the GELU output of early layers, has a few channels far larger than the rest,
     so one int8 scale per tensor leaves the others a handful of levels; these projections move
@@ -237,6 +239,8 @@ def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> l
             name = f"{layout.prefix.format(i=i)}{layout.ffn_out}/MatMul"
             if name in present:
                 names.append(name)
+    # DeBERTa: also the projections of the relative embeddings, in every layer.
+    names.extend(rel_projection_nodes(node.name for node in graph.graph.node))
     return names
 
 
