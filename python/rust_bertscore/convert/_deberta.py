@@ -38,8 +38,8 @@ DEBERTA_MODEL_TYPES = ("deberta", "deberta-v2")
 
 REL_KEY = "rel_key"
 REL_QUERY = "rel_query"
-"""Names (after ``encoder.layer.{i}.attention.self.``) of the projections of the relative embeddings: their
-MatMul nodes are ``<name>/MatMul``."""
+"""Names (after ``encoder.layer.{i}.attention.self.``) of the projections of the relative
+embeddings: their MatMul nodes are ``<name>/MatMul``."""
 
 
 def rel_projection_nodes(node_names: Iterable[str]) -> list[str]:
