@@ -2,7 +2,8 @@
 
 Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
 NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
-transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa and DistilBERT families.
+transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa, DistilBERT and DeBERTa
+(v1, v2/v3) families.
 
 Graph contract
 --------------
@@ -191,7 +192,7 @@ def export_onnx(
     fused
         Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
         scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
-        ONNX runtime can load.
+        ONNX runtime can load. DeBERTa graphs have no fused variant and ignore it.
 
     Returns
     -------
