@@ -2,8 +2,8 @@
 
 Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
 NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
-transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa and DistilBERT families, and of
-the T5 / mT5 / ByT5 encoder (see ``_t5.py``).
+transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa, DistilBERT and DeBERTa (v1,
+v2/v3) families, and of the T5 / mT5 / ByT5 encoder (see ``_t5.py``).
 
 Graph contract
 --------------
@@ -44,6 +44,7 @@ from ._checkpoint import (
     weight_files,
     weights_fingerprint,
 )
+from ._deberta import rel_projection_nodes
 from ._encoders import (
     ATTENTION_MASK,
     BERT_LAYER,
@@ -193,7 +194,7 @@ def export_onnx(
     fused
         Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
         scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
-        ONNX runtime can load.
+        ONNX runtime can load. DeBERTa graphs have no fused variant and ignore it.
 
     Returns
     -------
@@ -226,7 +227,8 @@ def export_onnx(
 def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> list[str]:
     """The nodes :func:`quantize_int8` keeps in fp32 by default: the FFN output projections
     (BERT and MPNet ``output.dense``, DistilBERT ``ffn.lin2``, ALBERT ``ffn_output``, BART and
-    mBART ``fc2``, T5 ``DenseReluDense.wo``) of the first ``layers`` layers.
+    mBART ``fc2``, T5 ``DenseReluDense.wo``) of the first ``layers`` layers, and in DeBERTa graphs
+    the relative-embedding projections of every layer.
 
     Their input, the GELU output of early layers, has a few channels far larger than the rest,
     so one int8 scale per tensor leaves the others a handful of levels; these projections move
@@ -245,6 +247,8 @@ def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> l
             if name in present:
                 names.append(name)
         names.extend(name for name in ffn_out_nodes(i) if name in present)
+    # DeBERTa: also the projections of the relative embeddings, in every layer.
+    names.extend(rel_projection_nodes(node.name for node in graph.graph.node))
     return names
 
 

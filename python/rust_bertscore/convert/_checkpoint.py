@@ -31,6 +31,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "mbart": "mbart",
     "t5": "t5",
     "mt5": "t5",
+    "deberta": "deberta",
+    "deberta-v2": "deberta-v2",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -43,14 +45,26 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "bart",
     "mbart",
     "t5",
+    "deberta",
+    "deberta-v2",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
 XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and ``mbart``, and
-``t5`` (T5, mT5, ByT5: the encoder stack)."""
+``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1) and ``deberta-v2`` (DeBERTa
+v2, v3, mDeBERTa-v3)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
-_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "mpnet.", "model.")
+_PREFIXES = (
+    "bert.",
+    "roberta.",
+    "electra.",
+    "distilbert.",
+    "albert.",
+    "mpnet.",
+    "model.",
+    "deberta.",
+)
 
 _CHUNK = 1 << 20
 
@@ -105,7 +119,8 @@ def model_family(config: dict[str, Any]) -> str:
     -------
     str
         ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
-        ``"albert"``, ``"mpnet"``, ``"bart"``, ``"mbart"`` or ``"t5"`` (t5, mt5).
+        ``"albert"``, ``"mpnet"``, ``"bart"``, ``"mbart"``, ``"t5"`` (t5, mt5), ``"deberta"`` or
+        ``"deberta-v2"``.
 
     Raises
     ------
@@ -119,7 +134,7 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            f"DistilBERT, ALBERT, MPNet, BART, mBART and T5 families (model_type one of "
+            f"DistilBERT, ALBERT, MPNet, BART, mBART, T5 and DeBERTa families (model_type one of "
             f"{supported})"
         ) from None
 
