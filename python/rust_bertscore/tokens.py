@@ -111,6 +111,13 @@ class TextTokenizer:
         """The vocabulary string of one id (for display)."""
         return self._tokenizer.id_to_token(token_id) or f"<{token_id}>"
 
+    def token_text(self, token_id: int) -> str:
+        """Readable text of one token: decoded as the tokenizer decodes it alone (no byte-level
+        ``Ġ`` or SentencePiece ``▁`` marker; WordPiece keeps ``##``), surrounding whitespace
+        dropped; the vocabulary piece when that leaves nothing (a bare space token)."""
+        text = self._tokenizer.decode([token_id], skip_special_tokens=False).strip()
+        return text or self.id_to_token(token_id)
+
 
 def _load_tokenizer(model_dir: Path, tok_config: dict) -> Tokenizer:
     tokenizer_json = model_dir / "tokenizer.json"
