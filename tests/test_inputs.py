@@ -108,3 +108,9 @@ def test_lone_surrogate_in_show() -> None:
 
     with pytest.raises(ValueError, match="candidate cannot be encoded"):
         similarity_matrix("a\ud800", "b", model_type=BERT)
+
+
+def test_datasets_column(scorer, expected) -> None:
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"c": CANDS, "r": REFS})
+    _same(scorer.score(ds["c"], ds["r"]), expected)

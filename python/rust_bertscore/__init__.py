@@ -18,6 +18,7 @@ from ._core import (
 )
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .hf_evaluate import evaluate_module
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .show import plot_example
@@ -32,6 +33,7 @@ __all__ = [
     "RustBertScoreError",
     "__version__",
     "dot",
+    "evaluate_module",
     "get_num_threads",
     "l2_norm",
     "normalize",
