@@ -1,6 +1,6 @@
 """Token alignments (``BERTScorer.align`` / ``align_batch``): records whose P/R/F equal
 ``score()``, whose token matches rebuild those scores, and whose padding-floor flags reproduce
-bert_score's batch-dependent scores (figures from bert_score 0.3.13 in data/align/)."""
+bert_score's batch-dependent scores (reference/pad_floor_cases.json, from bert_score 0.3.13)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from conftest import FAMILIES, REFERENCE, TINY
 from rust_bertscore.align import Alignment, floored_sides
 from rust_bertscore.show import similarity_matrix
 
-DATA = Path(__file__).resolve().parent / "data" / "align"
 BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
 PAIRS = [
     ("the coffee was cold", "the coffee is hot"),
@@ -161,6 +160,15 @@ def test_align_errors() -> None:
     assert scorer.align_batch([], []) == []
 
 
+def test_batch_independent_scorer_is_never_floored() -> None:
+    cands, refs = ["a", "the coffee was cold"], ["a new customer came in", "the coffee"]
+    scorer = _scorer("bert", batch_independent=True)
+    records = scorer.align_batch(cands, refs, batch_size=2)
+    assert not any(r.candidate.floored or r.reference.floored for r in records)
+    floored = _scorer("bert").align_batch(cands, refs, batch_size=2)
+    assert any(r.candidate.floored or r.reference.floored for r in floored)
+
+
 def test_floored_sides_by_hand() -> None:
     # Batches of 2: (pair 0, pair 1), (pair 2). Pair 0's reference (3 tokens) is shorter than
     # pair 1's (5): pair 0's candidate is floored; pair 1's candidate (4) is shorter than pair
@@ -174,8 +182,8 @@ def test_floored_sides_by_hand() -> None:
 
 
 def _pad_floor_cases() -> list[dict]:
-    with open(DATA / "pad_floor_cases.json", encoding="utf-8") as f:
-        return json.load(f)["cases"]
+    with open(REFERENCE / "pad_floor_cases.json", encoding="utf-8") as f:
+        return [c for c in json.load(f)["cases"] if not c["kwargs"].get("all_layers")]
 
 
 @pytest.mark.parametrize("case", _pad_floor_cases(), ids=lambda c: c["name"])
@@ -200,6 +208,12 @@ def test_scored_matches_give_bert_scores_batch_floor(minilm_dir: Path, case: dic
         got[1, r.index] = max(got[1, r.index], r.reference.weighted_mean())
     want = np.array([case["expected"]["P"], case["expected"]["R"]])
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    # The records' P/R/F are score()'s, which applies the floor too.
+    for key in ("P", "R", "F"):
+        best = np.full(n, -np.inf)
+        for r in records:
+            best[r.index] = max(best[r.index], getattr(r, key))
+        np.testing.assert_allclose(best, case["expected"][key], rtol=0, atol=1e-5, err_msg=key)
     floored = [r for r in records if r.candidate.floored or r.reference.floored]
     assert floored, "these cases are chosen to exercise the floor"
     moved = [

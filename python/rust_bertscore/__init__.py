@@ -19,6 +19,7 @@ from ._core import (
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
 from .hf_evaluate import evaluate_module
+from .model_listing import ModelInfo, supported_models
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .show import plot_example
@@ -29,6 +30,7 @@ __all__ = [
     "MODEL2LAYERS",
     "BERTScorer",
     "DeviceNotAvailableError",
+    "ModelInfo",
     "ModelNotFoundError",
     "RustBertScoreError",
     "__version__",
@@ -42,4 +44,5 @@ __all__ = [
     "score",
     "score_embeddings",
     "set_num_threads",
+    "supported_models",
 ]

@@ -274,6 +274,9 @@ def align_pairs(
     cand_floored, ref_floored = floored_sides(
         [lengths[i] for i in cand_idx], [lengths[i] for i in ref_idx], batch
     )
+    if getattr(scorer, "batch_independent", False):  # scored as if alone: no floor
+        cand_floored[:] = False
+        ref_floored[:] = False
     if paired.group_offsets is None:
         index = list(range(len(paired.cands)))
         ref_index: list[int | None] = [None] * len(paired.cands)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _core
 from ._version import __version__
@@ -27,6 +28,9 @@ RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 """Default bound of a scorer's cache of encoded texts (bytes)."""
+
+SCORE_BATCH_SIZE = 64
+"""bert_score's default scoring batch (pairs), which decides its padding floor."""
 
 PAIRS_PER_CHUNK = 2048
 """Most pairs scored per round: only their texts' embeddings are held at once."""
@@ -90,6 +94,12 @@ class BERTScorer:
         Bound, in bytes, of the LRU cache of encoded texts kept across :meth:`score` calls
         (default 512 MiB; 0 disables it). Scoring a second system against the same references
         encodes only its candidates.
+    batch_independent : bool
+        False (default) reproduces bert_score's batch padding floor: pairs are scored in
+        consecutive batches of ``batch_size`` and a token's best match counts ``max(best, 0)``
+        when the other side of its pair is shorter than the longest text of that side of the
+        batch. True gives every pair the paper's definition (maxima over real tokens only),
+        whatever its neighbours. Named in :attr:`hash`.
     """
 
     def __init__(
@@ -107,7 +117,9 @@ class BERTScorer:
         baseline_path: str | None = None,
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        batch_independent: bool = False,
     ) -> None:
+        self.batch_independent = _check_flag("batch_independent", batch_independent)
         self._rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
         if self._rescale_with_baseline and lang is None and baseline_path is None:
             raise ValueError(
@@ -182,6 +194,7 @@ class BERTScorer:
             self._rescale_with_baseline,
             self.use_custom_baseline,
             self.precision,
+            self.batch_independent,
         )
 
     @property
@@ -249,6 +262,7 @@ class BERTScorer:
         verbose: bool = False,
         batch_size: int | None = None,
         return_hash: bool = False,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> Scores | tuple[Scores, str]:
         """Score candidates against references.
 
@@ -262,9 +276,15 @@ class BERTScorer:
         verbose : bool
             Print progress.
         batch_size : int, optional
-            Most texts per encoder call (default: the scorer's).
+            Pairs per bert_score scoring batch, which decides the padding floor (default 64, as
+            ``bert_score.BERTScorer.score``; see ``batch_independent``), and most texts per
+            encoder call (default: the scorer's ``batch_size``).
         return_hash : bool
             Also return :attr:`hash`.
+        pad_floor : (array of bool, array of bool), optional
+            Explicit padding-floor flags (precision side, recall side), one per pair after
+            multi-reference flattening, in place of those of ``batch_size``'s batches: for
+            engines that score a dataset in pieces (see ``rust_bertscore.kernel.pad_floor_flags``).
 
         Returns
         -------
@@ -279,7 +299,10 @@ class BERTScorer:
             weights = self._idf_weights
         else:
             weights = self._uniform
-        out = self._score(pair_texts(cands, refs), weights, verbose, batch_size)
+        floor_batch = SCORE_BATCH_SIZE if batch_size is None else _check_batch_size(batch_size)
+        out = self._score(
+            pair_texts(cands, refs), weights, verbose, batch_size, floor_batch, pad_floor
+        )
         if self._rescale_with_baseline:
             out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
         return (out, self.hash) if return_hash else out
@@ -314,12 +337,17 @@ class BERTScorer:
         weights: TokenWeights,
         verbose: bool,
         batch_size: int | None,
+        floor_batch: int,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> Scores:
         batch = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        floors = _explicit_floors(pad_floor, len(paired.cands))
         if verbose:
             print("calculating scores...")
         start = time.perf_counter()
-        prf = self._score_pairs(paired, weights, batch, verbose)
+        prf = self._score_pairs(
+            paired, weights, batch, verbose, None if self.batch_independent else floor_batch, floors
+        )
         if paired.group_offsets is not None:
             prf = _max_over_groups(prf, paired.group_offsets)
         if verbose:
@@ -328,14 +356,22 @@ class BERTScorer:
         return prf[0], prf[1], prf[2]
 
     def _score_pairs(
-        self, paired: PairedTexts, weights: TokenWeights, batch_size: int, verbose: bool
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        verbose: bool,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
-        Pairs go in blocks of :data:`PAIRS_PER_CHUNK`, tokenised together, and each block in
-        rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes (texts seen
-        before come from the cache) and scores only its own texts, so memory does not grow
-        with the number of pairs.
+        Pairs go in blocks of about :data:`PAIRS_PER_CHUNK` (a multiple of ``floor_batch``, so
+        that bert_score's scoring batches never straddle two blocks), tokenised together, and
+        each block in rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes
+        (texts seen before come from the cache) and scores only its own texts, so memory does
+        not grow with the number of pairs. ``floor_batch`` None: no padding floor, unless
+        ``floors`` gives explicit flags.
         """
         layers = self._runtime.depth + 1 if self.all_layers else 1
         hidden = self._runtime.encoder.hidden_size or 1024
@@ -348,8 +384,11 @@ class BERTScorer:
             from tqdm.auto import tqdm
 
             progress = tqdm(total=n, desc="scoring", unit="pair")
-        for block in range(0, n, PAIRS_PER_CHUNK):
-            block_stop = min(block + PAIRS_PER_CHUNK, n)
+        step = PAIRS_PER_CHUNK
+        if floor_batch is not None:
+            step = max(1, PAIRS_PER_CHUNK // floor_batch) * floor_batch
+        for block in range(0, n, step):
+            block_stop = min(block + step, n)
             texts: dict[str, int] = {}
             cand_idx = np.fromiter(
                 (texts.setdefault(t, len(texts)) for t in paired.cands[block:block_stop]),
@@ -367,6 +406,14 @@ class BERTScorer:
             text_weights = [weights.weights(t) for t in ids]
             _check_weights(text_weights, unique)
             lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+            if floors is not None:
+                floor_p, floor_r = floors[0][block:block_stop], floors[1][block:block_stop]
+            elif floor_batch is not None:
+                floor_p, floor_r = _core.pad_floor_flags(
+                    lengths[cand_idx], lengths[ref_idx], floor_batch
+                )
+            else:
+                floor_p = floor_r = None
             for lo, hi in _rounds(lengths[cand_idx] + lengths[ref_idx], budget):
                 needed, inverse = np.unique(
                     np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
@@ -380,13 +427,22 @@ class BERTScorer:
                 local_cand, local_ref = local[: hi - lo], local[hi - lo :]
                 for layer, vectors in enumerate(data if self.all_layers else data[None]):
                     p, r, f = _core.score_ragged(
-                        vectors, offsets, packed_weights, local_cand, local_ref
+                        vectors,
+                        offsets,
+                        packed_weights,
+                        local_cand,
+                        local_ref,
+                        floor_precision=None if floor_p is None else floor_p[lo:hi],
+                        floor_recall=None if floor_r is None else floor_r[lo:hi],
                     )
                     out[0, layer, block + lo : block + hi] = p
                     out[1, layer, block + lo : block + hi] = r
                     out[2, layer, block + lo : block + hi] = f
                 if progress is not None:
                     progress.update(hi - lo)
+            # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+            out[:2, :, block + np.flatnonzero(two)] = 0.0
         if progress is not None:
             progress.close()
         return out if self.all_layers else out[:, 0, :]
@@ -425,6 +481,28 @@ class BERTScorer:
                 # A copy: a view would keep the whole round's array alive.
                 cache.put(texts[i], (data[:, lo:hi] if self.all_layers else data[lo:hi]).copy())
         return data, offsets, slot
+
+
+def _explicit_floors(
+    pad_floor: tuple[ArrayLike, ArrayLike] | None, n_pairs: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Check a user's ``pad_floor`` flags: two bool arrays of one flag per (flattened) pair."""
+    if pad_floor is None:
+        return None
+    if not isinstance(pad_floor, (tuple, list)) or len(pad_floor) != 2:
+        raise TypeError("pad_floor must be a pair (floor_precision, floor_recall) of bool arrays")
+    out = []
+    for name, flags in zip(("floor_precision", "floor_recall"), pad_floor):
+        arr = np.asarray(flags)
+        if arr.ndim != 1 or len(arr) != n_pairs:
+            raise ValueError(
+                f"pad_floor's {name} must hold one flag per pair after multi-reference "
+                f"flattening ({n_pairs}), got shape {arr.shape}"
+            )
+        if arr.dtype.kind not in "biu" and len(arr):
+            raise TypeError(f"pad_floor's {name} must be a bool array, got dtype {arr.dtype}")
+        out.append(arr.astype(bool))
+    return out[0], out[1]
 
 
 def _rounds(pair_tokens: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
@@ -481,6 +559,7 @@ def make_hash(
     rescale_with_baseline: bool,
     use_custom_baseline: bool,
     precision: str = "fp32",
+    batch_independent: bool = False,
 ) -> str:
     """The settings string bert_score prints, naming this package and its version."""
     msg = (
@@ -491,6 +570,8 @@ def make_hash(
         msg += "-custom-rescaled" if use_custom_baseline else "-rescaled"
     if precision != "fp32":
         msg += f"_{precision}"
+    if batch_independent:
+        msg += "_batch-independent"
     return msg
 
 
@@ -510,6 +591,7 @@ def score(
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
     precision: str = "fp32",
+    batch_independent: bool = False,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -531,8 +613,9 @@ def score(
     device : str, optional
         ``"cpu"``, ``"cuda"``/``"cuda:N"``; None picks CUDA when available.
     batch_size : int
-        Most texts per encoder call; calls also stay within ``encoder.DEFAULT_MAX_TOKENS``
-        padded tokens (texts are batched longest first).
+        Pairs per bert_score scoring batch (which decides its padding floor, see
+        ``batch_independent``) and most texts per encoder call; encoder calls also stay within
+        ``encoder.DEFAULT_MAX_TOKENS`` padded tokens (texts are batched longest first).
     nthreads : int
         Accepted for compatibility.
     all_layers : bool
@@ -547,6 +630,11 @@ def score(
         A custom baseline file.
     precision : {"fp32", "int8"}
         Encoder precision.
+    batch_independent : bool
+        False (default): bert_score's numbers, batch padding floor included (a token's best
+        match counts ``max(best, 0)`` when the other side of its pair is shorter than the
+        longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
+        the paper's definition, whatever its neighbours.
 
     Returns
     -------
@@ -570,6 +658,7 @@ def score(
         baseline_path=baseline_path,
         precision=precision,
         cache_bytes=0,
+        batch_independent=batch_independent,
     )
     paired = pair_texts(cands, refs)
     if idf_dict is not None:
@@ -578,14 +667,16 @@ def score(
         weights = scorer._idf_table(paired.refs)
     else:
         weights = scorer._uniform
-    out = scorer._score(paired, weights, verbose, batch_size)
+    out = scorer._score(paired, weights, verbose, batch_size, _check_batch_size(batch_size))
     if rescale_with_baseline:
         if lang is None and baseline_path is None:
             raise ValueError(
                 "Need to specify Language when rescaling with baseline: pass lang (e.g. "
                 "lang='en') or baseline_path"
             )
-        path = baseline_path or str(packaged_baseline(lang or "", scorer.model_type))
+        # bert_score lower-cases lang only where it picks the model from it.
+        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
+        path = baseline_path or str(packaged_baseline(lang_dir, scorer.model_type))
         try:
             base = baseline_values(path, scorer.num_layers, all_layers)
         except FileNotFoundError:
@@ -604,6 +695,7 @@ def score(
             rescale_with_baseline,
             baseline_path is not None,
             scorer.precision,
+            batch_independent,
         )
         return out, h
     return out

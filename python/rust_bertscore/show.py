@@ -152,7 +152,8 @@ def similarity_matrix(
     one, zero = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
     if rescale_with_baseline:
-        path = baseline_path or str(packaged_baseline(lang or "", model))
+        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
+        path = baseline_path or str(packaged_baseline(lang_dir, model))
         if not os.path.isfile(path):
             raise ValueError(f"Baseline not Found for {model} on {lang} at {path}")
         base = baseline_values(path, runtime.num_layers, False)

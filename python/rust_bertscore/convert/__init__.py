@@ -52,6 +52,7 @@ from ._encoders import (
     INPUT_IDS,
     build_model,
 )
+from ._families import ffn_out_nodes
 from ._graph import OPSET
 
 __all__ = [
@@ -222,7 +223,8 @@ def export_onnx(
 
 def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> list[str]:
     """The nodes :func:`quantize_int8` keeps in fp32 by default: the FFN output projections
-    (BERT ``output.dense``, DistilBERT ``ffn.lin2``) of the first ``layers`` layers.
+    (BERT and MPNet ``output.dense``, DistilBERT ``ffn.lin2``, ALBERT ``ffn_output``, BART and
+    mBART ``fc2``) of the first ``layers`` layers.
 
     Their input, the GELU output of early layers, has a few channels far larger than the rest,
     so one int8 scale per tensor leaves the others a handful of levels; these projections move
@@ -237,6 +239,7 @@ def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> l
             name = f"{layout.prefix.format(i=i)}{layout.ffn_out}/MatMul"
             if name in present:
                 names.append(name)
+        names.extend(name for name in ffn_out_nodes(i) if name in present)
     return names
 
 

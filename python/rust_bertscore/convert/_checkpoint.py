@@ -25,16 +25,28 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "roberta": "roberta",
     "xlm-roberta": "roberta",
     "distilbert": "distilbert",
+    "albert": "albert",
+    "mpnet": "mpnet",
+    "bart": "bart",
+    "mbart": "mbart",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
-SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert")
+SUPPORTED_FAMILIES: tuple[str, ...] = (
+    "bert",
+    "roberta",
+    "distilbert",
+    "albert",
+    "mpnet",
+    "bart",
+    "mbart",
+)
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa) and ``distilbert``."""
+XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, and the encoders of ``bart`` and ``mbart``."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
-_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.")
+_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "mpnet.", "model.")
 
 _CHUNK = 1 << 20
 
@@ -88,7 +100,8 @@ def model_family(config: dict[str, Any]) -> str:
     Returns
     -------
     str
-        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta) or ``"distilbert"``.
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
+        ``"albert"``, ``"mpnet"``, ``"bart"`` or ``"mbart"``.
 
     Raises
     ------
@@ -101,8 +114,8 @@ def model_family(config: dict[str, Any]) -> str:
     except (KeyError, TypeError):
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
-            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa and "
-            f"DistilBERT families (model_type one of {supported})"
+            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
+            f"DistilBERT, ALBERT, MPNet, BART and mBART families (model_type one of {supported})"
         ) from None
 
 
@@ -117,7 +130,8 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
 
 
 def model_depth(config: dict[str, Any]) -> int:
-    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``).
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder).
 
     Parameters
     ----------
@@ -134,6 +148,8 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
+    if config.get("model_type") in ("bart", "mbart"):  # bert_score runs the encoder only
+        return _int_field(config, "encoder_layers", "num_hidden_layers")
     return _int_field(config, "num_hidden_layers", "n_layers")
 
 
@@ -157,7 +173,9 @@ def max_positions(config: dict[str, Any]) -> int:
     n_positions = _int_field(config, "max_position_embeddings")
     if family == "roberta":
         return n_positions - _int_field(config, "pad_token_id") - 1
-    return n_positions
+    if family == "mpnet":  # RoBERTa's positions with padding_idx fixed at 1 in transformers' code
+        return n_positions - 2
+    return n_positions  # BART/mBART: the table holds max_position_embeddings + 2 rows
 
 
 def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:

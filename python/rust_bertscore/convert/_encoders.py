@@ -375,6 +375,12 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
+    from ._families import FAMILY_BUILDERS, build_family  # (it imports this module)
+
+    family = model_family(config)
+    if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
+        kwargs = {"all_layers": all_layers, "doc": doc, "fused": fused}
+        return build_family(family, model_dir, config, num_layers, **kwargs)
     spec = encoder_spec(config)
     if all_layers:
         n_build = spec.depth
