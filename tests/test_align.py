@@ -223,3 +223,13 @@ def test_scored_matches_give_bert_scores_batch_floor(minilm_dir: Path, case: dic
         if abs(side.weighted_mean() - side.weighted_mean(scored=False)) > 1e-6
     ]
     assert all(side.floored for side in moved)  # only floored sides move
+
+
+@pytest.mark.parametrize("family", ["albert", "mbart", "mpnet", "bart"])
+def test_other_tokenizer_back_ends(family: str) -> None:
+    cand, ref = PAIRS[0]
+    a = _scorer(family).align(cand, ref)
+    P, R, F = rb.score([cand], [ref], model_type=str(TINY / family), num_layers=2)
+    np.testing.assert_array_equal(np.float32([a.P, a.R, a.F]), [P[0], R[0], F[0]])
+    assert not any(t.token.startswith(("▁", "Ġ")) for t in a.candidate.tokens)
+    assert all(t.token for t in a.candidate.tokens)
