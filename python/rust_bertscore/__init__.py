@@ -18,6 +18,7 @@ from ._core import (
 )
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .hf_evaluate import evaluate_module
 from .model_listing import ModelInfo, supported_models
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
@@ -34,6 +35,7 @@ __all__ = [
     "RustBertScoreError",
     "__version__",
     "dot",
+    "evaluate_module",
     "get_num_threads",
     "l2_norm",
     "normalize",

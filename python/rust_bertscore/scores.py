@@ -6,7 +6,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,6 +19,9 @@ from .registry import choose_model
 from .runtime import ModelRuntime, load_runtime
 from .text import PairedTexts, check_texts, pair_texts
 from .tokens import TextTokenizer
+
+if TYPE_CHECKING:
+    from .align import Alignment
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
@@ -303,6 +306,26 @@ class BERTScorer:
         if self._rescale_with_baseline:
             out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
         return (out, self.hash) if return_hash else out
+
+    # -- token alignments (see align.py) -----------------------------------------------------
+    def align(self, cand: str, ref: str) -> Alignment:
+        """Token alignment of one pair: every token of each side with its weight and its best
+        match on the other side (position and cosine), and the pair's P/R/F, equal to
+        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`."""
+        from .align import align_one
+
+        return align_one(self, cand, ref)
+
+    def align_batch(
+        self, cands: Sequence[str], refs: RefsArg, batch_size: int | None = None
+    ) -> list[Alignment]:
+        """Token alignments of many pairs, one record per (candidate, reference) pair, with
+        P/R/F as :meth:`score` gives them for the same inputs and ``batch_size`` (each side says
+        whether bert_score's batch padding floor applied to it). See
+        :func:`rust_bertscore.align.align_pairs`."""
+        from .align import align_pairs
+
+        return align_pairs(self, cands, refs, batch_size)
 
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals

@@ -203,6 +203,17 @@ class TextTokenizer:
         """The vocabulary string of one id (for display)."""
         return self._source.id_to_token(token_id) or f"<{token_id}>"
 
+    def token_text(self, token_id: int) -> str:
+        """Readable text of one token: decoded as the tokenizer decodes it alone (no byte-level
+        ``Ġ`` or SentencePiece ``▁`` marker; WordPiece keeps ``##``), surrounding whitespace
+        dropped; the vocabulary piece when that leaves nothing (a bare space token)."""
+        piece = self.id_to_token(token_id)
+        if self._tokenizer is None:  # SentencePiece or byte back ends: the piece, unmarked
+            text = piece[1:] if piece.startswith("▁") else piece
+        else:
+            text = self._tokenizer.decode([token_id], skip_special_tokens=False)
+        return text.strip() or piece
+
 
 class _FastIds:
     """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller."""
