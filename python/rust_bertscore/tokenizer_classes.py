@@ -15,6 +15,8 @@ LAYOUT_CLS_SEP = "cls_sep"
 """``[CLS] X [SEP]`` (BERT, RoBERTa, DeBERTa, ALBERT, BART, MPNet, XLM-R ...)."""
 LAYOUT_EOS = "eos"
 """``X </s>``, the ``</s>`` not doubled when X already ends with it (T5, mT5, ByT5)."""
+LAYOUT_EOS_ALWAYS = "eos_always"
+"""``X </s>``, always (PegasusTokenizer)."""
 LAYOUT_MBART = "mbart"
 """``X </s> [src_lang]`` (MBartTokenizer)."""
 LAYOUT_MBART50 = "mbart50"
@@ -94,7 +96,7 @@ class TokenizerClass:
         One of the ``LAYOUT_*`` constants.
     sentencepiece : str or None
         The SentencePiece convention (``"plain"``, ``"albert"``, ``"deberta-v2"``,
-        ``"fairseq"``) when the slow class runs a SentencePiece model, else None.
+        ``"fairseq"``, ``"pegasus"``) when the slow class runs a SentencePiece model, else None.
     model_files : tuple of str
         The SentencePiece model's usual file names.
     prefix_space : bool
@@ -146,6 +148,14 @@ _CLASSES = [
     ),
     TokenizerClass("ByT5Tokenizer", layout=LAYOUT_EOS, has_cls_sep=False),
     TokenizerClass(
+        "PegasusTokenizer",
+        layout=LAYOUT_EOS_ALWAYS,
+        sentencepiece="pegasus",
+        model_files=("spiece.model",),
+        has_cls_sep=False,
+    ),
+    TokenizerClass("BigBirdTokenizer", sentencepiece="plain", model_files=("spiece.model",)),
+    TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
         sentencepiece="fairseq",
@@ -176,6 +186,8 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "t5": "T5Tokenizer",
     "mt5": "MT5Tokenizer",
     "mbart": "MBartTokenizer",
+    "pegasus": "PegasusTokenizer",
+    "big_bird": "BigBirdTokenizer",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""

@@ -24,10 +24,12 @@ from tokenizers import Tokenizer
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_tokens import ByteIds
 from .convert import max_positions
+from .convert._bigbird import full_attention_limit
 from .sentencepiece_tokens import SentencePieceIds
 from .text import prepare_text
 from .tokenizer_classes import (
     LAYOUT_EOS,
+    LAYOUT_EOS_ALWAYS,
     LAYOUT_MBART,
     LAYOUT_MBART50,
     SENTENCEPIECE_FILES,
@@ -132,6 +134,7 @@ class TextTokenizer:
         self._prefix, self._suffix = self._frame(tok_config, names["eos_token"])
         self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
         self.max_length = _max_length(tok_config, config)
+        self.full_attention_limit = full_attention_limit(config)
         self.vocab_size = int(self._source.vocab_size)
         self.base_vocab_size = int(self._source.base_vocab_size)
 
@@ -147,10 +150,10 @@ class TextTokenizer:
     def _frame(self, tok_config: dict, eos_names: list[str | None]) -> tuple[list[int], list[int]]:
         """The ids before and after a text (``build_inputs_with_special_tokens``)."""
         layout = self.tokenizer_class.layout
-        if layout not in (LAYOUT_EOS, LAYOUT_MBART, LAYOUT_MBART50):
+        if layout not in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS, LAYOUT_MBART, LAYOUT_MBART50):
             return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
         eos = self._special_id("eos_token", [*eos_names, "</s>"])
-        if layout == LAYOUT_EOS:
+        if layout in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS):
             return [], [eos]
         lang = str(tok_config.get("src_lang") or "en_XX")
         if lang not in self.tokenizer_class.language_codes:
@@ -184,7 +187,22 @@ class TextTokenizer:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
             for i, ids in zip(todo, encoded):
                 out[i] = self._build(ids)
+        if self.full_attention_limit is not None:
+            self._check_full_attention(texts, out)
         return out
+
+    def _check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
+        """``ValueError`` for a text longer than a block-sparse BigBird's full-attention limit."""
+        limit = self.full_attention_limit
+        for i, row in enumerate(ids):
+            if limit is not None and len(row) > limit:
+                start = texts[i].strip()[:40]
+                raise ValueError(
+                    f"text {i} ({start!r}...) has {len(row)} tokens: the BigBird model in "
+                    f"{self.model_dir} runs full attention on at most {limit} tokens and "
+                    "block-sparse attention past that, which this package does not implement "
+                    "(shorten or split the text)"
+                )
 
     def _build(self, ids: list[int]) -> list[int]:
         """Truncate (keeping room for the special tokens) and add the special tokens."""

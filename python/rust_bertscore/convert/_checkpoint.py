@@ -33,6 +33,9 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "mt5": "t5",
     "deberta": "deberta",
     "deberta-v2": "deberta-v2",
+    "longformer": "longformer",
+    "pegasus": "pegasus",
+    "big_bird": "bert",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -47,11 +50,14 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "t5",
     "deberta",
     "deberta-v2",
+    "longformer",
+    "pegasus",
 )
-"""The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and ``mbart``, and
-``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1) and ``deberta-v2`` (DeBERTa
-v2, v3, mDeBERTa-v3)."""
+"""The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
+(RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
+``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
+(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention) and the encoder of
+``pegasus``."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -64,6 +70,7 @@ _PREFIXES = (
     "mpnet.",
     "model.",
     "deberta.",
+    "longformer.",
 )
 
 _CHUNK = 1 << 20
@@ -134,8 +141,8 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            f"DistilBERT, ALBERT, MPNet, BART, mBART, T5 and DeBERTa families (model_type one of "
-            f"{supported})"
+            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus and BigBird "
+            f"families (model_type one of {supported})"
         ) from None
 
 
@@ -169,7 +176,7 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    if config.get("model_type") in ("bart", "mbart"):  # bert_score runs the encoder only
+    if config.get("model_type") in ("bart", "mbart", "pegasus"):  # bert_score: the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")
     return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 
@@ -196,7 +203,7 @@ def max_positions(config: dict[str, Any]) -> int | None:
     if family == "t5":
         return None
     n_positions = _int_field(config, "max_position_embeddings")
-    if family == "roberta":
+    if family in ("roberta", "longformer"):
         return n_positions - _int_field(config, "pad_token_id") - 1
     if family == "mpnet":  # RoBERTa's positions with padding_idx fixed at 1 in transformers' code
         return n_positions - 2

@@ -12,7 +12,9 @@ from ._albert import GROUP_PREFIX, build_albert
 from ._bart import bart_layer_names, build_bart
 from ._blocks import layers_to_build
 from ._checkpoint import WeightStore, model_depth
+from ._longformer import build_longformer
 from ._mpnet import build_mpnet
+from ._pegasus import build_pegasus
 
 Builder = Callable[..., onnx.ModelProto]
 
@@ -21,6 +23,8 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "mpnet": build_mpnet,
     "bart": build_bart,
     "mbart": build_bart,
+    "longformer": build_longformer,
+    "pegasus": build_pegasus,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 
