@@ -60,6 +60,10 @@ EDGE = [
     "Numbers 1,234,567 and 9,8 then x",
     "Tabs\tand\nnewlines  inside",
     "UPPER lower MiXeD",
+    "Ends with the end token </s>",
+    "<mask_1> gap <mask_2> token <unk_7> and <unk> here",
+    "[CLS] inside [SEP] and [MASK] text",
+    "<s> bos <pad> pad",
 ]
 SIZES = dict(hidden=64, heads=4, layers=3, ffn=96)
 

@@ -1,0 +1,157 @@
+"""bert_score 0.3.13's scores and slow-tokenizer ids on the tiny BERT relative_key /
+relative_key_query, Longformer, Pegasus and BigBird checkpoints
+(tests/data/reference/more_families/, made by make_more_families.py): P, R and F within 1e-5
+(all layers too), token ids exact; BigBird's full-attention limit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rust_bertscore as rb
+from conftest import load_cases
+from rust_bertscore.convert import load_config
+from rust_bertscore.tokens import TextTokenizer
+
+MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
+FAMILIES = ["bert-relative-key", "bert-relative-key-query", "longformer", "pegasus", "bigbird"]
+TOLERANCE = 1e-5
+CASES = load_cases(MORE / "cases.json")
+
+
+def assert_matches(got, expected: dict) -> None:
+    for name, values in zip("PRF", got):
+        want = np.asarray(expected[name], dtype=np.float64)
+        assert values.shape == want.shape, name
+        have = values.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(have), np.isnan(want), err_msg=f"{name}: NaNs")
+        finite = ~np.isnan(want)
+        diff = float(np.max(np.abs(have[finite] - want[finite]), initial=0.0))
+        assert diff <= TOLERANCE, f"{name}: max |diff| {diff:.2e}"
+
+
+def test_every_family_has_cases() -> None:
+    assert {c["model_dir"] for c in CASES} == set(FAMILIES)
+    assert len(CASES) == 3 * len(FAMILIES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_case(case: dict) -> None:
+    model_dir = MORE / case["model_dir"]
+    got = rb.score(case["cands"], case["refs"], model_type=str(model_dir), **case["kwargs"])
+    assert_matches(got, case["expected"])
+
+
+def _tokenizer(family: str) -> TextTokenizer:
+    model_dir = MORE / family
+    return TextTokenizer(model_dir, load_config(model_dir))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_slow_tokenizer_ids(family: str) -> None:
+    data = json.loads((MORE / family / "ids.json").read_text(encoding="utf-8"))
+    tok = _tokenizer(family)
+    assert tok.tokenizer_class.name == data["tokenizer_class"]
+    assert tok.encode(data["texts"]) == data["ids"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hidden_state_ids_are_the_tokenizers(family: str) -> None:
+    """The ids the reference hidden states were computed on are what the tokenizer gives."""
+    data = json.loads((MORE / family / "ids.json").read_text(encoding="utf-8"))
+    by_text = dict(zip(data["texts"], data["ids"]))
+    with np.load(MORE / family / "hidden_states.npz") as states:
+        first = states["ids_0"].tolist()
+    assert first in by_text.values()
+
+
+def test_pegasus_frame_and_specials() -> None:
+    """``X </s>`` always (no T5-style de-duplication), no CLS/SEP, pieces 103 above their
+    SentencePiece ids, the pre-training tokens at 0..104."""
+    tok = _tokenizer("pegasus")
+    assert tok.special_ids == frozenset()
+    assert tok.empty_ids == [1]
+    assert tok.encode(["a </s>"])[0][-2:] == [1, 1]
+    assert tok.token_to_id("<pad>") == 0
+    assert tok.token_to_id("<mask_1>") == 2
+    assert tok.token_to_id("<mask_2>") == 3
+    assert tok.token_to_id("<unk_2>") == 4
+    assert tok.token_to_id("<unk_102>") == 104
+    assert tok.token_to_id("<unk>") == 2 + 103  # the SentencePiece model's unk id is 2
+    assert tok.base_vocab_size == int(load_config(MORE / "pegasus")["vocab_size"])
+
+
+def test_bigbird_frame() -> None:
+    tok = _tokenizer("bigbird")
+    assert tok.token_to_id("[CLS]") == tok.cls_id and tok.token_to_id("[SEP]") == tok.sep_id
+    assert tok.empty_ids == [tok.cls_id, tok.sep_id]
+
+
+# ---- BigBird: full attention only ----
+
+LIMIT = (5 + 2 * 2) * 16  # the tiny model: num_random_blocks 2, block_size 16
+
+
+def _text_of(tok: TextTokenizer, n_tokens: int) -> str:
+    """A text of exactly ``n_tokens`` tokens (special tokens included): a one-piece word
+    repeated (checked on a shorter text, since past the limit the tokenizer refuses)."""
+    word = next(w for w in ("the", "a", "of", "x") if len(tok.encode([w])[0]) == 3)
+    assert len(tok.encode([" ".join([word] * 50)])[0]) == 52
+    return " ".join([word] * (n_tokens - 2))
+
+
+def test_bigbird_limit_is_read_from_config() -> None:
+    assert _tokenizer("bigbird").full_attention_limit == LIMIT
+    assert _tokenizer("bert-relative-key").full_attention_limit is None
+
+
+def test_bigbird_text_at_the_limit_is_scored() -> None:
+    tok = _tokenizer("bigbird")
+    text = _text_of(tok, LIMIT)
+    assert len(tok.encode([text])[0]) == LIMIT  # accepted
+    P, _, _ = rb.score([text], [text], model_type=str(MORE / "bigbird"), num_layers=2)
+    assert abs(float(P[0]) - 1.0) < 1e-5
+
+
+def test_bigbird_text_past_the_limit_is_refused() -> None:
+    tok = _tokenizer("bigbird")
+    text = _text_of(tok, LIMIT + 1)
+    with pytest.raises(
+        ValueError, match=rf"text 1 \('(\w+ )+.*{LIMIT + 1} tokens.*at most {LIMIT}"
+    ):
+        tok.encode(["short", text])
+    with pytest.raises(ValueError, match="block-sparse"):
+        rb.score(["short", text], ["a", "b"], model_type=str(MORE / "bigbird"), num_layers=2)
+
+
+def test_bigbird_original_full_has_no_limit(tmp_path: Path) -> None:
+    import shutil
+
+    model_dir = shutil.copytree(MORE / "bigbird", tmp_path / "model")
+    config = load_config(model_dir)
+    config["attention_type"] = "original_full"
+    (model_dir / "config.json").write_text(json.dumps(config))
+    tok = TextTokenizer(model_dir, config)
+    assert tok.full_attention_limit is None
+    assert len(tok.encode([_text_of(tok, LIMIT + 5)])[0]) >= LIMIT + 5
+
+
+def test_listing_marks_the_new_families_convertible() -> None:
+    models = {m.name: m for m in rb.supported_models()}
+    for name in (
+        "zhiheng-huang/bert-base-uncased-embedding-relative-key",
+        "zhiheng-huang/bert-base-uncased-embedding-relative-key-query",
+        "zhiheng-huang/bert-large-uncased-whole-word-masking-embedding-relative-key-query",
+        "allenai/longformer-base-4096",
+        "allenai/longformer-large-4096-finetuned-triviaqa",
+        "google/pegasus-large",
+        "tuner007/pegasus_paraphrase",
+        "google/bigbird-roberta-base",
+        "google/bigbird-base-trivia-itc",
+    ):
+        assert models[name].convertible, name
+    assert sum(m.convertible for m in models.values()) >= 122
