@@ -1,12 +1,14 @@
-"""The graphs of BERT with relative_key / relative_key_query positions, Longformer, Pegasus and
-BigBird against PyTorch's hidden states (tests/data/reference/more_families/, made by
-make_more_families.py with transformers 4.57.6), and their Hub checkpoint layouts.
+"""The graphs of BERT with relative_key / relative_key_query positions, Longformer, Pegasus,
+BigBird, Blenderbot and BlenderbotSmall against PyTorch's hidden states
+(tests/data/reference/more_families/, made by make_more_families.py with transformers 4.57.6),
+and their Hub checkpoint layouts.
 
 The reference files hold the whole 3-layer model's ``output_hidden_states`` for 4 texts. For
-Pegasus those are the pre-LayerNorm residual stream x_0, x_1, x_2 and then ``layer_norm(x_3)``
-(the encoder's final norm follows the last layer run), so the model bert_score truncates at
-L < 3 outputs ``layer_norm(x_L)``: derived here in float64 from the reference x_L and the
-checkpoint's ``encoder.layer_norm``.
+Pegasus and Blenderbot those are the pre-LayerNorm residual stream x_0, x_1, x_2 and then
+``layer_norm(x_3)`` (the encoder's final norm follows the last layer run), so the model
+bert_score truncates at L < 3 outputs ``layer_norm(x_L)``: derived here in float64 from the
+reference x_L and the checkpoint's ``encoder.layer_norm``. BlenderbotSmall is post-LayerNorm
+(BART's layers) and has no final norm.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from rust_bertscore.convert import (
 from rust_bertscore.convert._pegasus import sinusoidal_table
 
 MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
-FAMILIES = ["bert-relative-key", "bert-relative-key-query", "longformer", "pegasus", "bigbird"]
+FAMILIES = [
+    "bert-relative-key",
+    "bert-relative-key-query",
+    "longformer",
+    "pegasus",
+    "bigbird",
+    "blenderbot",
+    "blenderbot-small",
+]
+FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)
 
 
@@ -46,8 +57,8 @@ def pad_of(model_dir: Path) -> int:
     return int(load_config(model_dir).get("pad_token_id") or 0)
 
 
-def final_norm(hidden: np.ndarray, model_dir: Path = MORE / "pegasus") -> np.ndarray:
-    """Pegasus' ``encoder.layer_norm`` (eps 1e-5) of one reference state, in float64."""
+def final_norm(hidden: np.ndarray, model_dir: Path) -> np.ndarray:
+    """The encoder's final ``layer_norm`` (eps 1e-5) of one reference state, in float64."""
     w = load_file(str(model_dir / "model.safetensors"))
     x = hidden.astype(np.float64)
     mu = x.mean(-1, keepdims=True)
@@ -58,8 +69,8 @@ def final_norm(hidden: np.ndarray, model_dir: Path = MORE / "pegasus") -> np.nda
 
 
 def expected_at(family: str, hidden: np.ndarray, layer: int) -> np.ndarray:
-    if family == "pegasus" and layer < 3:
-        return final_norm(hidden[layer])
+    if family in FINAL_NORM and layer < 3:
+        return final_norm(hidden[layer], MORE / family)
     return hidden[layer]
 
 
@@ -107,10 +118,11 @@ def test_all_layers_match_pytorch(family: str, tmp_path: Path) -> None:
     assert scaled_worst(batched, want) <= TOL
 
 
-def test_pegasus_truncated_output_is_final_normed(tmp_path: Path) -> None:
-    refs = load_reference("pegasus")
-    sess = session(export_onnx(MORE / "pegasus", tmp_path / "enc.onnx", 2))
-    alone, _ = outputs(sess, [ids for ids, _ in refs], pad=0)
+@pytest.mark.parametrize("family", FINAL_NORM)
+def test_truncated_output_is_final_normed(family: str, tmp_path: Path) -> None:
+    refs = load_reference(family)
+    sess = session(export_onnx(MORE / family, tmp_path / "enc.onnx", 2))
+    alone, _ = outputs(sess, [ids for ids, _ in refs], pad=pad_of(MORE / family))
     assert worst(alone, [hidden[2] for _, hidden in refs]) > 1.0
 
 
@@ -196,6 +208,10 @@ def test_families_and_limits() -> None:
     assert max_positions(configs["longformer"]) == 130 - 1 - 1
     assert max_positions(configs["pegasus"]) == 256
     assert max_positions(configs["bert-relative-key"]) == 128
+    assert model_family(configs["blenderbot"]) == "blenderbot"
+    assert model_family(configs["blenderbot-small"]) == "blenderbot-small"
+    assert max_positions(configs["blenderbot"]) == 130  # positions from row 0, no offset
+    assert max_positions(configs["blenderbot-small"]) == 256
 
 
 def _with_config(tmp_path: Path, family: str, **changes: object) -> Path:
@@ -327,3 +343,29 @@ def test_pegasus_stored_position_table_is_not_read(tmp_path: Path) -> None:
     weights["encoder.embed_positions.weight"] = _nan(256, 64)
     save_file(weights, str(model_dir / "model.safetensors"))
     assert same_states(model_dir, "pegasus", tmp_path) == 0.0
+
+
+@pytest.mark.parametrize("family", ["blenderbot", "blenderbot-small"])
+def test_blenderbot_conditional_generation_layout(family: str, tmp_path: Path) -> None:
+    """``model.``-prefixed keys (Blenderbot(Small)ForConditionalGeneration), the decoder, an LM
+    head and ``final_logits_bias`` (NaN: never read), two shards."""
+    vocab = int(load_config(MORE / family)["vocab_size"])
+    extra = {"lm_head.weight": _nan(vocab, 64), "final_logits_bias": _nan(1, vocab)}
+    model_dir = resave(MORE / family, tmp_path / "hub", lambda k: f"model.{k}", extra, shards=2)
+    assert same_states(model_dir, family, tmp_path) <= 1e-6
+
+
+@pytest.mark.parametrize("family", ["blenderbot", "blenderbot-small"])
+def test_blenderbot_positions_start_at_row_0(family: str, tmp_path: Path) -> None:
+    """Hidden state 0 from the checkpoint's tables: ``embed_tokens * 8 + positions[t]``
+    (BlenderbotSmall then ``layernorm_embedding``), rows from 0, unlike BART's offset of 2."""
+    w = load_file(str(MORE / family / "model.safetensors"))
+    for ids, hidden in load_reference(family):
+        x = w["shared.weight"][ids].astype(np.float64) * 8.0
+        x += w["encoder.embed_positions.weight"][: len(ids)]
+        if family == "blenderbot-small":
+            mu = x.mean(-1, keepdims=True)
+            var = ((x - mu) ** 2).mean(-1, keepdims=True)
+            x = (x - mu) / np.sqrt(var + 1e-5) * w["encoder.layernorm_embedding.weight"]
+            x += w["encoder.layernorm_embedding.bias"]
+        assert float(np.abs(x - hidden[0]).max()) <= 1e-5

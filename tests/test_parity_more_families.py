@@ -1,5 +1,5 @@
 """bert_score 0.3.13's scores and slow-tokenizer ids on the tiny BERT relative_key /
-relative_key_query, Longformer, Pegasus and BigBird checkpoints
+relative_key_query, Longformer, Pegasus, BigBird, Blenderbot and BlenderbotSmall checkpoints
 (tests/data/reference/more_families/, made by make_more_families.py): P, R and F within 1e-5
 (all layers too), token ids exact; BigBird's full-attention limit.
 """
@@ -18,7 +18,15 @@ from rust_bertscore.convert import load_config
 from rust_bertscore.tokens import TextTokenizer
 
 MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
-FAMILIES = ["bert-relative-key", "bert-relative-key-query", "longformer", "pegasus", "bigbird"]
+FAMILIES = [
+    "bert-relative-key",
+    "bert-relative-key-query",
+    "longformer",
+    "pegasus",
+    "bigbird",
+    "blenderbot",
+    "blenderbot-small",
+]
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")
 
@@ -83,6 +91,17 @@ def test_pegasus_frame_and_specials() -> None:
     assert tok.token_to_id("<unk_102>") == 104
     assert tok.token_to_id("<unk>") == 2 + 103  # the SentencePiece model's unk id is 2
     assert tok.base_vocab_size == int(load_config(MORE / "pegasus")["vocab_size"])
+
+
+def test_blenderbot_frames() -> None:
+    """Blenderbot: ``X </s>`` (no ``<s>``), CLS ``<s>`` and SEP ``</s>`` weigh 0; BlenderbotSmall:
+    no special tokens at all, so an empty text has no token."""
+    tok = _tokenizer("blenderbot")
+    assert tok.empty_ids == [tok.token_to_id("</s>")]
+    assert tok.special_ids == frozenset({tok.token_to_id("<s>"), tok.token_to_id("</s>")})
+    small = _tokenizer("blenderbot-small")
+    assert small.empty_ids == [] and small.special_ids == frozenset()
+    assert small.encode(["Hello, World"]) == small.encode(["hello , world"])
 
 
 def test_bigbird_frame() -> None:
@@ -152,6 +171,8 @@ def test_listing_marks_the_new_families_convertible() -> None:
         "tuner007/pegasus_paraphrase",
         "google/bigbird-roberta-base",
         "google/bigbird-base-trivia-itc",
+        "facebook/blenderbot-400M-distill",
+        "facebook/blenderbot_small-90M",
     ):
         assert models[name].convertible, name
-    assert sum(m.convertible for m in models.values()) >= 122
+    assert sum(m.convertible for m in models.values()) >= 125

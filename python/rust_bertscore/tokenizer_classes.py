@@ -17,6 +17,8 @@ LAYOUT_EOS = "eos"
 """``X </s>``, the ``</s>`` not doubled when X already ends with it (T5, mT5, ByT5)."""
 LAYOUT_EOS_ALWAYS = "eos_always"
 """``X </s>``, always (PegasusTokenizer)."""
+LAYOUT_BARE = "bare"
+"""``X``: no special tokens at all (BlenderbotSmallTokenizer)."""
 LAYOUT_MBART = "mbart"
 """``X </s> [src_lang]`` (MBartTokenizer)."""
 LAYOUT_MBART50 = "mbart50"
@@ -155,6 +157,8 @@ _CLASSES = [
         has_cls_sep=False,
     ),
     TokenizerClass("BigBirdTokenizer", sentencepiece="plain", model_files=("spiece.model",)),
+    TokenizerClass("BlenderbotTokenizer", layout=LAYOUT_EOS_ALWAYS),
+    TokenizerClass("BlenderbotSmallTokenizer", layout=LAYOUT_BARE, has_cls_sep=False),
     TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
@@ -188,6 +192,8 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "mbart": "MBartTokenizer",
     "pegasus": "PegasusTokenizer",
     "big_bird": "BigBirdTokenizer",
+    "blenderbot": "BlenderbotTokenizer",
+    "blenderbot-small": "BlenderbotSmallTokenizer",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""

@@ -28,6 +28,7 @@ from .convert._bigbird import full_attention_limit
 from .sentencepiece_tokens import SentencePieceIds
 from .text import prepare_text
 from .tokenizer_classes import (
+    LAYOUT_BARE,
     LAYOUT_EOS,
     LAYOUT_EOS_ALWAYS,
     LAYOUT_MBART,
@@ -45,7 +46,9 @@ PREFIX_SPACE_CLASSES = frozenset(c.name for c in TOKENIZER_CLASSES.values() if c
 PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2"})
 
 # Byte-level BPE classes whose own ``add_prefix_space`` option (tokenizer_config.json) adds it.
-_OWN_PREFIX_SPACE_CLASSES = frozenset({"BartTokenizer", "DebertaTokenizer", "LongformerTokenizer"})
+_OWN_PREFIX_SPACE_CLASSES = frozenset(
+    {"BartTokenizer", "DebertaTokenizer", "LongformerTokenizer", "BlenderbotTokenizer"}
+)
 
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
 _NO_LIMIT = 10**12
@@ -150,6 +153,8 @@ class TextTokenizer:
     def _frame(self, tok_config: dict, eos_names: list[str | None]) -> tuple[list[int], list[int]]:
         """The ids before and after a text (``build_inputs_with_special_tokens``)."""
         layout = self.tokenizer_class.layout
+        if layout == LAYOUT_BARE:
+            return [], []
         if layout not in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS, LAYOUT_MBART, LAYOUT_MBART50):
             return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
         eos = self._special_id("eos_token", [*eos_names, "</s>"])
@@ -260,6 +265,12 @@ def _load_source(
     """The back end for a checkpoint, and the ``tokenizers.Tokenizer`` when it is that one."""
     if cls.name == "ByT5Tokenizer":
         return ByteIds(), None
+    if cls.name == "BlenderbotSmallTokenizer":
+        from .blenderbot_small_tokens import BlenderbotSmallIds
+
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        unk = _token_text(special_map.get("unk_token")) or _token_text(tok_config.get("unk_token"))
+        return BlenderbotSmallIds(model_dir, added, unk or "__unk__"), None
     if cls.sentencepiece is not None:
         for name in cls.model_files:
             if (model_dir / name).is_file():

@@ -36,6 +36,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "longformer": "longformer",
     "pegasus": "pegasus",
     "big_bird": "bert",
+    "blenderbot": "blenderbot",
+    "blenderbot-small": "blenderbot-small",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -52,12 +54,14 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "deberta-v2",
     "longformer",
     "pegasus",
+    "blenderbot",
+    "blenderbot-small",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
 ``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
-(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention) and the encoder of
-``pegasus``."""
+(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention) and the encoders of
+``pegasus``, ``blenderbot`` and ``blenderbot-small``."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -74,6 +78,9 @@ _PREFIXES = (
 )
 
 _CHUNK = 1 << 20
+
+# model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
+_SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small")
 
 
 class CheckpointError(RustBertScoreError, ValueError):
@@ -141,8 +148,8 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus and BigBird "
-            f"families (model_type one of {supported})"
+            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird "
+            f"and Blenderbot families (model_type one of {supported})"
         ) from None
 
 
@@ -176,7 +183,7 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    if config.get("model_type") in ("bart", "mbart", "pegasus"):  # bert_score: the encoder only
+    if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")
     return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 

@@ -25,6 +25,8 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "mbart": build_bart,
     "longformer": build_longformer,
     "pegasus": build_pegasus,
+    "blenderbot": build_pegasus,
+    "blenderbot-small": build_bart,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 

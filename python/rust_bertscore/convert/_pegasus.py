@@ -1,4 +1,5 @@
-"""The Pegasus encoder as an ONNX graph: what bert_score scores with (``model.encoder``).
+"""The Pegasus and Blenderbot encoders as ONNX graphs: what bert_score scores with
+(``model.encoder``).
 
 Hidden state 0 is ``embed_tokens[ids] * sqrt(d_model)`` (``scale_embedding``) plus the
 sinusoidal position ``t`` (no offset, no LayerNorm after it). Pegasus keeps no learned position
@@ -8,6 +9,9 @@ ones in the second half, then casts it to float32; :func:`sinusoidal_table` does
 table stored in the checkpoint is not read. The layers are pre-LayerNorm (mBART's) and the
 encoder's final ``layer_norm`` follows the last layer run, so the truncated graph at ``L``
 outputs ``layer_norm(x_L)`` and ``all_layers`` gives ``x_0 .. x_(depth-1), layer_norm(x_depth)``.
+
+Blenderbot (``blenderbot-400M-distill``) is the same encoder with learned positions: rows
+``0 .. T-1`` of ``encoder.embed_positions`` (no offset, unlike BART's).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ def build_pegasus(
     doc: str,
     fused: bool,
 ) -> onnx.ModelProto:
-    """The encoder graph of a Pegasus checkpoint (see ``convert.export_onnx``)."""
+    """The encoder graph of a Pegasus or Blenderbot checkpoint (see ``convert.export_onnx``)."""
     hidden = _int_field(config, "d_model")
     heads = _int_field(config, "encoder_attention_heads")
     if heads <= 0 or hidden % heads:
@@ -78,7 +82,11 @@ def build_pegasus(
     word = g.op(
         "Gather", [g.weight("encoder.embed_tokens", table), INPUT_IDS], "embed_tokens", axis=0
     )
-    positions = g.weight("encoder.embed_positions", sinusoidal_table(n_positions, hidden))
+    if config.get("model_type") == "blenderbot":
+        stored = w.get("encoder.embed_positions.weight", (n_positions, hidden))
+    else:
+        stored = sinusoidal_table(n_positions, hidden)
+    positions = g.weight("encoder.embed_positions", stored)
     x = g.op(
         "Add", [word, position_rows(g, positions, 0, "embed_positions")], "embeddings/add_position"
     )

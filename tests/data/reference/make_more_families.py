@@ -19,9 +19,11 @@ Usage: /work/torchenv/bin/python tests/data/reference/make_more_families.py
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import bert_score
@@ -39,6 +41,12 @@ from transformers import (
     BigBirdConfig,
     BigBirdModel,
     BigBirdTokenizer,
+    BlenderbotConfig,
+    BlenderbotModel,
+    BlenderbotSmallConfig,
+    BlenderbotSmallModel,
+    BlenderbotSmallTokenizer,
+    BlenderbotTokenizer,
     LongformerConfig,
     LongformerModel,
     LongformerTokenizer,
@@ -229,6 +237,123 @@ def make_bigbird() -> Path:
     return out
 
 
+def make_blenderbot() -> Path:
+    torch.manual_seed(15)
+    out = OUT / "blenderbot"
+    tok = BlenderbotTokenizer(
+        str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt")
+    )
+    config = BlenderbotConfig(
+        vocab_size=len(tok),
+        d_model=SIZES["hidden"],
+        encoder_layers=SIZES["layers"],
+        decoder_layers=1,
+        encoder_attention_heads=SIZES["heads"],
+        decoder_attention_heads=SIZES["heads"],
+        encoder_ffn_dim=SIZES["ffn"],
+        decoder_ffn_dim=64,
+        max_position_embeddings=130,
+        activation_function="gelu",
+        scale_embedding=True,
+        init_std=0.4,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
+    model = BlenderbotModel(config)
+    perturb_norms(model, 5)
+    save(model, tok, out)
+    return out
+
+
+def _small_words() -> Counter:
+    """Lower-cased words as BlenderbotSmallTokenizer splits them, with their counts."""
+    counts: Counter = Counter()
+    for text in texts_for_sp():
+        for chunk in re.findall(r"\S+\n?", text):
+            chunk = re.sub("([.,!?()])", r" \1", chunk)
+            chunk = re.sub("(')", r" \1 ", chunk)
+            chunk = re.sub(r"\s{2,}", " ", chunk)
+            counts.update(t.lower() for t in chunk.split(" ") if t)
+    return counts
+
+
+def _apply(symbols: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
+    out: list[str] = []
+    i = 0
+    while i < len(symbols):
+        if i < len(symbols) - 1 and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+def learn_small_bpe(out_dir: Path, n_merges: int = 400) -> tuple[Path, Path]:
+    """A word-level BPE (``@@`` continuation, ``</w>`` word ends) in BlenderbotSmall's format,
+    learned on the texts of cases.json."""
+    counts = _small_words()
+    words = {w: (*w[:-1], w[-1] + "</w>") for w in counts}
+    merges: list[tuple[str, str]] = []
+    for _ in range(n_merges):
+        pairs: Counter = Counter()
+        for w, c in counts.items():
+            sym = words[w]
+            pairs.update({p: c for p in zip(sym, sym[1:])})
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], p))
+        merges.append(best)
+        words = {w: _apply(sym, best) for w, sym in words.items()}
+    vocab = ["__null__", "__start__", "__end__", "__unk__"]
+    chars = sorted({c for w in counts for c in w})
+    symbols = [*chars, *(c + "</w>" for c in chars), *(a + b for a, b in merges)]
+    for sym in symbols:
+        piece = sym[:-4] if sym.endswith("</w>") else sym + "@@"
+        if piece not in vocab:
+            vocab.append(piece)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vocab_path, merges_path = out_dir / "src_vocab.json", out_dir / "src_merges.txt"
+    vocab_path.write_text(json.dumps({p: i for i, p in enumerate(vocab)}, ensure_ascii=False))
+    merges_path.write_text(
+        "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8"
+    )
+    return vocab_path, merges_path
+
+
+def make_blenderbot_small() -> Path:
+    torch.manual_seed(16)
+    out = OUT / "blenderbot-small"
+    vocab_path, merges_path = learn_small_bpe(OUT / "_small_bpe")
+    tok = BlenderbotSmallTokenizer(str(vocab_path), str(merges_path))
+    config = BlenderbotSmallConfig(
+        vocab_size=len(tok),
+        d_model=SIZES["hidden"],
+        encoder_layers=SIZES["layers"],
+        decoder_layers=1,
+        encoder_attention_heads=SIZES["heads"],
+        decoder_attention_heads=SIZES["heads"],
+        encoder_ffn_dim=SIZES["ffn"],
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        activation_function="gelu",
+        scale_embedding=True,
+        init_std=0.4,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
+    model = BlenderbotSmallModel(config)
+    perturb_norms(model, 6)
+    save(model, tok, out)
+    shutil.rmtree(OUT / "_small_bpe")
+    return out
+
+
 def load(out: Path) -> tuple[torch.nn.Module, object]:
     """The model and tokenizer as bert_score loads them (AutoModel, slow AutoTokenizer)."""
     model = AutoModel.from_pretrained(str(out))
@@ -241,6 +366,8 @@ def load(out: Path) -> tuple[torch.nn.Module, object]:
 def record(out: Path, family: str) -> dict:
     model, tok = load(out)
     texts = [CANDS[0], CANDS[1], CANDS[2], ""]
+    if not sent_encode(tok, ""):  # BlenderbotSmall: no special tokens, an empty text is no input
+        texts[3] = CANDS[4]
     ids = [sent_encode(tok, t) for t in texts]
     arrays: dict[str, np.ndarray] = {}
     with torch.no_grad():
@@ -312,6 +439,8 @@ def main() -> None:
         "longformer": make_longformer,
         "pegasus": make_pegasus,
         "bigbird": make_bigbird,
+        "blenderbot": make_blenderbot,
+        "blenderbot-small": make_blenderbot_small,
     }
     wanted = sys.argv[1:] or list(builders)
     cases_path = OUT / "cases.json"
