@@ -42,6 +42,7 @@ FAMILIES = [
     "bigbird",
     "blenderbot",
     "blenderbot-small",
+    "bertweet",
 ]
 FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)

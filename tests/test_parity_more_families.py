@@ -26,6 +26,7 @@ FAMILIES = [
     "bigbird",
     "blenderbot",
     "blenderbot-small",
+    "bertweet",
 ]
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")
@@ -104,6 +105,37 @@ def test_blenderbot_frames() -> None:
     assert small.encode(["Hello, World"]) == small.encode(["hello , world"])
 
 
+def test_bertweet_class_from_config_json(tmp_path: Path) -> None:
+    """vinai/bertweet-base names its tokenizer in config.json only (model_type roberta): the
+    class comes from there, so no prefix space and no WordPiece reading of vocab.txt."""
+    import shutil
+
+    model_dir = shutil.copytree(MORE / "bertweet", tmp_path / "model")
+    tok_config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    del tok_config["tokenizer_class"]
+    (model_dir / "tokenizer_config.json").write_text(json.dumps(tok_config))
+    config = load_config(model_dir)
+    assert config["model_type"] == "roberta" and config["tokenizer_class"] == "BertweetTokenizer"
+    tok = TextTokenizer(model_dir, config)
+    assert tok.tokenizer_class.name == "BertweetTokenizer" and not tok.prefix_space
+    data = json.loads((MORE / "bertweet" / "ids.json").read_text(encoding="utf-8"))
+    assert tok.encode(data["texts"]) == data["ids"]
+
+
+def test_bertweet_specials_and_normalization(tmp_path: Path) -> None:
+    import shutil
+
+    tok = _tokenizer("bertweet")
+    assert [tok.token_to_id(t) for t in ("<s>", "<pad>", "</s>", "<unk>")] == [0, 1, 2, 3]
+    assert tok.token_to_id("<mask>") == tok.base_vocab_size  # appended after the dictionary
+    model_dir = shutil.copytree(MORE / "bertweet", tmp_path / "model")
+    tok_config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    tok_config["normalization"] = True
+    (model_dir / "tokenizer_config.json").write_text(json.dumps(tok_config))
+    with pytest.raises(ValueError, match="normalization=true"):
+        TextTokenizer(model_dir, load_config(model_dir))
+
+
 def test_bigbird_frame() -> None:
     tok = _tokenizer("bigbird")
     assert tok.token_to_id("[CLS]") == tok.cls_id and tok.token_to_id("[SEP]") == tok.sep_id
@@ -173,6 +205,7 @@ def test_listing_marks_the_new_families_convertible() -> None:
         "google/bigbird-base-trivia-itc",
         "facebook/blenderbot-400M-distill",
         "facebook/blenderbot_small-90M",
+        "vinai/bertweet-base",
     ):
         assert models[name].convertible, name
-    assert sum(m.convertible for m in models.values()) >= 125
+    assert sum(m.convertible for m in models.values()) >= 126

@@ -159,6 +159,7 @@ _CLASSES = [
     TokenizerClass("BigBirdTokenizer", sentencepiece="plain", model_files=("spiece.model",)),
     TokenizerClass("BlenderbotTokenizer", layout=LAYOUT_EOS_ALWAYS),
     TokenizerClass("BlenderbotSmallTokenizer", layout=LAYOUT_BARE, has_cls_sep=False),
+    TokenizerClass("BertweetTokenizer"),
     TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
@@ -205,6 +206,8 @@ SENTENCEPIECE_FILES: tuple[str, ...] = ("spiece.model", "spm.model", "sentencepi
 def tokenizer_class(tok_config: dict, config: dict) -> TokenizerClass:
     """The slow tokenizer class bert_score would load, as far as it matters here."""
     name = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    if not name:  # AutoTokenizer's next guess: config.json's tokenizer_class (vinai/bertweet-base)
+        name = str(config.get("tokenizer_class") or "").removesuffix("Fast")
     if not name:
         name = MODEL_TYPE_TOKENIZERS.get(str(config.get("model_type", "")), "")
     return TOKENIZER_CLASSES.get(name) or TokenizerClass(name or "PreTrainedTokenizer")

@@ -265,8 +265,13 @@ def _load_source(
     """The back end for a checkpoint, and the ``tokenizers.Tokenizer`` when it is that one."""
     if cls.name == "ByT5Tokenizer":
         return ByteIds(), None
+    if cls.name == "BertweetTokenizer":
+        from .word_bpe_tokens import BertweetIds
+
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        return BertweetIds(model_dir, added, tok_config), None
     if cls.name == "BlenderbotSmallTokenizer":
-        from .blenderbot_small_tokens import BlenderbotSmallIds
+        from .word_bpe_tokens import BlenderbotSmallIds
 
         added = collect_added_tokens(model_dir, tok_config, special_map, {})
         unk = _token_text(special_map.get("unk_token")) or _token_text(tok_config.get("unk_token"))
@@ -419,7 +424,8 @@ def has_tokenizer_files(model_dir: Path) -> bool:
 
 
 def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
-    cls = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    cls = str(tok_config.get("tokenizer_class") or config.get("tokenizer_class") or "")
+    cls = cls.removesuffix("Fast")
     if cls:
         if cls in _OWN_PREFIX_SPACE_CLASSES:
             return bool(tok_config.get("add_prefix_space", False))

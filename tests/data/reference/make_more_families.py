@@ -38,6 +38,7 @@ from transformers import (
     BertConfig,
     BertModel,
     BertTokenizer,
+    BertweetTokenizer,
     BigBirdConfig,
     BigBirdModel,
     BigBirdTokenizer,
@@ -53,6 +54,8 @@ from transformers import (
     PegasusConfig,
     PegasusModel,
     PegasusTokenizer,
+    RobertaConfig,
+    RobertaModel,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -267,11 +270,15 @@ def make_blenderbot() -> Path:
     return out
 
 
-def _small_words() -> Counter:
-    """Lower-cased words as BlenderbotSmallTokenizer splits them, with their counts."""
+def _small_words(bertweet: bool = False) -> Counter:
+    """Lower-cased words as BlenderbotSmallTokenizer splits them (Bertweet: the whitespace-split
+    words as they are), with their counts."""
     counts: Counter = Counter()
     for text in texts_for_sp():
         for chunk in re.findall(r"\S+\n?", text):
+            if bertweet:  # (no line breaks or other spaces in fastBPE's one-line entries)
+                counts[chunk.rstrip()] += 1
+                continue
             chunk = re.sub("([.,!?()])", r" \1", chunk)
             chunk = re.sub("(')", r" \1 ", chunk)
             chunk = re.sub(r"\s{2,}", " ", chunk)
@@ -292,10 +299,13 @@ def _apply(symbols: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def learn_small_bpe(out_dir: Path, n_merges: int = 400) -> tuple[Path, Path]:
-    """A word-level BPE (``@@`` continuation, ``</w>`` word ends) in BlenderbotSmall's format,
-    learned on the texts of cases.json."""
-    counts = _small_words()
+def learn_small_bpe(
+    out_dir: Path, n_merges: int = 400, bertweet: bool = False
+) -> tuple[Path, Path]:
+    """A word-level BPE (``@@`` continuation, ``</w>`` word ends) in BlenderbotSmall's format
+    (Bertweet: fastBPE's ``vocab.txt`` dictionary and ``bpe.codes``), learned on the texts of
+    cases.json."""
+    counts = _small_words(bertweet)
     words = {w: (*w[:-1], w[-1] + "</w>") for w in counts}
     merges: list[tuple[str, str]] = []
     for _ in range(n_merges):
@@ -309,13 +319,18 @@ def learn_small_bpe(out_dir: Path, n_merges: int = 400) -> tuple[Path, Path]:
         merges.append(best)
         words = {w: _apply(sym, best) for w, sym in words.items()}
     vocab = ["__null__", "__start__", "__end__", "__unk__"]
-    chars = sorted({c for w in counts for c in w})
+    chars = sorted({c for w in counts for c in w if not c.isspace()})
     symbols = [*chars, *(c + "</w>" for c in chars), *(a + b for a, b in merges)]
     for sym in symbols:
         piece = sym[:-4] if sym.endswith("</w>") else sym + "@@"
         if piece not in vocab:
             vocab.append(piece)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if bertweet:
+        vocab_path, merges_path = out_dir / "vocab.txt", out_dir / "bpe.codes"
+        vocab_path.write_text("".join(f"{p} 1\n" for p in vocab[4:]), encoding="utf-8")
+        merges_path.write_text("".join(f"{a} {b} 1\n" for a, b in merges), encoding="utf-8")
+        return vocab_path, merges_path
     vocab_path, merges_path = out_dir / "src_vocab.json", out_dir / "src_merges.txt"
     vocab_path.write_text(json.dumps({p: i for i, p in enumerate(vocab)}, ensure_ascii=False))
     merges_path.write_text(
@@ -351,6 +366,31 @@ def make_blenderbot_small() -> Path:
     perturb_norms(model, 6)
     save(model, tok, out)
     shutil.rmtree(OUT / "_small_bpe")
+    return out
+
+
+def make_bertweet() -> Path:
+    torch.manual_seed(17)
+    out = OUT / "bertweet"
+    vocab_path, codes_path = learn_small_bpe(OUT / "_bertweet_bpe", n_merges=500, bertweet=True)
+    tok = BertweetTokenizer(str(vocab_path), str(codes_path))
+    config = RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=SIZES["hidden"],
+        num_hidden_layers=SIZES["layers"],
+        num_attention_heads=SIZES["heads"],
+        intermediate_size=SIZES["ffn"],
+        max_position_embeddings=258,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        initializer_range=0.4,
+        tokenizer_class="BertweetTokenizer",  # as vinai/bertweet-base's config.json says
+    )
+    model = RobertaModel(config, add_pooling_layer=False)
+    perturb_norms(model, 7)
+    save(model, tok, out)
+    shutil.rmtree(OUT / "_bertweet_bpe")
     return out
 
 
@@ -441,6 +481,7 @@ def main() -> None:
         "bigbird": make_bigbird,
         "blenderbot": make_blenderbot,
         "blenderbot-small": make_blenderbot_small,
+        "bertweet": make_bertweet,
     }
     wanted = sys.argv[1:] or list(builders)
     cases_path = OUT / "cases.json"
