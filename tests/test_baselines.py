@@ -11,7 +11,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import DATA, REFERENCE, TINY, fake_hub_cache
-from rust_bertscore.baselines import (
+from rust_bertscore.models.registry import model_for_lang
+from rust_bertscore.rescale import (
     baseline_values,
     packaged_baseline,
     read_baseline,
@@ -123,7 +124,7 @@ def test_model_ids_with_a_slash_and_en_sci_are_found() -> None:
         assert packaged_baseline(lang, model).is_file(), (lang, model)
     # bert_score's lang2model picks these, and their baselines are shipped.
     for lang in ("en", "zh", "en-sci"):
-        assert packaged_baseline(lang, rb.registry.model_for_lang(lang)).is_file(), lang
+        assert packaged_baseline(lang, model_for_lang(lang)).is_file(), lang
 
 
 @pytest.fixture

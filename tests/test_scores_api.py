@@ -228,7 +228,7 @@ def test_scorer_shared_between_threads() -> None:
 
 
 def test_exported_int8_graph_is_named_int8_in_the_hash(tmp_path: Path) -> None:
-    from rust_bertscore.export import export_model
+    from rust_bertscore.models.export import export_model
 
     graph = tmp_path / "int8" / "model.onnx"
     export_model(BERT, graph, 2, precision="int8")

@@ -19,10 +19,10 @@ from ._core import (
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
 from .hf_evaluate import evaluate_module
-from .model_listing import ModelInfo, supported_models
-from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
+from .models.listing import ModelInfo, supported_models
+from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
+from .plot import plot_example
 from .scores import BERTScorer, score
-from .show import plot_example
 
 __all__ = [
     "DEFAULT_MODEL",

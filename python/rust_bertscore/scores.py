@@ -13,12 +13,12 @@ from numpy.typing import ArrayLike
 
 from . import _core
 from ._version import __version__
-from .baselines import baseline_values, packaged_baseline, rescale
 from .embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
-from .registry import choose_model
-from .runtime import ModelRuntime, load_runtime
+from .models.loading import ModelRuntime, load_runtime
+from .models.registry import choose_model
+from .rescale import baseline_values, packaged_baseline, rescale
 from .text import PairedTexts, check_texts, pair_texts
-from .tokens import TextTokenizer
+from .tokenization.tokenizer import TextTokenizer
 
 if TYPE_CHECKING:
     from .align import Alignment

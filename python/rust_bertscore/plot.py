@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from . import _core
-from .baselines import baseline_values, packaged_baseline, rescale
 from .embeddings import TokenWeights, pack
-from .registry import choose_model
-from .runtime import load_runtime
+from .models.loading import load_runtime
+from .models.registry import choose_model
+from .rescale import baseline_values, packaged_baseline, rescale
 from .scores import make_hash
 from .text import check_text
 
