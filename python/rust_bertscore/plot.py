@@ -1,10 +1,6 @@
-"""The similarity matrix behind one candidate/reference score, and its heatmap (bert_score's
-``plot_example`` and ``bert-score-show``).
+"""The heatmap of one candidate/reference pair (bert_score's ``plot_example`` and
+``bert-score-show``), drawn from :meth:`BERTScorer.similarity_matrix` (see ``similarity``).
 
-The matrix is computed from the tokens and encoder the scorer uses: the cosine similarity of
-every candidate token vector with every reference token vector. P, R and F1 are greedy matching
-over it with bert_score's uniform weights (special tokens weigh 0); they are computed by the
-scorer's kernel on the same vectors, so they equal ``score([candidate], [reference])``.
 Plotting needs matplotlib (``pip install rust-bertscore[plot]``) and uses its Agg renderer,
 without pyplot.
 """
@@ -13,18 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from . import _core
-from .embeddings import TokenWeights, pack
-from .models.loading import load_runtime
-from .models.registry import choose_model
-from .rescale import baseline_values, packaged_baseline, rescale
-from .scores import make_hash
-from .text import check_text
+from .scores import BERTScorer
+from .similarity import SimilarityMatrix
 
 PLOT_EXTRA_HINT = "pip install rust-bertscore[plot]"
 
@@ -32,75 +22,6 @@ ANNOTATE_MAX_TOKENS = 40
 """Longest side (tokens) whose cells still get their value written in them."""
 
 _WORD_MARKERS = ("Ġ", "▁")
-
-
-@dataclass(frozen=True)
-class SimilarityMatrix:
-    """Token similarities of one candidate/reference pair and the scores they give.
-
-    Attributes
-    ----------
-    cand_tokens, ref_tokens : list of str
-        Display strings of every token, special tokens included.
-    matrix : np.ndarray
-        float32 (len(cand_tokens), len(ref_tokens)): cosine similarities, rescaled with the F
-        baseline when ``rescaled`` (as bert_score's plot does).
-    cand_weights, ref_weights : np.ndarray
-        Token weights (0 for special tokens).
-    P, R, F : float
-        BERTScore of the pair (rescaled when ``rescaled``).
-    model_type : str
-    num_layers : int
-    rescaled : bool
-    hash : str
-        The settings string, as ``score(..., return_hash=True)`` gives it.
-    """
-
-    cand_tokens: list[str]
-    ref_tokens: list[str]
-    matrix: np.ndarray
-    cand_weights: np.ndarray
-    ref_weights: np.ndarray
-    P: float
-    R: float
-    F: float
-    model_type: str
-    num_layers: int
-    rescaled: bool
-    hash: str
-
-    @property
-    def cand_matches(self) -> np.ndarray:
-        """For each candidate token, the reference token it is matched to (precision)."""
-        return self.matrix.argmax(axis=1)
-
-    @property
-    def ref_matches(self) -> np.ndarray:
-        """For each reference token, the candidate token it is matched to (recall)."""
-        return self.matrix.argmax(axis=0)
-
-    @property
-    def cand_content(self) -> np.ndarray:
-        """Indices of the candidate tokens that count (weight > 0)."""
-        return np.flatnonzero(self.cand_weights > 0)
-
-    @property
-    def ref_content(self) -> np.ndarray:
-        """Indices of the reference tokens that count (weight > 0)."""
-        return np.flatnonzero(self.ref_weights > 0)
-
-
-def _display(token: str) -> str:
-    for marker in _WORD_MARKERS:
-        if token.startswith(marker) and len(token) > 1:
-            return token[len(marker) :]
-    return token
-
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    v = v.astype(np.float64)
-    norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(norms > 0, norms, 1.0)
 
 
 def similarity_matrix(
@@ -115,7 +36,8 @@ def similarity_matrix(
     precision: str = "fp32",
     batch_size: int = 64,
 ) -> SimilarityMatrix:
-    """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1.
+    """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1:
+    :meth:`BERTScorer.similarity_matrix` of a scorer with these settings.
 
     Parameters are those of :func:`rust_bertscore.score` (no IDF: the plot uses uniform
     weights, as bert_score's).
@@ -126,61 +48,20 @@ def similarity_matrix(
         For an empty text, or rescaling without ``lang`` or ``baseline_path``, or a missing
         baseline file.
     """
-    candidate = check_text(candidate, "candidate")
-    reference = check_text(reference, "reference")
-    for name, text in (("candidate", candidate), ("reference", reference)):
-        if not text.strip():
-            raise ValueError(f"the {name} is empty: there is no token to show")
-    if rescale_with_baseline and lang is None and baseline_path is None:
-        raise ValueError(
-            "Need to specify Language when rescaling with baseline: pass lang (e.g. "
-            "lang='en') or baseline_path"
-        )
-    model = choose_model(model_type, lang)
-    runtime = load_runtime(model, num_layers, device=device, precision=precision)
-    tokenizer = runtime.tokenizer
-    ids = tokenizer.encode([candidate, reference])
-    # Encoded as score([candidate], [reference]) encodes them: one batch of the distinct texts.
-    same = candidate == reference
-    vectors = runtime.encoder.embed(ids[:1] if same else ids, batch_size)
-    cand_vec, ref_vec = vectors[0], vectors[0 if same else 1]
-    weights = TokenWeights.uniform(tokenizer.special_ids, tokenizer.vocab_size)
-    wc, wr = weights.weights(ids[0]), weights.weights(ids[1])
-    sim = _normalise(cand_vec) @ _normalise(ref_vec).T
-    # The title's scores come from the scorer's kernel, on the same vectors.
-    packed = pack([cand_vec, ref_vec], [wc, wr])
-    one, zero = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
-    if rescale_with_baseline:
-        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
-        path = baseline_path or str(packaged_baseline(lang_dir, model))
-        if not os.path.isfile(path):
-            raise ValueError(f"Baseline not Found for {model} on {lang} at {path}")
-        base = baseline_values(path, runtime.num_layers, False)
-        prf = tuple(rescale(x, b) for x, b in zip(prf, base))
-        sim = (sim - float(base[2])) / (1 - float(base[2]))
-    p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in prf)
-    return SimilarityMatrix(
-        cand_tokens=[_display(tokenizer.id_to_token(i)) for i in ids[0]],
-        ref_tokens=[_display(tokenizer.id_to_token(i)) for i in ids[1]],
-        matrix=sim.astype(np.float32),
-        cand_weights=wc,
-        ref_weights=wr,
-        P=float(p),
-        R=float(r),
-        F=float(f),
-        model_type=model,
-        num_layers=runtime.num_layers,
-        rescaled=rescale_with_baseline,
-        hash=make_hash(
-            model,
-            runtime.num_layers,
-            False,
-            rescale_with_baseline,
-            baseline_path is not None,
-            precision,
-        ),
+    if model_type is None and lang is not None:
+        lang = lang.lower()  # as bert_score, where the model is picked from lang
+    scorer = BERTScorer(
+        model_type=model_type,
+        num_layers=num_layers,
+        batch_size=batch_size,
+        device=device,
+        lang=lang,
+        rescale_with_baseline=rescale_with_baseline,
+        baseline_path=baseline_path,
+        precision=precision,
+        cache_bytes=0,
     )
+    return scorer.similarity_matrix(candidate, reference)
 
 
 def require_matplotlib() -> None:
