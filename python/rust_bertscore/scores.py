@@ -6,7 +6,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Literal, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -262,6 +262,51 @@ class BERTScorer:
         )
 
     # -- scoring -----------------------------------------------------------------------------
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: Literal[False] = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        *,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool,
+        batch_size: int | None,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: bool = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores | tuple[Scores, str]: ...
+
     def score(
         self,
         cands: Sequence[str],
@@ -311,7 +356,8 @@ class BERTScorer:
             pair_texts(cands, refs), weights, verbose, batch_size, floor_batch, pad_floor
         )
         if self._rescale_with_baseline and self.baseline_vals is not None:
-            out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+            p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+            out = (p, r, f)
         return (out, self.hash) if return_hash else out
 
     # -- token alignments (see align.py) -----------------------------------------------------
@@ -446,7 +492,7 @@ class BERTScorer:
                     lengths[cand_idx], lengths[ref_idx], floor_batch
                 )
             else:
-                floor_p = floor_r = None
+                floor_p = floor_r = None  # type: ignore[assignment]  # no floor: batch-independent
             for lo, hi in _rounds(lengths[cand_idx] + lengths[ref_idx], budget):
                 needed, inverse = np.unique(
                     np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
@@ -658,6 +704,91 @@ def make_hash(
     if batch_independent:
         msg += "_batch-independent"
     return msg
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: Literal[False] = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    *,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None,
+    num_layers: int | None,
+    verbose: bool,
+    idf: bool | Mapping[int, float],
+    device: str | None,
+    batch_size: int,
+    nthreads: int,
+    all_layers: bool,
+    lang: str | None,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: bool = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores | tuple[Scores, str]: ...
 
 
 def score(
