@@ -15,7 +15,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import load_cases
 from rust_bertscore.convert import load_config
-from rust_bertscore.tokens import TextTokenizer
+from rust_bertscore.tokenization import TextTokenizer
 
 MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
 FAMILIES = [

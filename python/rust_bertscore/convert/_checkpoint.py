@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from safetensors import safe_open
 
-from ..errors import RustBertScoreError
+from ..errors import CheckpointError
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -81,10 +81,6 @@ _CHUNK = 1 << 20
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small")
-
-
-class CheckpointError(RustBertScoreError, ValueError):
-    """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent."""
 
 
 def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:

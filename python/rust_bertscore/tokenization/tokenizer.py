@@ -21,13 +21,12 @@ from typing import Protocol
 
 from tokenizers import Tokenizer
 
+from ..convert import max_positions
+from ..convert._bigbird import full_attention_limit
+from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
-from .byte_tokens import ByteIds
-from .convert import max_positions
-from .convert._bigbird import full_attention_limit
-from .sentencepiece_tokens import SentencePieceIds
-from .text import prepare_text
-from .tokenizer_classes import (
+from .byte_level import ByteIds
+from .classes import (
     LAYOUT_BARE,
     LAYOUT_EOS,
     LAYOUT_EOS_ALWAYS,
@@ -38,6 +37,7 @@ from .tokenizer_classes import (
     TokenizerClass,
     tokenizer_class,
 )
+from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
 # (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``; in transformers 4.57 BART,
@@ -65,8 +65,11 @@ TOKENIZER_FILES: tuple[str, ...] = (
 class _IdSource(Protocol):
     """A back end: sub-word ids without special tokens."""
 
-    base_vocab_size: int
-    vocab_size: int
+    @property
+    def base_vocab_size(self) -> int: ...
+
+    @property
+    def vocab_size(self) -> int: ...
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
 
@@ -266,12 +269,12 @@ def _load_source(
     if cls.name == "ByT5Tokenizer":
         return ByteIds(), None
     if cls.name == "BertweetTokenizer":
-        from .word_bpe_tokens import BertweetIds
+        from .word_bpe import BertweetIds
 
         added = collect_added_tokens(model_dir, tok_config, special_map, {})
         return BertweetIds(model_dir, added, tok_config), None
     if cls.name == "BlenderbotSmallTokenizer":
-        from .word_bpe_tokens import BlenderbotSmallIds
+        from .word_bpe import BlenderbotSmallIds
 
         added = collect_added_tokens(model_dir, tok_config, special_map, {})
         unk = _token_text(special_map.get("unk_token")) or _token_text(tok_config.get("unk_token"))
@@ -322,11 +325,13 @@ def _load_tokenizer(
         _no_builtin_prefix_space(tokenizer)
         _wordpiece_unknown_as_added_token(tokenizer)
         return tokenizer
-    tokenizer = _from_vocabulary_files(model_dir, tok_config)
-    if tokenizer is not None:
-        _add_special_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
-        _wordpiece_unknown_as_added_token(tokenizer)
-        return tokenizer
+    from_vocab = _from_vocabulary_files(model_dir, tok_config)
+    if from_vocab is not None:
+        _add_special_tokens(
+            from_vocab, collect_added_tokens(model_dir, tok_config, special_map, {})
+        )
+        _wordpiece_unknown_as_added_token(from_vocab)
+        return from_vocab
     wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
