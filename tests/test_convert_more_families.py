@@ -43,6 +43,7 @@ FAMILIES = [
     "blenderbot",
     "blenderbot-small",
     "bertweet",
+    "squeezebert",
 ]
 FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)
@@ -370,3 +371,34 @@ def test_blenderbot_positions_start_at_row_0(family: str, tmp_path: Path) -> Non
             x = (x - mu) / np.sqrt(var + 1e-5) * w["encoder.layernorm_embedding.weight"]
             x += w["encoder.layernorm_embedding.bias"]
         assert float(np.abs(x - hidden[0]).max()) <= 1e-5
+
+
+def test_squeezebert_masked_lm_layout(tmp_path: Path) -> None:
+    """``transformer.``-prefixed keys (SqueezeBertForMaskedLM) with the MLM head (NaN, never
+    read), two shards."""
+    vocab = int(load_config(MORE / "squeezebert")["vocab_size"])
+    extra = {
+        "cls.predictions.bias": _nan(vocab),
+        "cls.predictions.transform.dense.weight": _nan(64, 64),
+    }
+    model_dir = resave(
+        MORE / "squeezebert", tmp_path / "hub", lambda k: f"transformer.{k}", extra, shards=2
+    )
+    assert same_states(model_dir, "squeezebert", tmp_path) <= 1e-6
+
+
+def test_block_diagonal_is_a_grouped_1x1_conv() -> None:
+    """Against the grouped convolution computed group by group."""
+    from rust_bertscore.convert._squeezebert import block_diagonal
+
+    rng = np.random.default_rng(1)
+    conv = rng.normal(size=(12, 2, 1)).astype(np.float32)  # 12 out, 6 in, 3 groups
+    x = rng.normal(size=6).astype(np.float32)
+    want = np.concatenate([conv[4 * g : 4 * g + 4, :, 0] @ x[2 * g : 2 * g + 2] for g in range(3)])
+    np.testing.assert_allclose(block_diagonal(conv, 3) @ x, want, rtol=1e-6)
+
+
+def test_squeezebert_bad_groups_are_refused(tmp_path: Path) -> None:
+    model_dir = _with_config(tmp_path, "squeezebert", intermediate_groups=5)
+    with pytest.raises(CheckpointError, match="intermediate_groups"):
+        build_model(model_dir, 1)

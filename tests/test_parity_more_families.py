@@ -27,6 +27,7 @@ FAMILIES = [
     "blenderbot",
     "blenderbot-small",
     "bertweet",
+    "squeezebert",
 ]
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")
@@ -45,14 +46,49 @@ def assert_matches(got, expected: dict) -> None:
 
 def test_every_family_has_cases() -> None:
     assert {c["model_dir"] for c in CASES} == set(FAMILIES)
-    assert len(CASES) == 3 * len(FAMILIES)
+    assert len(CASES) == 3 * len(FAMILIES) + 1  # SqueezeBERT: one more all_layers case
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+SCORED = [c for c in CASES if "bert_score_error" not in c]
+FAILED = [c for c in CASES if "bert_score_error" in c]
+
+
+@pytest.mark.parametrize("case", SCORED, ids=[c["name"] for c in SCORED])
 def test_case(case: dict) -> None:
     model_dir = MORE / case["model_dir"]
     got = rb.score(case["cands"], case["refs"], model_type=str(model_dir), **case["kwargs"])
     assert_matches(got, case["expected"])
+
+
+def test_bert_score_cannot_truncate_squeezebert() -> None:
+    """bert_score 0.3.13 truncates a model with an ``encoder`` through ``encoder.layer``, which
+    SqueezeBERT's encoder (``encoder.layers``) lacks: it fails unless ``all_layers``."""
+    assert [c["model_dir"] for c in FAILED] == ["squeezebert", "squeezebert"]
+    assert all("has no attribute 'layer'" in c["bert_score_error"] for c in FAILED)
+
+
+@pytest.mark.parametrize("case", FAILED, ids=[c["name"] for c in FAILED])
+def test_squeezebert_layer_is_bert_scores_all_layers_row(case: dict) -> None:
+    """Where bert_score fails, the score at ``num_layers = L`` equals row L of bert_score's
+    ``all_layers`` scores (same idf setting and batch size: the padding floor depends on it)."""
+    kwargs = case["kwargs"]
+    full = next(
+        c
+        for c in SCORED
+        if c["model_dir"] == "squeezebert"
+        and c["kwargs"].get("idf", False) == kwargs["idf"]
+        and c["kwargs"].get("all_layers")
+    )
+    layer = kwargs["num_layers"]
+    got = rb.score(
+        case["cands"],
+        case["refs"],
+        model_type=str(MORE / "squeezebert"),
+        num_layers=layer,
+        idf=kwargs["idf"],
+        batch_size=full["kwargs"]["batch_size"],
+    )
+    assert_matches(got, {k: v[layer] for k, v in full["expected"].items()})
 
 
 def _tokenizer(family: str) -> TextTokenizer:
@@ -206,6 +242,9 @@ def test_listing_marks_the_new_families_convertible() -> None:
         "facebook/blenderbot-400M-distill",
         "facebook/blenderbot_small-90M",
         "vinai/bertweet-base",
+        "squeezebert/squeezebert-uncased",
+        "squeezebert/squeezebert-mnli",
+        "squeezebert/squeezebert-mnli-headless",
     ):
         assert models[name].convertible, name
-    assert sum(m.convertible for m in models.values()) >= 126
+    assert sum(m.convertible for m in models.values()) >= 129

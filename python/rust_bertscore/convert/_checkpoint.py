@@ -38,6 +38,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "big_bird": "bert",
     "blenderbot": "blenderbot",
     "blenderbot-small": "blenderbot-small",
+    "squeezebert": "squeezebert",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -56,12 +57,14 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "pegasus",
     "blenderbot",
     "blenderbot-small",
+    "squeezebert",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
 ``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
 (DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention) and the encoders of
-``pegasus``, ``blenderbot`` and ``blenderbot-small``."""
+``pegasus``, ``blenderbot`` and ``blenderbot-small``, and ``squeezebert`` (BERT with grouped 1x1
+convolutions)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -144,8 +147,8 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird "
-            f"and Blenderbot families (model_type one of {supported})"
+            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
+            f"Blenderbot and SqueezeBERT families (model_type one of {supported})"
         ) from None
 
 

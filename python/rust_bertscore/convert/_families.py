@@ -15,6 +15,7 @@ from ._checkpoint import WeightStore, model_depth
 from ._longformer import build_longformer
 from ._mpnet import build_mpnet
 from ._pegasus import build_pegasus
+from ._squeezebert import SQUEEZEBERT_LAYER, build_squeezebert
 
 Builder = Callable[..., onnx.ModelProto]
 
@@ -27,6 +28,7 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "pegasus": build_pegasus,
     "blenderbot": build_pegasus,
     "blenderbot-small": build_bart,
+    "squeezebert": build_squeezebert,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 
@@ -56,4 +58,5 @@ def ffn_out_nodes(i: int) -> tuple[str, ...]:
     return (
         f"{bart_layer_names(i).prefix}{bart_layer_names(i).ffn_out}/MatMul",
         albert if i == 0 else f"{albert}_{i}",
+        f"{SQUEEZEBERT_LAYER.prefix.format(i=i)}{SQUEEZEBERT_LAYER.ffn_out}/MatMul",
     )
