@@ -44,6 +44,7 @@ FAMILIES = [
     "blenderbot-small",
     "bertweet",
     "squeezebert",
+    "led",
 ]
 FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)
@@ -214,6 +215,7 @@ def test_families_and_limits() -> None:
     assert model_family(configs["blenderbot-small"]) == "blenderbot-small"
     assert max_positions(configs["blenderbot"]) == 130  # positions from row 0, no offset
     assert max_positions(configs["blenderbot-small"]) == 256
+    assert model_family(configs["led"]) == "led" and max_positions(configs["led"]) == 130
 
 
 def _with_config(tmp_path: Path, family: str, **changes: object) -> Path:
@@ -402,3 +404,28 @@ def test_squeezebert_bad_groups_are_refused(tmp_path: Path) -> None:
     model_dir = _with_config(tmp_path, "squeezebert", intermediate_groups=5)
     with pytest.raises(CheckpointError, match="intermediate_groups"):
         build_model(model_dir, 1)
+
+
+def test_led_band_and_layout(tmp_path: Path) -> None:
+    """LED's windows matter (widened, the states move), and ``led.``-free Hub keys
+    (``model.*`` of LEDForConditionalGeneration, global projections NaN) give the same graph."""
+    wide = _with_config(tmp_path, "led", attention_window=[512, 512, 512])
+    refs = load_reference("led")
+    sess = session(export_onnx(wide, tmp_path / "wide.onnx", 3))
+    alone, _ = outputs(sess, [ids for ids, _ in refs], pad=1)
+    assert worst(alone, [hidden[3] for _, hidden in refs]) > 0.1
+    vocab = int(load_config(MORE / "led")["vocab_size"])
+    model_dir = resave(
+        MORE / "led",
+        tmp_path / "hub",
+        lambda k: f"model.{k}",
+        {"lm_head.weight": _nan(vocab, 64), "final_logits_bias": _nan(1, vocab)},
+        shards=2,
+    )
+    for shard in sorted(model_dir.glob("model-*.safetensors")):
+        weights = load_file(str(shard))
+        for key in weights:
+            if "_global." in key:
+                weights[key] = np.full_like(weights[key], np.nan)
+        save_file(weights, str(shard))
+    assert same_states(model_dir, "led", tmp_path) <= 1e-6

@@ -39,6 +39,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "blenderbot": "blenderbot",
     "blenderbot-small": "blenderbot-small",
     "squeezebert": "squeezebert",
+    "led": "led",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -58,13 +59,14 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "blenderbot",
     "blenderbot-small",
     "squeezebert",
+    "led",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
 ``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
-(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention) and the encoders of
-``pegasus``, ``blenderbot`` and ``blenderbot-small``, and ``squeezebert`` (BERT with grouped 1x1
-convolutions)."""
+(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
+``pegasus``, ``blenderbot``, ``blenderbot-small`` and ``led``, and ``squeezebert`` (BERT with
+grouped 1x1 convolutions)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -83,7 +85,7 @@ _PREFIXES = (
 _CHUNK = 1 << 20
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
-_SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small")
+_SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
 
 
 def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -148,7 +150,7 @@ def model_family(config: dict[str, Any]) -> str:
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            f"Blenderbot and SqueezeBERT families (model_type one of {supported})"
+            f"Blenderbot, SqueezeBERT and LED families (model_type one of {supported})"
         ) from None
 
 
@@ -208,6 +210,8 @@ def max_positions(config: dict[str, Any]) -> int | None:
     family = model_family(config)
     if family == "t5":
         return None
+    if family == "led":  # the encoder's own table
+        return _int_field(config, "max_encoder_position_embeddings")
     n_positions = _int_field(config, "max_position_embeddings")
     if family in ("roberta", "longformer"):
         return n_positions - _int_field(config, "pad_token_id") - 1

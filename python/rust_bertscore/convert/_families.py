@@ -12,6 +12,7 @@ from ._albert import GROUP_PREFIX, build_albert
 from ._bart import bart_layer_names, build_bart
 from ._blocks import layers_to_build
 from ._checkpoint import WeightStore, model_depth
+from ._led import build_led
 from ._longformer import build_longformer
 from ._mpnet import build_mpnet
 from ._pegasus import build_pegasus
@@ -29,6 +30,7 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "blenderbot": build_pegasus,
     "blenderbot-small": build_bart,
     "squeezebert": build_squeezebert,
+    "led": build_led,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 

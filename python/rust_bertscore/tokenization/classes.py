@@ -126,6 +126,7 @@ _CLASSES = [
     TokenizerClass("BartTokenizer"),
     TokenizerClass("DebertaTokenizer"),
     TokenizerClass("LongformerTokenizer"),
+    TokenizerClass("LEDTokenizer"),
     TokenizerClass("BertTokenizer"),
     TokenizerClass("MPNetTokenizer"),
     TokenizerClass(
@@ -186,6 +187,7 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "deberta": "DebertaTokenizer",
     "deberta-v2": "DebertaV2Tokenizer",
     "longformer": "LongformerTokenizer",
+    "led": "LEDTokenizer",
     "mpnet": "MPNetTokenizer",
     "albert": "AlbertTokenizer",
     "t5": "T5Tokenizer",

@@ -47,7 +47,13 @@ PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2"})
 
 # Byte-level BPE classes whose own ``add_prefix_space`` option (tokenizer_config.json) adds it.
 _OWN_PREFIX_SPACE_CLASSES = frozenset(
-    {"BartTokenizer", "DebertaTokenizer", "LongformerTokenizer", "BlenderbotTokenizer"}
+    {
+        "BartTokenizer",
+        "DebertaTokenizer",
+        "LongformerTokenizer",
+        "BlenderbotTokenizer",
+        "LEDTokenizer",
+    }
 )
 
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.

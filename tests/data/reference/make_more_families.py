@@ -48,6 +48,9 @@ from transformers import (
     BlenderbotSmallModel,
     BlenderbotSmallTokenizer,
     BlenderbotTokenizer,
+    LEDConfig,
+    LEDModel,
+    LEDTokenizer,
     LongformerConfig,
     LongformerModel,
     LongformerTokenizer,
@@ -423,6 +426,35 @@ def make_squeezebert() -> Path:
     return out
 
 
+def make_led() -> Path:
+    torch.manual_seed(19)
+    out = OUT / "led"
+    tok = LEDTokenizer(str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt"))
+    config = LEDConfig(
+        vocab_size=len(tok),
+        d_model=SIZES["hidden"],
+        encoder_layers=SIZES["layers"],
+        decoder_layers=1,
+        encoder_attention_heads=SIZES["heads"],
+        decoder_attention_heads=SIZES["heads"],
+        encoder_ffn_dim=SIZES["ffn"],
+        decoder_ffn_dim=64,
+        max_encoder_position_embeddings=130,
+        max_decoder_position_embeddings=16,
+        attention_window=[4, 8, 4],
+        activation_function="gelu",
+        init_std=0.4,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
+    model = LEDModel(config)
+    perturb_norms(model, 9)
+    save(model, tok, out)
+    return out
+
+
 def load(out: Path) -> tuple[torch.nn.Module, object]:
     """The model and tokenizer as bert_score loads them (AutoModel, slow AutoTokenizer)."""
     model = AutoModel.from_pretrained(str(out))
@@ -529,6 +561,7 @@ def main() -> None:
         "blenderbot-small": make_blenderbot_small,
         "bertweet": make_bertweet,
         "squeezebert": make_squeezebert,
+        "led": make_led,
     }
     wanted = sys.argv[1:] or list(builders)
     cases_path = OUT / "cases.json"
