@@ -45,6 +45,7 @@ FAMILIES = [
     "bertweet",
     "squeezebert",
     "led",
+    "prophetnet",
 ]
 FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)
@@ -216,6 +217,7 @@ def test_families_and_limits() -> None:
     assert max_positions(configs["blenderbot"]) == 130  # positions from row 0, no offset
     assert max_positions(configs["blenderbot-small"]) == 256
     assert model_family(configs["led"]) == "led" and max_positions(configs["led"]) == 130
+    assert model_family(configs["prophetnet"]) == "prophetnet"
 
 
 def _with_config(tmp_path: Path, family: str, **changes: object) -> Path:
@@ -429,3 +431,18 @@ def test_led_band_and_layout(tmp_path: Path) -> None:
                 weights[key] = np.full_like(weights[key], np.nan)
         save_file(weights, str(shard))
     assert same_states(model_dir, "led", tmp_path) <= 1e-6
+
+
+def test_prophetnet_conditional_generation_layout(tmp_path: Path) -> None:
+    """``prophetnet.``-prefixed keys (ProphetNetForConditionalGeneration): the shared
+    ``word_embeddings`` only (no encoder copy), decoder and LM head present, two shards."""
+
+    def rename(key: str) -> str | None:
+        return None if key == "encoder.word_embeddings.weight" else f"prophetnet.{key}"
+
+    vocab = int(load_config(MORE / "prophetnet")["vocab_size"])
+    weights = load_file(str(MORE / "prophetnet" / "model.safetensors"))
+    table = weights.get("word_embeddings.weight", weights.get("encoder.word_embeddings.weight"))
+    extra = {"prophetnet.word_embeddings.weight": table, "lm_head.weight": _nan(vocab, 64)}
+    model_dir = resave(MORE / "prophetnet", tmp_path / "hub", rename, extra, shards=2)
+    assert same_states(model_dir, "prophetnet", tmp_path) <= 1e-6

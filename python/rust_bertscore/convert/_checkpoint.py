@@ -40,6 +40,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "blenderbot-small": "blenderbot-small",
     "squeezebert": "squeezebert",
     "led": "led",
+    "prophetnet": "prophetnet",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -60,13 +61,14 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "blenderbot-small",
     "squeezebert",
     "led",
+    "prophetnet",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
 ``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
 (DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
-``pegasus``, ``blenderbot``, ``blenderbot-small`` and ``led``, and ``squeezebert`` (BERT with
-grouped 1x1 convolutions)."""
+``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
+``squeezebert`` (BERT with grouped 1x1 convolutions)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -80,6 +82,7 @@ _PREFIXES = (
     "model.",
     "deberta.",
     "longformer.",
+    "prophetnet.",
 )
 
 _CHUNK = 1 << 20
@@ -150,7 +153,7 @@ def model_family(config: dict[str, Any]) -> str:
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            f"Blenderbot, SqueezeBERT and LED families (model_type one of {supported})"
+            f"Blenderbot, SqueezeBERT, LED and ProphetNet families (model_type one of {supported})"
         ) from None
 
 
@@ -184,6 +187,8 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
+    if config.get("model_type") == "prophetnet":  # the encoder's depth
+        return _int_field(config, "num_encoder_layers")
     if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")
     return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")

@@ -16,6 +16,7 @@ from ._led import build_led
 from ._longformer import build_longformer
 from ._mpnet import build_mpnet
 from ._pegasus import build_pegasus
+from ._prophetnet import build_prophetnet
 from ._squeezebert import SQUEEZEBERT_LAYER, build_squeezebert
 
 Builder = Callable[..., onnx.ModelProto]
@@ -31,6 +32,7 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "blenderbot-small": build_bart,
     "squeezebert": build_squeezebert,
     "led": build_led,
+    "prophetnet": build_prophetnet,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 

@@ -161,6 +161,7 @@ _CLASSES = [
     TokenizerClass("BlenderbotTokenizer", layout=LAYOUT_EOS_ALWAYS),
     TokenizerClass("BlenderbotSmallTokenizer", layout=LAYOUT_BARE, has_cls_sep=False),
     TokenizerClass("BertweetTokenizer"),
+    TokenizerClass("ProphetNetTokenizer", layout=LAYOUT_EOS_ALWAYS),
     TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
@@ -188,6 +189,7 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "deberta-v2": "DebertaV2Tokenizer",
     "longformer": "LongformerTokenizer",
     "led": "LEDTokenizer",
+    "prophetnet": "ProphetNetTokenizer",
     "mpnet": "MPNetTokenizer",
     "albert": "AlbertTokenizer",
     "t5": "T5Tokenizer",

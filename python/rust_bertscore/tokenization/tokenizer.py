@@ -63,6 +63,7 @@ TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
     "vocab.txt",
     "vocab.json",
+    "prophetnet.tokenizer",
     *SENTENCEPIECE_FILES,
 )
 """Files any one of which holds a tokenizer's vocabulary (ByT5 needs none)."""
@@ -166,7 +167,8 @@ class TextTokenizer:
             return [], []
         if layout not in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS, LAYOUT_MBART, LAYOUT_MBART50):
             return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
-        eos = self._special_id("eos_token", [*eos_names, "</s>"])
+        # ProphetNetTokenizer has no eos_token: it appends its [SEP]
+        eos = self._special_id("eos_token", [*eos_names, "</s>", "[SEP]"])
         if layout in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS):
             return [], [eos]
         lang = str(tok_config.get("src_lang") or "en_XX")
@@ -349,6 +351,8 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
     from tokenizers import models, normalizers, pre_tokenizers
 
     vocab_txt = model_dir / "vocab.txt"
+    if not vocab_txt.is_file():  # ProphetNetTokenizer's WordPiece vocabulary
+        vocab_txt = model_dir / "prophetnet.tokenizer"
     if vocab_txt.is_file():
         unk = _token_text(tok_config.get("unk_token")) or "[UNK]"
         tokenizer = Tokenizer(

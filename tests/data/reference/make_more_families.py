@@ -57,6 +57,9 @@ from transformers import (
     PegasusConfig,
     PegasusModel,
     PegasusTokenizer,
+    ProphetNetConfig,
+    ProphetNetModel,
+    ProphetNetTokenizer,
     RobertaConfig,
     RobertaModel,
     SqueezeBertConfig,
@@ -455,6 +458,33 @@ def make_led() -> Path:
     return out
 
 
+def make_prophetnet() -> Path:
+    torch.manual_seed(20)
+    out = OUT / "prophetnet"
+    tok = ProphetNetTokenizer(str(TINY / "bert" / "vocab.txt"))
+    config = ProphetNetConfig(
+        vocab_size=len(tok),
+        hidden_size=SIZES["hidden"],
+        num_encoder_layers=SIZES["layers"],
+        num_decoder_layers=1,
+        num_encoder_attention_heads=SIZES["heads"],
+        num_decoder_attention_heads=SIZES["heads"],
+        encoder_ffn_dim=SIZES["ffn"],
+        decoder_ffn_dim=64,
+        max_position_embeddings=128,
+        ngram=2,
+        num_buckets=8,
+        relative_max_distance=16,
+        activation_function="gelu",
+        init_std=0.4,
+        pad_token_id=0,
+    )
+    model = ProphetNetModel(config)
+    perturb_norms(model, 10)
+    save(model, tok, out)
+    return out
+
+
 def load(out: Path) -> tuple[torch.nn.Module, object]:
     """The model and tokenizer as bert_score loads them (AutoModel, slow AutoTokenizer)."""
     model = AutoModel.from_pretrained(str(out))
@@ -562,6 +592,7 @@ def main() -> None:
         "bertweet": make_bertweet,
         "squeezebert": make_squeezebert,
         "led": make_led,
+        "prophetnet": make_prophetnet,
     }
     wanted = sys.argv[1:] or list(builders)
     cases_path = OUT / "cases.json"
