@@ -46,9 +46,13 @@ FAMILIES = [
     "squeezebert",
     "led",
     "prophetnet",
+    "xlm-prophetnet",
 ]
 FINAL_NORM = ("pegasus", "blenderbot")
-TOL = 1e-4  # seen: 2.5e-5 (BERT relative_key), 2.6e-5 (Longformer), 4.1e-5 (BigBird)
+TOL = 1e-4  # seen: 3.2e-5 (BERT relative_key_query, Longformer), 4.1e-5 (BigBird), 5.6e-5 (Pegasus)
+# ProphetNet's random-weight states drift most through fp32 rounding: seen 7.9e-5 and 9.8e-5 (layer
+# 3 of the longest text, states of magnitude 3.6); margin for other CPUs' accumulation orders.
+FAMILY_TOL = {"prophetnet": 2e-4, "xlm-prophetnet": 2e-4}
 
 
 def load_reference(family: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -106,8 +110,9 @@ def test_truncated_graph_matches_pytorch(
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", layer, fused=fused))
     alone, batched = outputs(sess, [ids for ids, _ in refs], pad=pad_of(model_dir))
     want = [expected_at(family, hidden, layer) for _, hidden in refs]
-    assert scaled_worst(alone, want) <= TOL
-    assert scaled_worst(batched, want) <= TOL
+    tol = FAMILY_TOL.get(family, TOL)
+    assert scaled_worst(alone, want) <= tol
+    assert scaled_worst(batched, want) <= tol
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -118,8 +123,9 @@ def test_all_layers_match_pytorch(family: str, tmp_path: Path) -> None:
     alone, batched = outputs(session(path), [ids for ids, _ in refs], pad=pad_of(model_dir))
     assert alone[0].shape[0] == 4
     want = [hidden for _, hidden in refs]
-    assert scaled_worst(alone, want) <= TOL
-    assert scaled_worst(batched, want) <= TOL
+    tol = FAMILY_TOL.get(family, TOL)
+    assert scaled_worst(alone, want) <= tol
+    assert scaled_worst(batched, want) <= tol
 
 
 @pytest.mark.parametrize("family", FINAL_NORM)

@@ -30,6 +30,7 @@ FAMILIES = [
     "squeezebert",
     "led",
     "prophetnet",
+    "xlm-prophetnet",
 ]
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")
@@ -174,6 +175,21 @@ def test_bertweet_specials_and_normalization(tmp_path: Path) -> None:
         TextTokenizer(model_dir, load_config(model_dir))
 
 
+def test_xlm_prophetnet_ids() -> None:
+    """Fixed ids 0..14 ([PAD] [CLS] [SEP] [UNK] [MASK] [unused0-9]), pieces 12 above their
+    SentencePiece ids, ``X [SEP]``."""
+    tok = _tokenizer("xlm-prophetnet")
+    assert [tok.token_to_id(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
+    assert tok.token_to_id("[unused9]") == 14
+    assert tok.empty_ids == [2] and tok.special_ids == frozenset({1, 2})
+
+
 def test_bigbird_frame() -> None:
     tok = _tokenizer("bigbird")
     assert tok.token_to_id("[CLS]") == tok.cls_id and tok.token_to_id("[SEP]") == tok.sep_id
@@ -250,6 +266,7 @@ def test_listing_marks_the_new_families_convertible() -> None:
         "allenai/led-base-16384",
         "microsoft/prophetnet-large-uncased",
         "microsoft/prophetnet-large-uncased-cnndm",
+        "microsoft/xprophetnet-large-wiki100-cased",
     ):
         assert models[name].convertible, name
-    assert sum(m.convertible for m in models.values()) >= 132
+    assert sum(m.convertible for m in models.values()) >= 133

@@ -41,6 +41,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "squeezebert": "squeezebert",
     "led": "led",
     "prophetnet": "prophetnet",
+    "xlm-prophetnet": "prophetnet",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -187,7 +188,7 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    if config.get("model_type") == "prophetnet":  # the encoder's depth
+    if config.get("model_type") in ("prophetnet", "xlm-prophetnet"):  # the encoder's depth
         return _int_field(config, "num_encoder_layers")
     if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")

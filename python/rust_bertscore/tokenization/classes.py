@@ -163,6 +163,12 @@ _CLASSES = [
     TokenizerClass("BertweetTokenizer"),
     TokenizerClass("ProphetNetTokenizer", layout=LAYOUT_EOS_ALWAYS),
     TokenizerClass(
+        "XLMProphetNetTokenizer",
+        layout=LAYOUT_EOS_ALWAYS,
+        sentencepiece="xlm-prophetnet",
+        model_files=("prophetnet.tokenizer",),
+    ),
+    TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
         sentencepiece="fairseq",
@@ -190,6 +196,7 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "longformer": "LongformerTokenizer",
     "led": "LEDTokenizer",
     "prophetnet": "ProphetNetTokenizer",
+    "xlm-prophetnet": "XLMProphetNetTokenizer",
     "mpnet": "MPNetTokenizer",
     "albert": "AlbertTokenizer",
     "t5": "T5Tokenizer",

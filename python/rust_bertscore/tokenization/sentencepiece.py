@@ -12,6 +12,9 @@ between added tokens, and differ in what they do before and after:
   bert_score's table).
 - mBART (``"fairseq"``): fairseq's ids, i.e. ``<s> <pad> </s> <unk>`` = 0..3, every other piece
   one above its SentencePiece id, then the language codes, then ``<mask>``.
+- XLM-ProphetNet (``"xlm-prophetnet"``): ``[PAD] [CLS] [SEP] [UNK] [MASK]`` = 0..4,
+  ``[unused0..9]`` = 5..14, every other piece 12 above its SentencePiece id (the unknown piece,
+  id 0, gives ``[UNK]``).
 - Pegasus (``"pegasus"``): every piece ``offset`` (103) above its SentencePiece id; ids below
   ``offset + 2`` go to ``<pad>`` 0, ``</s>`` 1, ``<mask_1>`` 2, ``<mask_2>`` 3 and
   ``<unk_2> .. <unk_{offset-1}>`` 4.. (PegasusTokenizer's ``added_tokens_decoder``).
@@ -28,6 +31,16 @@ from .added_tokens import AddedToken, AddedTokenSplitter
 SPIECE_UNDERLINE = "\u2581"
 
 _FAIRSEQ_SPECIALS = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+
+XLM_PROPHETNET_IDS: dict[str, int] = {
+    "[PAD]": 0,
+    "[CLS]": 1,
+    "[SEP]": 2,
+    "[UNK]": 3,
+    "[MASK]": 4,
+    **{f"[unused{i}]": 5 + i for i in range(10)},
+}
+"""XLMProphetNetTokenizer's fixed ids (its ``fairseq_tokens_to_ids``)."""
 
 
 def _load_processor(path: Path) -> object:
@@ -103,7 +116,8 @@ class SentencePieceIds:
     model_path : Path
         The ``.model`` file.
     convention : str
-        ``"plain"``, ``"albert"``, ``"deberta-v2"``, ``"fairseq"`` or ``"pegasus"``.
+        ``"plain"``, ``"albert"``, ``"deberta-v2"``, ``"fairseq"``, ``"pegasus"`` or
+        ``"xlm-prophetnet"``.
     tok_config : dict
         ``tokenizer_config.json`` (``do_lower_case``, ``keep_accents``, ``remove_space``,
         ``split_by_punct``, ``legacy``).
@@ -125,7 +139,14 @@ class SentencePieceIds:
         language_codes: Sequence[str] = (),
         sentinel_count: int = 0,
     ) -> None:
-        if convention not in ("plain", "albert", "deberta-v2", "fairseq", "pegasus"):
+        if convention not in (
+            "plain",
+            "albert",
+            "deberta-v2",
+            "fairseq",
+            "pegasus",
+            "xlm-prophetnet",
+        ):
             raise ValueError(f"unknown SentencePiece convention {convention!r}")
         if convention == "plain" and tok_config.get("legacy") is False:
             raise ValueError(
@@ -149,6 +170,9 @@ class SentencePieceIds:
         if convention == "pegasus":
             self._offset = pegasus_offset(tok_config)
             self._added_ids.update(pegasus_added_ids(tok_config, self._offset))
+        if convention == "xlm-prophetnet":
+            self._offset = 12
+            self._added_ids.update(XLM_PROPHETNET_IDS)
         if convention == "fairseq":
             # MBartTokenizer: language codes after the pieces (offset 1), then <mask>
             for i, code in enumerate(language_codes):
@@ -196,6 +220,8 @@ class SentencePieceIds:
             return None  # PieceToId answers 0 (the unknown piece) for pieces it lacks
         if self.convention == "fairseq":
             return sp_id + 1 if sp_id else None
+        if self.convention == "xlm-prophetnet":
+            return sp_id + self._offset if sp_id else None
         return sp_id
 
     def token_to_id(self, token: str) -> int | None:
@@ -220,6 +246,9 @@ class SentencePieceIds:
                 return _FAIRSEQ_SPECIALS[piece]
             sp_id = int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
             return sp_id + 1 if sp_id else _FAIRSEQ_SPECIALS["<unk>"]
+        if self.convention == "xlm-prophetnet":
+            sp_id = int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
+            return sp_id + self._offset if sp_id else XLM_PROPHETNET_IDS["[UNK]"]
         return int(self._sp.PieceToId(piece)) + self._offset  # type: ignore[attr-defined]
 
     def _albert_text(self, text: str) -> str:

@@ -65,6 +65,9 @@ from transformers import (
     SqueezeBertConfig,
     SqueezeBertModel,
     SqueezeBertTokenizer,
+    XLMProphetNetConfig,
+    XLMProphetNetModel,
+    XLMProphetNetTokenizer,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -485,6 +488,37 @@ def make_prophetnet() -> Path:
     return out
 
 
+def make_xlm_prophetnet() -> Path:
+    torch.manual_seed(21)
+    out = OUT / "xlm-prophetnet"
+    out.mkdir(parents=True, exist_ok=True)
+    sp_path = OUT / "xprophetnet_spiece.model"
+    train_sp(sp_path, 600, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    tok = XLMProphetNetTokenizer(str(sp_path))
+    config = XLMProphetNetConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=SIZES["hidden"],
+        num_encoder_layers=SIZES["layers"],
+        num_decoder_layers=1,
+        num_encoder_attention_heads=SIZES["heads"],
+        num_decoder_attention_heads=SIZES["heads"],
+        encoder_ffn_dim=SIZES["ffn"],
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        ngram=2,
+        num_buckets=8,
+        relative_max_distance=16,
+        activation_function="gelu",
+        init_std=0.4,
+        pad_token_id=0,
+    )
+    model = XLMProphetNetModel(config)
+    perturb_norms(model, 11)
+    save(model, tok, out)
+    sp_path.unlink()
+    return out
+
+
 def load(out: Path) -> tuple[torch.nn.Module, object]:
     """The model and tokenizer as bert_score loads them (AutoModel, slow AutoTokenizer)."""
     model = AutoModel.from_pretrained(str(out))
@@ -593,6 +627,7 @@ def main() -> None:
         "squeezebert": make_squeezebert,
         "led": make_led,
         "prophetnet": make_prophetnet,
+        "xlm-prophetnet": make_xlm_prophetnet,
     }
     wanted = sys.argv[1:] or list(builders)
     cases_path = OUT / "cases.json"
