@@ -1,4 +1,5 @@
-"""The encoder families built outside ``_encoders``: ALBERT, MPNet, BART and mBART."""
+"""The encoder families built outside ``_encoders``: ALBERT, MPNet, BART, mBART, Longformer,
+Pegasus, Blenderbot(Small), SqueezeBERT, LED and ProphetNet."""
 
 from __future__ import annotations
 
