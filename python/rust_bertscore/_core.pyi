@@ -28,9 +28,9 @@ _IndexArray = NDArray[np.integer] | Sequence[int]
 _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
-__all__ = [
-    "KernelError",
+__all__ = [  # noqa: RUF022 (as the extension lists them)
     "NUM_THREADS_ENV",
+    "KernelError",
     "RustBertScoreError",
     "ThreadPoolError",
     "__version__",
