@@ -1,4 +1,4 @@
-"""The fused-attention graph (one com.microsoft.Attention node per layer) computes what
+"""The fused-attention graph (one com.microsoft.Attention node per layer) computes what the
 standard graph computes; the graph cache stores the fused graph under the converter's version."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ _IndexArray = NDArray[np.integer] | Sequence[int]
 _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
-__all__ = [  # noqa: RUF022 (as the extension lists them)
+__all__ = [
     "NUM_THREADS_ENV",
     "KernelError",
     "RustBertScoreError",
