@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rust_bertscore as rb
-from conftest import REFERENCE, TINY, load_cases
+from conftest import TINY_BERT, wmt_pairs
 from rust_bertscore import encoder
 from rust_bertscore.models.loading import load_runtime
 
-BERT = str(TINY / "bert")
-WMT_CASE = next(c for c in load_cases(REFERENCE / "cases.json") if c["name"] == "plain_L6")
-CANDS, REFS = WMT_CASE["cands"], WMT_CASE["refs"]  # 200 WMT pairs
-
-
-def _session(path: Path) -> ort.InferenceSession:
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-
-
-def _feeds(pad_id: int, lengths: list[int], seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    mask = (np.arange(max(lengths)) < np.asarray(lengths)[:, None]).astype(np.int64)
-    ids = np.where(mask == 1, rng.integers(5, 60, size=mask.shape), pad_id)
-    return {"input_ids": ids.astype(np.int64), "attention_mask": mask}
+BERT = TINY_BERT
+CANDS, REFS = wmt_pairs()
 
 
 # ---- batches and packing ------------------------------------------------------------------------

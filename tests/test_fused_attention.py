@@ -11,14 +11,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from conftest import FAMILIES, REFERENCE, TINY, load_cases
+from conftest import FAMILIES, TINY
 from rust_bertscore import convert
 from rust_bertscore.models import graph_cache as model_cache
 from rust_bertscore.models.loading import load_runtime
-
-BERT = str(TINY / "bert")
-WMT_CASE = next(c for c in load_cases(REFERENCE / "cases.json") if c["name"] == "plain_L6")
-CANDS, REFS = WMT_CASE["cands"], WMT_CASE["refs"]  # 200 WMT pairs
 
 
 def _session(path: Path) -> ort.InferenceSession:
