@@ -102,6 +102,16 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+
+    Attributes
+    ----------
+    block_pairs : int
+        Pairs tokenised together per block (default :data:`PAIRS_PER_CHUNK`); set it lower to
+        hold fewer texts at once. Scores do not depend on it.
+    round_bytes : int
+        About the most bytes of token vectors held at once while scoring (default
+        :data:`CHUNK_BYTES`): a block is encoded and scored in rounds within it. Scores do not
+        depend on it.
     """
 
     def __init__(
@@ -151,6 +161,8 @@ class BERTScorer:
         )
         self._idf_weights: TokenWeights | None = None
         self._cache = EmbeddingCache(cache_bytes)
+        self.block_pairs = PAIRS_PER_CHUNK
+        self.round_bytes = CHUNK_BYTES
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
@@ -443,16 +455,16 @@ class BERTScorer:
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
-        Pairs go in blocks of about :data:`PAIRS_PER_CHUNK` (a multiple of ``floor_batch``, so
+        Pairs go in blocks of about :attr:`block_pairs` (a multiple of ``floor_batch``, so
         that bert_score's scoring batches never straddle two blocks), tokenised together, and
-        each block in rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes
+        each block in rounds of at most :attr:`round_bytes` of token vectors: a round encodes
         (texts seen before come from the cache) and scores only its own texts, so memory does
         not grow with the number of pairs. ``floor_batch`` None: no padding floor, unless
         ``floors`` gives explicit flags.
         """
         layers = self._runtime.depth + 1 if self.all_layers else 1
         hidden = self._runtime.encoder.hidden_size or 1024
-        budget = max(1, CHUNK_BYTES // (4 * hidden * layers))  # token rows per round
+        budget = max(1, self.round_bytes // (4 * hidden * layers))  # token rows per round
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
         warned: set[str] = set()
@@ -461,9 +473,9 @@ class BERTScorer:
             from tqdm.auto import tqdm
 
             progress = tqdm(total=n, desc="scoring", unit="pair")
-        step = PAIRS_PER_CHUNK
+        step = self.block_pairs
         if floor_batch is not None:
-            step = max(1, PAIRS_PER_CHUNK // floor_batch) * floor_batch
+            step = max(1, self.block_pairs // floor_batch) * floor_batch
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             texts: dict[str, int] = {}
