@@ -21,20 +21,34 @@ from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreEr
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .show import plot_example
+from .stats import (
+    BootstrapCI,
+    PairedBootstrap,
+    PairedPermutation,
+    bootstrap_ci,
+    paired_bootstrap,
+    paired_permutation,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
     "LANG2MODEL",
     "MODEL2LAYERS",
     "BERTScorer",
+    "BootstrapCI",
     "DeviceNotAvailableError",
     "ModelNotFoundError",
+    "PairedBootstrap",
+    "PairedPermutation",
     "RustBertScoreError",
     "__version__",
+    "bootstrap_ci",
     "dot",
     "get_num_threads",
     "l2_norm",
     "normalize",
+    "paired_bootstrap",
+    "paired_permutation",
     "pairwise_embeddings",
     "plot_example",
     "score",

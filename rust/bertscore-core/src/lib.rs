@@ -5,7 +5,9 @@
 //! Inputs are borrowed `ndarray` views of `f32` (any strides, no copy); sums are accumulated in
 //! `f64`. A ragged batch of texts travels as one (total_tokens x dim) array plus offsets
 //! ([`Ragged`]). Bad input is a [`KernelError`] naming the pair or text at fault, never a panic.
-//! Parallel work runs on one lazily built rayon pool ([`pool`]).
+//! Parallel work runs on one lazily built rayon pool ([`pool`]). [`stats`] holds the significance
+//! statistics over segment scores (bootstrap intervals, paired bootstrap, approximate
+//! randomisation).
 //!
 //! ```
 //! use ndarray::array;
@@ -26,10 +28,12 @@ pub mod pool;
 mod prepare;
 pub mod ragged;
 pub mod reduce;
+mod rng;
 pub mod scores;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 mod similarity;
+pub mod stats;
 pub mod text;
 pub mod vector;
 
@@ -42,5 +46,9 @@ pub use pool::{get_num_threads, set_num_threads, NUM_THREADS_ENV};
 pub use ragged::{offsets_from_i64, pair_indices, Ragged};
 pub use reduce::{multi_ref_max, rescale};
 pub use scores::{f1_score, PairScore, ScoreMatrix, ScoreOptions, Scores};
+pub use stats::{
+    bootstrap_ci, paired_bootstrap, paired_permutation, Interval, PairedBootstrap,
+    PairedComparison, PairedPermutation, Resampling,
+};
 pub use text::Text;
 pub use vector::{dot, dot_rows, l2_norm, l2_norm_rows, normalize, normalize_rows};
