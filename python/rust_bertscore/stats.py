@@ -81,6 +81,8 @@ class PairedBootstrap:
     p_value : float
         One-sided p-value of "B is not better than A": ``(#{resamples with delta <= 0} + 1) /
         (n_resamples + 1)``. Small: B is better. Near 1: B is not better (equal or worse).
+    a_ci_low, a_ci_high : float
+        Percentile interval of A's own mean, from the same resamples.
     b_ci_low, b_ci_high : float
         Percentile interval of B's own mean, from the same resamples.
     confidence, n_resamples, seed
@@ -93,6 +95,8 @@ class PairedBootstrap:
     ci_low: float
     ci_high: float
     p_value: float
+    a_ci_low: float
+    a_ci_high: float
     b_ci_low: float
     b_ci_high: float
     confidence: float
@@ -285,9 +289,9 @@ def paired_bootstrap(
     x = _vector("a", a)
     ys, names, single = _systems(b)
     conf, n, s = _confidence(confidence), _count("n_resamples", n_resamples), _seed(seed)
-    _, rows = _core.paired_bootstrap(x, ys, conf, n, s, num_threads=num_threads)
+    (_, alo, ahi), rows = _core.paired_bootstrap(x, ys, conf, n, s, num_threads=num_threads)
     out = [
-        PairedBootstrap(ma, mb, d, lo, hi, p, blo, bhi, conf, n, s)
+        PairedBootstrap(ma, mb, d, lo, hi, p, alo, ahi, blo, bhi, conf, n, s)
         for ma, mb, d, lo, hi, p, _, blo, bhi in rows
     ]
     if names is not None:
