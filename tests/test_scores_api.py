@@ -236,3 +236,15 @@ def test_exported_int8_graph_is_named_int8_in_the_hash(tmp_path: Path) -> None:
     assert h.endswith("_int8") and "_L2_" in h
     *_, F_fp32 = rb.score(CANDS, REFS, model_type=BERT, num_layers=2)
     assert np.abs(F - F_fp32).max() < 0.1
+
+
+def test_rescaling_without_lang_fails_before_any_work(monkeypatch) -> None:
+    """bert_score asserts lang first; no model is loaded and nothing is scored."""
+    import rust_bertscore.scores as scores_module
+
+    def no_scorer(*args, **kwargs):
+        raise AssertionError("a scorer was built before the arguments were checked")
+
+    monkeypatch.setattr(scores_module, "BERTScorer", no_scorer)
+    with pytest.raises(ValueError, match="Need to specify Language"):
+        rb.score(["a"], ["b"], rescale_with_baseline=True)

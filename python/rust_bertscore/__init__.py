@@ -18,6 +18,8 @@ from ._core import (
 )
 from ._version import __version__
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .hf_evaluate import evaluate_module
+from .model_listing import ModelInfo, supported_models
 from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .show import plot_example
@@ -37,6 +39,7 @@ __all__ = [
     "BERTScorer",
     "BootstrapCI",
     "DeviceNotAvailableError",
+    "ModelInfo",
     "ModelNotFoundError",
     "PairedBootstrap",
     "PairedPermutation",
@@ -44,6 +47,7 @@ __all__ = [
     "__version__",
     "bootstrap_ci",
     "dot",
+    "evaluate_module",
     "get_num_threads",
     "l2_norm",
     "normalize",
@@ -54,4 +58,5 @@ __all__ = [
     "score",
     "score_embeddings",
     "set_num_threads",
+    "supported_models",
 ]

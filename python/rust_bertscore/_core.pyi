@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 _F32 = NDArray[np.float32]
 _FloatArray = NDArray[np.float32] | NDArray[np.float64]
 _IndexArray = NDArray[np.integer] | Sequence[int]
+_FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
 NUM_THREADS_ENV: Final[str]
@@ -39,6 +40,10 @@ def score_embeddings(
     num_threads: int | None = None,
 ) -> _Triple:
     """BERTScore of ``cands[k]`` against ``refs[k]`` for every pair ``k``.
+
+    Each pair is scored on its own (the paper's definition: maxima over real tokens only), never
+    with bert_score's batch padding floor, which ``score()`` reproduces (see
+    :func:`pad_floor_flags` and ``score_ragged`` to get it here).
 
     For one pair, with token embeddings ``c`` (m x d) and ``r`` (n x d): rows are L2-normalised,
     ``S = c @ r.T``; precision is the weighted mean over candidate tokens of ``S.max(axis=1)``,
@@ -99,6 +104,9 @@ def pairwise_embeddings(
 ) -> tuple[_F32, _F32, _F32]:
     """BERTScore of every candidate against every reference (MBR, deduplication, retrieval).
 
+    Each pair is scored on its own (maxima over real tokens only), without bert_score's batch
+    padding floor.
+
     Entry ``[i, j]`` equals ``score_embeddings([cands[i]], [refs[j]], ...)``. Each text is
     checked and normalised once, not once per pair; each candidate is multiplied by blocks of
     references in single matrix products, in parallel.
@@ -136,12 +144,16 @@ def score_ragged(
     *,
     normalize: bool = True,
     num_threads: int | None = None,
+    floor_precision: _FlagArray | None = None,
+    floor_recall: _FlagArray | None = None,
 ) -> _Triple:
     """Scores pairs of texts of one ragged batch: the zero-copy entry point of the pipeline.
 
     Text ``t`` is rows ``offsets[t]:offsets[t + 1]`` of ``data``; pair ``k`` scores text
     ``pair_cand[k]`` (candidate) against text ``pair_ref[k]`` (reference). Each text is checked
-    and normalised once, however many pairs use it.
+    and normalised once, however many pairs use it. Without floors each pair gets the paper's
+    definition (maxima over real tokens only); ``floor_precision``/``floor_recall`` reproduce
+    bert_score's batch padding floor (see :func:`pad_floor_flags`).
 
     Parameters
     ----------
@@ -159,6 +171,9 @@ def score_ragged(
         Cosine (True) or raw dot-product (False) similarity.
     num_threads : int, optional
         At most this many threads of the shared pool.
+    floor_precision, floor_recall : ndarray of bool, shape (n_pairs,), optional
+        Pair ``k``'s candidate tokens' best matches (precision) / reference tokens' best matches
+        (recall) count ``max(best, 0)`` where flagged. None: no floor on that side.
 
     Returns
     -------
@@ -168,11 +183,46 @@ def score_ragged(
     ------
     ValueError
         Bad offsets (negative, not starting at 0, decreasing, not ending at ``len(data)``),
+        flag arrays not of one flag per pair,
         ``weights`` of the wrong length, ``pair_cand`` and ``pair_ref`` of different lengths,
         an index out of range (``"pair 7: reference index 12 is out of range for 10 texts"``),
         NaN or infinity in a text or a negative or non-finite weight (naming the text).
     TypeError
         ``data`` or ``weights`` not float32/float64, an index array that is not integer.
+    """
+
+def pad_floor_flags(
+    cand_lengths: _IndexArray, ref_lengths: _IndexArray, batch_size: int
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """bert_score's batch padding floor of every pair: which sides count ``max(best, 0)``.
+
+    bert_score 0.3.13 scores pairs in consecutive batches of ``batch_size`` and pads each side of
+    a batch to its longest text; padded similarities are 0 before the maxima. So pair ``k``'s
+    precision side is floored when its reference is shorter than the longest reference of its
+    batch (``k // batch_size``), and its recall side when its candidate is shorter than the
+    longest candidate.
+
+    Parameters
+    ----------
+    cand_lengths, ref_lengths : ndarray of int64, shape (n_pairs,)
+        Token counts of each pair's candidate and reference, special tokens included.
+    batch_size : int
+        Pairs per batch (>= 1).
+
+    Returns
+    -------
+    floor_precision, floor_recall : ndarray of bool, shape (n_pairs,)
+        For :func:`score_ragged`.
+
+    Raises
+    ------
+    ValueError
+        Lengths of different sizes, a negative length, ``batch_size < 1``.
+
+    >>> from rust_bertscore.kernel import pad_floor_flags
+    >>> p, r = pad_floor_flags([5, 3, 4], [2, 6, 6], 2)
+    >>> p.tolist(), r.tolist()
+    ([True, False, False], [False, True, False])
     """
 
 def pairwise_ragged(

@@ -15,8 +15,13 @@ HEADER = ("LAYER", "P", "R", "F")
 
 
 def packaged_baseline(lang: str, model_type: str) -> Path:
-    """Where the wheel keeps the baseline of ``model_type`` for ``lang`` (it may not exist)."""
-    return BASELINE_DIR / lang.lower() / f"{model_type}.tsv"
+    """Where the wheel keeps the baseline of ``model_type`` for ``lang`` (it may not exist).
+
+    As bert_score's ``rescale_baseline/{lang}/{model_type}.tsv``: a model id with a slash is a
+    sub-folder, and ``lang`` is taken as given (bert_score lower-cases it only where it picks
+    the model from ``lang``: the caller does that).
+    """
+    return BASELINE_DIR / lang / f"{model_type}.tsv"
 
 
 def read_baseline(path: str | Path) -> np.ndarray:

@@ -1,8 +1,9 @@
 """The ``rust-bertscore`` command (also ``python -m rust_bertscore``).
 
 Subcommands: ``score`` (the default: ``rust-bertscore -c hyps.txt -r refs.txt`` as with
-bert-score), ``show`` (heatmap of one pair), ``export`` (a checkpoint as the scorer's ONNX graph)
-and ``baseline`` (a rescale baseline from a corpus).
+bert-score), ``show`` (heatmap of one pair), ``align`` (token alignment table of pairs),
+``export`` (a checkpoint as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a
+corpus) and ``models`` (bert_score's model table).
 
 Errors are one line on stderr: exit code 2 for bad arguments and inputs (a missing file, unequal
 line counts, an unknown model, a layer out of range), 1 for other failures; ``-v`` adds the
@@ -19,7 +20,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import cli_score
+from . import cli_align, cli_models, cli_score
 from ._version import __version__
 from .cli_common import (
     EXIT_FAILURE,
@@ -35,7 +36,7 @@ from .cli_common import (
     progress_bar,
 )
 
-SUBCOMMANDS = ("score", "show", "export", "baseline")
+SUBCOMMANDS = ("score", "show", "align", "export", "baseline", "models")
 
 DESCRIPTION = """\
 BERTScore from the shell, with bert-score's flags: a Rust kernel and an ONNX Runtime encoder,
@@ -236,12 +237,16 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(
-        dest="command", metavar="{score,show,export,baseline}", parser_class=ArgumentParser
+        dest="command",
+        metavar="{score,show,align,export,baseline,models}",
+        parser_class=ArgumentParser,
     )
     cli_score.add_parser(subparsers)
     _add_show(subparsers)
+    cli_align.add_parser(subparsers)
     _add_export(subparsers)
     _add_baseline(subparsers)
+    cli_models.add_parser(subparsers)
     return parser
 
 

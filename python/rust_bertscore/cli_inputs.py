@@ -46,6 +46,8 @@ class Source:
     num_refs: int
     description: str
     idf_allowed: bool = True
+    group_size: int | None = None
+    """References per candidate when every candidate has the same number (None: not known)."""
 
     def chunks(self, size: int) -> Iterator[Chunk]:
         """Candidates and references, ``size`` candidates at a time."""
@@ -127,6 +129,7 @@ class LineFiles(Source):
                     "give one reference per line for every candidate"
                 )
         self.num_refs = self.num_cands * len(self.refs)
+        self.group_size = len(self.refs)
         names = ", ".join(str(r) for r in self.refs)
         self.description = f"{cand} against {names}"
 
@@ -168,6 +171,7 @@ class TextPair(Source):
         self.refs = list(refs)
         self.num_cands = 1
         self.num_refs = len(self.refs)
+        self.group_size = len(self.refs)
         self.description = "1 candidate text"
 
     def chunks(self, size: int) -> Iterator[Chunk]:

@@ -20,6 +20,7 @@ from typing import TextIO
 
 import numpy as np
 
+from .cli_batches import scored_chunks
 from .cli_common import (
     CliError,
     add_common_flags,
@@ -90,11 +91,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     model = p.add_argument_group("model")
     add_model_flags(model)
     model.add_argument(
-        "-b", "--batch_size", type=positive_int, default=64, help="texts per encoder call (64)"
+        "-b",
+        "--batch_size",
+        type=positive_int,
+        default=64,
+        help="pairs per scoring batch (bert_score's padding floor) and texts per encoder call (64)",
     )
     scoring = p.add_argument_group("scoring")
     scoring.add_argument(
         "--idf", action="store_true", help="weight tokens by IDF over the references"
+    )
+    scoring.add_argument(
+        "--batch-independent",
+        action="store_true",
+        help="score every pair on its own (the paper's definition), without bert_score's "
+        "batch padding floor",
     )
     scoring.add_argument(
         "--rescale_with_baseline",
@@ -295,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
         baseline_path=args.baseline_path,
         precision=args.precision,
         cache_bytes=0,
+        batch_independent=args.batch_independent,
     )
     _check_baseline(args, scorer)
     debug(
@@ -315,8 +327,7 @@ def run(args: argparse.Namespace) -> int:
     count = 0
     start = time.perf_counter()
     with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
-        for chunk in source.chunks(args.chunk_size):
-            P, R, F = scorer.score(chunk.cands, chunk.refs)
+        for P, R, F in scored_chunks(scorer, source, args.chunk_size, args.batch_size):
             writer.pairs(count, P, R, F)
             sums += [x.sum(dtype=np.float64) for x in (P, R, F)]
             count += len(P)

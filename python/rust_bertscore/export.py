@@ -34,6 +34,7 @@ TOKENIZER_FILES = (
     "vocab.json",
     "merges.txt",
     "spiece.model",
+    "spm.model",
     "sentencepiece.bpe.model",
 )
 """Tokenizer files copied beside the graph when the checkpoint has them."""

@@ -21,6 +21,10 @@ HUB_FILE_PATTERNS = [
     "vocab.txt",
     "vocab.json",
     "merges.txt",
+    "added_tokens.json",
+    "spiece.model",
+    "spm.model",
+    "sentencepiece.bpe.model",
     "*.safetensors",
     "model.safetensors.index.json",
 ]
@@ -179,8 +183,9 @@ def snapshot_complete(path: Path) -> bool:
     """
     if not (path / "config.json").is_file():
         return False
-    tokenizer = ("tokenizer.json", "vocab.txt", "vocab.json")
-    if not any((path / name).is_file() for name in tokenizer):
+    from .tokens import has_tokenizer_files
+
+    if not has_tokenizer_files(path):
         return False
     index = path / "model.safetensors.index.json"
     if index.is_file():

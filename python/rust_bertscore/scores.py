@@ -6,9 +6,10 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _core
 from ._version import __version__
@@ -19,11 +20,17 @@ from .runtime import ModelRuntime, load_runtime
 from .text import PairedTexts, check_texts, pair_texts
 from .tokens import TextTokenizer
 
+if TYPE_CHECKING:
+    from .align import Alignment
+
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 """Default bound of a scorer's cache of encoded texts (bytes)."""
+
+SCORE_BATCH_SIZE = 64
+"""bert_score's default scoring batch (pairs), which decides its padding floor."""
 
 PAIRS_PER_CHUNK = 2048
 """Most pairs scored per round: only their texts' embeddings are held at once."""
@@ -87,6 +94,12 @@ class BERTScorer:
         Bound, in bytes, of the LRU cache of encoded texts kept across :meth:`score` calls
         (default 512 MiB; 0 disables it). Scoring a second system against the same references
         encodes only its candidates.
+    batch_independent : bool
+        False (default) reproduces bert_score's batch padding floor: pairs are scored in
+        consecutive batches of ``batch_size`` and a token's best match counts ``max(best, 0)``
+        when the other side of its pair is shorter than the longest text of that side of the
+        batch. True gives every pair the paper's definition (maxima over real tokens only),
+        whatever its neighbours. Named in :attr:`hash`.
     """
 
     def __init__(
@@ -104,7 +117,9 @@ class BERTScorer:
         baseline_path: str | None = None,
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        batch_independent: bool = False,
     ) -> None:
+        self.batch_independent = _check_flag("batch_independent", batch_independent)
         self._rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
         if self._rescale_with_baseline and lang is None and baseline_path is None:
             raise ValueError(
@@ -179,6 +194,7 @@ class BERTScorer:
             self._rescale_with_baseline,
             self.use_custom_baseline,
             self.precision,
+            self.batch_independent,
         )
 
     @property
@@ -246,6 +262,7 @@ class BERTScorer:
         verbose: bool = False,
         batch_size: int | None = None,
         return_hash: bool = False,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> Scores | tuple[Scores, str]:
         """Score candidates against references.
 
@@ -259,9 +276,15 @@ class BERTScorer:
         verbose : bool
             Print progress.
         batch_size : int, optional
-            Most texts per encoder call (default: the scorer's).
+            Pairs per bert_score scoring batch, which decides the padding floor (default 64, as
+            ``bert_score.BERTScorer.score``; see ``batch_independent``), and most texts per
+            encoder call (default: the scorer's ``batch_size``).
         return_hash : bool
             Also return :attr:`hash`.
+        pad_floor : (array of bool, array of bool), optional
+            Explicit padding-floor flags (precision side, recall side), one per pair after
+            multi-reference flattening, in place of those of ``batch_size``'s batches: for
+            engines that score a dataset in pieces (see ``rust_bertscore.kernel.pad_floor_flags``).
 
         Returns
         -------
@@ -276,10 +299,33 @@ class BERTScorer:
             weights = self._idf_weights
         else:
             weights = self._uniform
-        out = self._score(pair_texts(cands, refs), weights, verbose, batch_size)
+        floor_batch = SCORE_BATCH_SIZE if batch_size is None else _check_batch_size(batch_size)
+        out = self._score(
+            pair_texts(cands, refs), weights, verbose, batch_size, floor_batch, pad_floor
+        )
         if self._rescale_with_baseline:
             out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
         return (out, self.hash) if return_hash else out
+
+    # -- token alignments (see align.py) -----------------------------------------------------
+    def align(self, cand: str, ref: str) -> Alignment:
+        """Token alignment of one pair: every token of each side with its weight and its best
+        match on the other side (position and cosine), and the pair's P/R/F, equal to
+        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`."""
+        from .align import align_one
+
+        return align_one(self, cand, ref)
+
+    def align_batch(
+        self, cands: Sequence[str], refs: RefsArg, batch_size: int | None = None
+    ) -> list[Alignment]:
+        """Token alignments of many pairs, one record per (candidate, reference) pair, with
+        P/R/F as :meth:`score` gives them for the same inputs and ``batch_size`` (each side says
+        whether bert_score's batch padding floor applied to it). See
+        :func:`rust_bertscore.align.align_pairs`."""
+        from .align import align_pairs
+
+        return align_pairs(self, cands, refs, batch_size)
 
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals
@@ -291,12 +337,17 @@ class BERTScorer:
         weights: TokenWeights,
         verbose: bool,
         batch_size: int | None,
+        floor_batch: int,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> Scores:
         batch = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        floors = _explicit_floors(pad_floor, len(paired.cands))
         if verbose:
             print("calculating scores...")
         start = time.perf_counter()
-        prf = self._score_pairs(paired, weights, batch, verbose)
+        prf = self._score_pairs(
+            paired, weights, batch, verbose, None if self.batch_independent else floor_batch, floors
+        )
         if paired.group_offsets is not None:
             prf = _max_over_groups(prf, paired.group_offsets)
         if verbose:
@@ -305,14 +356,22 @@ class BERTScorer:
         return prf[0], prf[1], prf[2]
 
     def _score_pairs(
-        self, paired: PairedTexts, weights: TokenWeights, batch_size: int, verbose: bool
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        verbose: bool,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
-        Pairs go in blocks of :data:`PAIRS_PER_CHUNK`, tokenised together, and each block in
-        rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes (texts seen
-        before come from the cache) and scores only its own texts, so memory does not grow
-        with the number of pairs.
+        Pairs go in blocks of about :data:`PAIRS_PER_CHUNK` (a multiple of ``floor_batch``, so
+        that bert_score's scoring batches never straddle two blocks), tokenised together, and
+        each block in rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes
+        (texts seen before come from the cache) and scores only its own texts, so memory does
+        not grow with the number of pairs. ``floor_batch`` None: no padding floor, unless
+        ``floors`` gives explicit flags.
         """
         layers = self._runtime.depth + 1 if self.all_layers else 1
         hidden = self._runtime.encoder.hidden_size or 1024
@@ -325,8 +384,11 @@ class BERTScorer:
             from tqdm.auto import tqdm
 
             progress = tqdm(total=n, desc="scoring", unit="pair")
-        for block in range(0, n, PAIRS_PER_CHUNK):
-            block_stop = min(block + PAIRS_PER_CHUNK, n)
+        step = PAIRS_PER_CHUNK
+        if floor_batch is not None:
+            step = max(1, PAIRS_PER_CHUNK // floor_batch) * floor_batch
+        for block in range(0, n, step):
+            block_stop = min(block + step, n)
             texts: dict[str, int] = {}
             cand_idx = np.fromiter(
                 (texts.setdefault(t, len(texts)) for t in paired.cands[block:block_stop]),
@@ -344,6 +406,16 @@ class BERTScorer:
             text_weights = [weights.weights(t) for t in ids]
             _check_weights(text_weights, unique)
             lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+            weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
+            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+            if floors is not None:
+                floor_p, floor_r = floors[0][block:block_stop], floors[1][block:block_stop]
+            elif floor_batch is not None:
+                floor_p, floor_r = _core.pad_floor_flags(
+                    lengths[cand_idx], lengths[ref_idx], floor_batch
+                )
+            else:
+                floor_p = floor_r = None
             for lo, hi in _rounds(lengths[cand_idx] + lengths[ref_idx], budget):
                 needed, inverse = np.unique(
                     np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
@@ -355,15 +427,37 @@ class BERTScorer:
                 packed_weights = np.concatenate([text_weights[i] for i in by_slot])
                 local = slot[inverse.reshape(-1)]
                 local_cand, local_ref = local[: hi - lo], local[hi - lo :]
+                round_floors = (
+                    None if floor_p is None else floor_p[lo:hi],
+                    None if floor_r is None else floor_r[lo:hi],
+                )
+                nan_sides = _weightless_sides(
+                    weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
+                )
                 for layer, vectors in enumerate(data if self.all_layers else data[None]):
                     p, r, f = _core.score_ragged(
-                        vectors, offsets, packed_weights, local_cand, local_ref
+                        vectors,
+                        offsets,
+                        packed_weights,
+                        local_cand,
+                        local_ref,
+                        floor_precision=round_floors[0],
+                        floor_recall=round_floors[1],
                     )
+                    if nan_sides is not None:
+                        unit = np.where(
+                            np.repeat(weightless[by_slot], np.diff(offsets)), 1.0, packed_weights
+                        ).astype(np.float32)
+                        _score_weightless(
+                            (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
+                        )
                     out[0, layer, block + lo : block + hi] = p
                     out[1, layer, block + lo : block + hi] = r
                     out[2, layer, block + lo : block + hi] = f
                 if progress is not None:
                     progress.update(hi - lo)
+            # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+            out[:2, :, block + np.flatnonzero(two)] = 0.0
         if progress is not None:
             progress.close()
         return out if self.all_layers else out[:, 0, :]
@@ -402,6 +496,73 @@ class BERTScorer:
                 # A copy: a view would keep the whole round's array alive.
                 cache.put(texts[i], (data[:, lo:hi] if self.all_layers else data[lo:hi]).copy())
         return data, offsets, slot
+
+
+def _weightless_sides(
+    cand_weightless: np.ndarray, ref_weightless: np.ndarray, two_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pairs whose candidate (P side) or reference (R side) weighs 0 in all and is not "empty"
+    (2 tokens), or None when there are none.
+
+    bert_score divides by the side's weight sum, so that side's score is 0/0 = NaN, F is NaN
+    and then set to 0, while the other side is computed as usual (its maxima do not depend on
+    weights). With idf this happens to a text whose every token is in every reference, or to
+    a T5 text that encodes to ``</s>`` alone; the kernel scores such a pair 0 on both sides.
+    """
+    nan_p = cand_weightless & ~two_tokens
+    nan_r = ref_weightless & ~two_tokens
+    return (nan_p, nan_r) if (nan_p.any() or nan_r.any()) else None
+
+
+def _score_weightless(
+    prf: tuple[np.ndarray, np.ndarray, np.ndarray],
+    nan_sides: tuple[np.ndarray, np.ndarray],
+    vectors: np.ndarray,
+    offsets: np.ndarray,
+    unit_weights: np.ndarray,
+    local: np.ndarray,
+    floors: tuple[np.ndarray | None, np.ndarray | None],
+) -> None:
+    """Give the pairs of :func:`_weightless_sides` bert_score's numbers, in place: the
+    weightless side NaN, F 0, the other side scored again with the weightless texts' weights
+    set to 1 (which changes no maximum)."""
+    nan_p, nan_r = nan_sides
+    redo = np.flatnonzero(nan_p | nan_r)
+    n = len(prf[0])
+    p2, r2, _ = _core.score_ragged(
+        vectors,
+        offsets,
+        unit_weights,
+        local[:n][redo],
+        local[n:][redo],
+        floor_precision=None if floors[0] is None else floors[0][redo],
+        floor_recall=None if floors[1] is None else floors[1][redo],
+    )
+    prf[0][redo] = np.where(nan_p[redo], np.nan, p2)
+    prf[1][redo] = np.where(nan_r[redo], np.nan, r2)
+    prf[2][redo] = 0.0
+
+
+def _explicit_floors(
+    pad_floor: tuple[ArrayLike, ArrayLike] | None, n_pairs: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Check a user's ``pad_floor`` flags: two bool arrays of one flag per (flattened) pair."""
+    if pad_floor is None:
+        return None
+    if not isinstance(pad_floor, (tuple, list)) or len(pad_floor) != 2:
+        raise TypeError("pad_floor must be a pair (floor_precision, floor_recall) of bool arrays")
+    out = []
+    for name, flags in zip(("floor_precision", "floor_recall"), pad_floor):
+        arr = np.asarray(flags)
+        if arr.ndim != 1 or len(arr) != n_pairs:
+            raise ValueError(
+                f"pad_floor's {name} must hold one flag per pair after multi-reference "
+                f"flattening ({n_pairs}), got shape {arr.shape}"
+            )
+        if arr.dtype.kind not in "biu" and len(arr):
+            raise TypeError(f"pad_floor's {name} must be a bool array, got dtype {arr.dtype}")
+        out.append(arr.astype(bool))
+    return out[0], out[1]
 
 
 def _rounds(pair_tokens: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
@@ -458,6 +619,7 @@ def make_hash(
     rescale_with_baseline: bool,
     use_custom_baseline: bool,
     precision: str = "fp32",
+    batch_independent: bool = False,
 ) -> str:
     """The settings string bert_score prints, naming this package and its version."""
     msg = (
@@ -468,6 +630,8 @@ def make_hash(
         msg += "-custom-rescaled" if use_custom_baseline else "-rescaled"
     if precision != "fp32":
         msg += f"_{precision}"
+    if batch_independent:
+        msg += "_batch-independent"
     return msg
 
 
@@ -487,6 +651,7 @@ def score(
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
     precision: str = "fp32",
+    batch_independent: bool = False,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -508,8 +673,9 @@ def score(
     device : str, optional
         ``"cpu"``, ``"cuda"``/``"cuda:N"``; None picks CUDA when available.
     batch_size : int
-        Most texts per encoder call; calls also stay within ``encoder.DEFAULT_MAX_TOKENS``
-        padded tokens (texts are batched longest first).
+        Pairs per bert_score scoring batch (which decides its padding floor, see
+        ``batch_independent``) and most texts per encoder call; encoder calls also stay within
+        ``encoder.DEFAULT_MAX_TOKENS`` padded tokens (texts are batched longest first).
     nthreads : int
         Accepted for compatibility.
     all_layers : bool
@@ -524,12 +690,24 @@ def score(
         A custom baseline file.
     precision : {"fp32", "int8"}
         Encoder precision.
+    batch_independent : bool
+        False (default): bert_score's numbers, batch padding floor included (a token's best
+        match counts ``max(best, 0)`` when the other side of its pair is shorter than the
+        longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
+        the paper's definition, whatever its neighbours.
 
     Returns
     -------
     (P, R, F) or ((P, R, F), hash)
         float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
     """
+    rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
+    if rescale_with_baseline and lang is None and baseline_path is None:
+        # Checked before any work, as bert_score asserts it first.
+        raise ValueError(
+            "Need to specify Language when rescaling with baseline: pass lang (e.g. "
+            "lang='en') or baseline_path"
+        )
     if isinstance(idf, Mapping):
         use_idf, idf_dict = True, idf
     else:
@@ -547,6 +725,7 @@ def score(
         baseline_path=baseline_path,
         precision=precision,
         cache_bytes=0,
+        batch_independent=batch_independent,
     )
     paired = pair_texts(cands, refs)
     if idf_dict is not None:
@@ -555,14 +734,11 @@ def score(
         weights = scorer._idf_table(paired.refs)
     else:
         weights = scorer._uniform
-    out = scorer._score(paired, weights, verbose, batch_size)
+    out = scorer._score(paired, weights, verbose, batch_size, _check_batch_size(batch_size))
     if rescale_with_baseline:
-        if lang is None and baseline_path is None:
-            raise ValueError(
-                "Need to specify Language when rescaling with baseline: pass lang (e.g. "
-                "lang='en') or baseline_path"
-            )
-        path = baseline_path or str(packaged_baseline(lang or "", scorer.model_type))
+        # bert_score lower-cases lang only where it picks the model from it.
+        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
+        path = baseline_path or str(packaged_baseline(lang_dir, scorer.model_type))
         try:
             base = baseline_values(path, scorer.num_layers, all_layers)
         except FileNotFoundError:
@@ -581,6 +757,7 @@ def score(
             rescale_with_baseline,
             baseline_path is not None,
             scorer.precision,
+            batch_independent,
         )
         return out, h
     return out

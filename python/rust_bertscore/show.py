@@ -24,6 +24,7 @@ from .embeddings import TokenWeights, pack
 from .registry import choose_model
 from .runtime import load_runtime
 from .scores import make_hash
+from .text import check_text
 
 PLOT_EXTRA_HINT = "pip install rust-bertscore[plot]"
 
@@ -125,9 +126,9 @@ def similarity_matrix(
         For an empty text, or rescaling without ``lang`` or ``baseline_path``, or a missing
         baseline file.
     """
+    candidate = check_text(candidate, "candidate")
+    reference = check_text(reference, "reference")
     for name, text in (("candidate", candidate), ("reference", reference)):
-        if not isinstance(text, str):
-            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
         if not text.strip():
             raise ValueError(f"the {name} is empty: there is no token to show")
     if rescale_with_baseline and lang is None and baseline_path is None:
@@ -151,7 +152,8 @@ def similarity_matrix(
     one, zero = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
     if rescale_with_baseline:
-        path = baseline_path or str(packaged_baseline(lang or "", model))
+        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
+        path = baseline_path or str(packaged_baseline(lang_dir, model))
         if not os.path.isfile(path):
             raise ValueError(f"Baseline not Found for {model} on {lang} at {path}")
         base = baseline_values(path, runtime.num_layers, False)

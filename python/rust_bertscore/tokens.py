@@ -1,9 +1,15 @@
 """Stage 2, tokens: turn prepared text into the token ids bert_score feeds the model.
 
 bert_score 0.3.13 uses the slow ("Python") tokenizers of transformers. This module reproduces
-their output with the Rust ``tokenizers`` library: ``strip()``, special tokens around the text, an
-empty text as its special tokens only, a prefix space for RoBERTa-family byte-level BPE, and
-truncation to the model's maximum length with the closing special token kept.
+their ``sent_encode`` output: ``strip()``, the tokenizer class's special tokens around the text
+(``[CLS] X [SEP]``, T5's ``X </s>``, mBART's ``X </s> en_XX``, mBART-50's ``en_XX X </s>``), an
+empty text as its special tokens only, a prefix space for RoBERTa/GPT-2 byte-level BPE, and
+truncation to the model's maximum length with the special tokens kept.
+
+The sub-word ids come from one of three back ends: a SentencePiece ``.model`` file read with the
+``sentencepiece`` library (the one the slow tokenizers use) for the SentencePiece classes,
+UTF-8 bytes for ByT5, and the Rust ``tokenizers`` library (``tokenizer.json``, or ``vocab.txt``,
+or ``vocab.json`` + ``merges.txt``) for the others.
 """
 
 from __future__ import annotations
@@ -11,26 +17,57 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from tokenizers import Tokenizer
 
+from .added_tokens import AddedToken, collect_added_tokens
+from .byte_tokens import ByteIds
 from .convert import max_positions
+from .sentencepiece_tokens import SentencePieceIds
 from .text import prepare_text
+from .tokenizer_classes import (
+    LAYOUT_EOS,
+    LAYOUT_MBART,
+    LAYOUT_MBART50,
+    SENTENCEPIECE_FILES,
+    TOKENIZER_CLASSES,
+    TokenizerClass,
+    tokenizer_class,
+)
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
-# (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``).
-PREFIX_SPACE_CLASSES = frozenset(
-    {
-        "RobertaTokenizer",
-        "GPT2Tokenizer",
-        "BartTokenizer",
-        "LongformerTokenizer",
-    }
-)
-PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2", "bart", "longformer"})
+# (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``; in transformers 4.57 BART,
+# Longformer and DeBERTa tokenizers are separate classes, not RobertaTokenizer subclasses).
+PREFIX_SPACE_CLASSES = frozenset(c.name for c in TOKENIZER_CLASSES.values() if c.prefix_space)
+PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2"})
+
+# Byte-level BPE classes whose own ``add_prefix_space`` option (tokenizer_config.json) adds it.
+_OWN_PREFIX_SPACE_CLASSES = frozenset({"BartTokenizer", "DebertaTokenizer", "LongformerTokenizer"})
 
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
 _NO_LIMIT = 10**12
+
+TOKENIZER_FILES: tuple[str, ...] = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    *SENTENCEPIECE_FILES,
+)
+"""Files any one of which holds a tokenizer's vocabulary (ByT5 needs none)."""
+
+
+class _IdSource(Protocol):
+    """A back end: sub-word ids without special tokens."""
+
+    base_vocab_size: int
+    vocab_size: int
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+    def token_to_id(self, token: str) -> int | None: ...
+
+    def id_to_token(self, token_id: int) -> str | None: ...
 
 
 def _read_json(path: Path) -> dict:
@@ -58,107 +95,315 @@ class TextTokenizer:
     Parameters
     ----------
     model_dir : path
-        A directory with ``tokenizer.json``, or with ``vocab.txt`` (WordPiece) or
+        A directory with ``tokenizer.json``, or a SentencePiece model (``spiece.model``,
+        ``spm.model``, ``sentencepiece.bpe.model``), or ``vocab.txt`` (WordPiece) or
         ``vocab.json`` + ``merges.txt`` (byte-level BPE), plus the usual
-        ``tokenizer_config.json`` / ``special_tokens_map.json``.
+        ``tokenizer_config.json`` / ``special_tokens_map.json``. ByT5 needs only its
+        ``tokenizer_config.json``.
     config : dict
         The model's ``config.json`` (for ``model_type`` and the position table size).
+
+    Attributes
+    ----------
+    cls_id, sep_id : int or None
+        The CLS and SEP tokens' ids; None for tokenizers without them (T5, ByT5).
+    max_length : int or None
+        Texts are truncated to this many tokens, special tokens included; None: no limit.
     """
 
     def __init__(self, model_dir: str | Path, config: dict) -> None:
         self.model_dir = Path(model_dir)
         tok_config = _read_json(self.model_dir / "tokenizer_config.json")
         special_map = _read_json(self.model_dir / "special_tokens_map.json")
-        self._tokenizer = _load_tokenizer(self.model_dir, tok_config)
+        self.tokenizer_class: TokenizerClass = tokenizer_class(tok_config, config)
+        self._source, self._tokenizer = _load_source(
+            self.model_dir, tok_config, special_map, self.tokenizer_class
+        )
         self.prefix_space = _wants_prefix_space(tok_config, config)
-        self.cls_id = self._special_id("cls_token", tok_config, special_map, ("[CLS]", "<s>"))
-        self.sep_id = self._special_id("sep_token", tok_config, special_map, ("[SEP]", "</s>"))
+        names = {
+            key: [_token_text(special_map.get(key)), _token_text(tok_config.get(key))]
+            for key in ("cls_token", "sep_token", "eos_token")
+        }
+        self.cls_id: int | None = None
+        self.sep_id: int | None = None
+        if self.tokenizer_class.has_cls_sep:
+            self.cls_id = self._special_id("cls_token", [*names["cls_token"], "[CLS]", "<s>"])
+            self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
+        self._prefix, self._suffix = self._frame(tok_config, names["eos_token"])
+        self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
         self.max_length = _max_length(tok_config, config)
-        self.vocab_size = int(self._tokenizer.get_vocab_size(with_added_tokens=True))
-        self.base_vocab_size = int(self._tokenizer.get_vocab_size(with_added_tokens=False))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=self.max_length)
+        self.vocab_size = int(self._source.vocab_size)
+        self.base_vocab_size = int(self._source.base_vocab_size)
 
-    def _special_id(
-        self, key: str, tok_config: dict, special_map: dict, fallbacks: tuple[str, ...]
-    ) -> int:
-        names = [_token_text(special_map.get(key)), _token_text(tok_config.get(key)), *fallbacks]
+    def _special_id(self, key: str, names: list[str | None]) -> int:
         for name in names:
             if name is None:
                 continue
-            token_id = self._tokenizer.token_to_id(name)
+            token_id = self._source.token_to_id(name)
             if token_id is not None:
                 return int(token_id)
         raise ValueError(f"the tokenizer in {self.model_dir} has no {key} (tried {names})")
 
+    def _frame(self, tok_config: dict, eos_names: list[str | None]) -> tuple[list[int], list[int]]:
+        """The ids before and after a text (``build_inputs_with_special_tokens``)."""
+        layout = self.tokenizer_class.layout
+        if layout not in (LAYOUT_EOS, LAYOUT_MBART, LAYOUT_MBART50):
+            return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
+        eos = self._special_id("eos_token", [*eos_names, "</s>"])
+        if layout == LAYOUT_EOS:
+            return [], [eos]
+        lang = str(tok_config.get("src_lang") or "en_XX")
+        if lang not in self.tokenizer_class.language_codes:
+            raise ValueError(
+                f"{self.model_dir}: src_lang {lang!r} is not one of the "
+                f"{self.tokenizer_class.name}'s language codes"
+            )
+        lang_id = self._special_id("src_lang", [lang])
+        return ([], [eos, lang_id]) if layout == LAYOUT_MBART else ([lang_id], [eos])
+
     @property
     def special_ids(self) -> frozenset[int]:
-        """The ids that weigh 0 in BERTScore: the [CLS]/<s> and [SEP]/</s> tokens."""
-        return frozenset({self.cls_id, self.sep_id})
+        """The ids that weigh 0 in BERTScore without idf: the tokenizer's CLS and SEP tokens.
+
+        bert_score sets ``idf_dict[sep_token_id] = idf_dict[cls_token_id] = 0``; T5 and ByT5
+        have neither, so their ``</s>`` weighs 1, and mBART's language code weighs 1.
+        """
+        return frozenset(i for i in (self.cls_id, self.sep_id) if i is not None)
+
+    @property
+    def empty_ids(self) -> list[int]:
+        """What an empty (or all-whitespace) text encodes to: the special tokens only."""
+        return self._prefix + self._suffix
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, special tokens included, as bert_score's ``sent_encode``."""
         prepared = [prepare_text(t, self.prefix_space) for t in texts]
-        out: list[list[int]] = [[self.cls_id, self.sep_id] for _ in prepared]
+        out: list[list[int]] = [self.empty_ids for _ in prepared]
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
-            encodings = self._tokenizer.encode_batch([prepared[i] for i in todo])
-            for i, enc in zip(todo, encodings):
-                out[i] = list(enc.ids)
+            encoded = self._source.encode_batch([prepared[i] for i in todo])
+            for i, ids in zip(todo, encoded):
+                out[i] = self._build(ids)
         return out
+
+    def _build(self, ids: list[int]) -> list[int]:
+        """Truncate (keeping room for the special tokens) and add the special tokens."""
+        n_special = len(self._prefix) + len(self._suffix)
+        if self.max_length is not None and len(ids) + n_special > self.max_length:
+            ids = ids[: max(self.max_length - n_special, 0)]
+        if self._eos_if_absent and ids and ids[-1] == self._suffix[0]:
+            return self._prefix + ids  # T5's _add_eos_if_not_present
+        return self._prefix + ids + self._suffix
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a vocabulary string, None when there is none."""
+        return self._source.token_to_id(token)
 
     def id_to_token(self, token_id: int) -> str:
         """The vocabulary string of one id (for display)."""
-        return self._tokenizer.id_to_token(token_id) or f"<{token_id}>"
+        return self._source.id_to_token(token_id) or f"<{token_id}>"
+
+    def token_text(self, token_id: int) -> str:
+        """Readable text of one token: decoded as the tokenizer decodes it alone (no byte-level
+        ``Ġ`` or SentencePiece ``▁`` marker; WordPiece keeps ``##``), surrounding whitespace
+        dropped; the vocabulary piece when that leaves nothing (a bare space token)."""
+        piece = self.id_to_token(token_id)
+        if self._tokenizer is None:  # SentencePiece or byte back ends: the piece, unmarked
+            text = piece[1:] if piece.startswith("▁") else piece
+        else:
+            text = self._tokenizer.decode([token_id], skip_special_tokens=False)
+        return text.strip() or piece
 
 
-def _load_tokenizer(model_dir: Path, tok_config: dict) -> Tokenizer:
+class _FastIds:
+    """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
+        self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [list(e.ids) for e in encodings]
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.tokenizer.token_to_id(token)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self.tokenizer.id_to_token(token_id)
+
+
+def _load_source(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> tuple[_IdSource, Tokenizer | None]:
+    """The back end for a checkpoint, and the ``tokenizers.Tokenizer`` when it is that one."""
+    if cls.name == "ByT5Tokenizer":
+        return ByteIds(), None
+    if cls.sentencepiece is not None:
+        for name in cls.model_files:
+            if (model_dir / name).is_file():
+                extra = {"<mask>": AddedToken("<mask>", lstrip=True)} if cls.language_codes else {}
+                extra.update({c: AddedToken(c) for c in cls.language_codes})
+                sentinels = _sentinel_count(tok_config) if cls.layout == LAYOUT_EOS else 0
+                extra.update(
+                    {
+                        f"<extra_id_{i}>": AddedToken(f"<extra_id_{i}>", lstrip=True, rstrip=True)
+                        for i in range(sentinels)
+                    }
+                )
+                added = collect_added_tokens(model_dir, tok_config, special_map, extra)
+                source = SentencePieceIds(
+                    model_dir / name,
+                    cls.sentencepiece,
+                    tok_config,
+                    added,
+                    cls.language_codes,
+                    sentinels,
+                )
+                return source, None
+    tokenizer = _load_tokenizer(model_dir, tok_config, special_map, cls)
+    return _FastIds(tokenizer), tokenizer
+
+
+def _sentinel_count(tok_config: dict) -> int:
+    """T5's ``extra_ids`` (default 100): the ``<extra_id_N>`` sentinels past the pieces."""
+    value = tok_config.get("extra_ids", 100)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"tokenizer_config.json extra_ids must be an int >= 0, got {value!r}")
+    return value
+
+
+def _load_tokenizer(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> Tokenizer:
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         try:
-            return Tokenizer.from_file(str(tokenizer_json))
+            tokenizer = Tokenizer.from_file(str(tokenizer_json))
         except Exception as e:  # the Rust side raises a plain Exception
             raise ValueError(f"cannot load {tokenizer_json}: {e}") from e
+        _no_builtin_prefix_space(tokenizer)
+        _wordpiece_unknown_as_added_token(tokenizer)
+        return tokenizer
+    tokenizer = _from_vocabulary_files(model_dir, tok_config)
+    if tokenizer is not None:
+        _add_special_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        _wordpiece_unknown_as_added_token(tokenizer)
+        return tokenizer
+    wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
+    if cls.model_files:
+        wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
+    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+
+
+def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
+    """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
+    from tokenizers import models, normalizers, pre_tokenizers
+
     vocab_txt = model_dir / "vocab.txt"
     if vocab_txt.is_file():
-        from tokenizers.implementations import BertWordPieceTokenizer
-
-        lowercase = bool(tok_config.get("do_lower_case", True))
-        strip_accents = tok_config.get("strip_accents")
-        return BertWordPieceTokenizer(
-            str(vocab_txt),
-            lowercase=lowercase,
-            strip_accents=strip_accents,
-            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+        unk = _token_text(tok_config.get("unk_token")) or "[UNK]"
+        tokenizer = Tokenizer(
+            models.WordPiece(models.WordPiece.read_file(str(vocab_txt)), unk_token=unk)
+        )
+        tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True,
-        )._tokenizer
+            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+            strip_accents=tok_config.get("strip_accents"),
+            lowercase=bool(tok_config.get("do_lower_case", True)),
+        )
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
     if vocab_json.is_file() and merges.is_file():
-        from tokenizers import processors
         from tokenizers.implementations import ByteLevelBPETokenizer
 
         bpe = ByteLevelBPETokenizer(str(vocab_json), str(merges), add_prefix_space=False)
-        tokenizer = bpe._tokenizer
-        bos, eos = tokenizer.token_to_id("<s>"), tokenizer.token_to_id("</s>")
-        if bos is None or eos is None:
-            raise ValueError(f"{vocab_json} has no <s> and </s> tokens")
-        tokenizer.post_processor = processors.RobertaProcessing(("</s>", eos), ("<s>", bos))
-        return tokenizer
-    raise FileNotFoundError(
-        f"no tokenizer in {model_dir}: expected tokenizer.json, vocab.txt, or vocab.json with "
-        "merges.txt"
+        return bpe._tokenizer
+    return None
+
+
+def _add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
+    """Keep the checkpoint's added tokens whole, as the slow tokenizer does."""
+    from tokenizers import AddedToken as RustAddedToken
+
+    by_id = sorted(added.values(), key=lambda t: (t.id is None, t.id or 0))
+    for token in by_id:
+        tokenizer.add_special_tokens(
+            [
+                RustAddedToken(
+                    token.content, lstrip=token.lstrip, rstrip=token.rstrip, normalized=False
+                )
+            ]
+        )
+        got = tokenizer.token_to_id(token.content)
+        if token.id is not None and got != token.id:
+            raise ValueError(
+                f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
+                "the tokenizer's saved configuration: the tokenizer files do not agree"
+            )
+
+
+def _no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
+    """Turn off a byte-level pre-tokenizer's own prefix space: :func:`prepare_text` adds it
+    exactly when bert_score does."""
+    pre = tokenizer.pre_tokenizer
+    if pre is not None and type(pre).__name__ == "ByteLevel" and pre.add_prefix_space:
+        pre.add_prefix_space = False
+
+
+def _wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
+    """Give a WordPiece model its unknown token when only the added tokens hold it.
+
+    A slow tokenizer maps the ``[UNK]`` it emits through the added tokens too (MPNet checkpoints
+    may keep ``[UNK]`` in ``added_tokens.json`` only); the Rust WordPiece model fails on a word
+    it cannot split unless its own vocabulary has the unknown token.
+    """
+    from tokenizers import models
+
+    model = tokenizer.model
+    if not isinstance(model, models.WordPiece):
+        return
+    unk = model.unk_token
+    vocab = tokenizer.get_vocab(with_added_tokens=False)
+    added_id = tokenizer.token_to_id(unk)
+    if unk in vocab or added_id is None:
+        return
+    vocab[unk] = added_id
+    tokenizer.model = models.WordPiece(
+        vocab,
+        unk_token=unk,
+        max_input_chars_per_word=model.max_input_chars_per_word,
+        continuing_subword_prefix=model.continuing_subword_prefix,
     )
 
 
+def has_tokenizer_files(model_dir: Path) -> bool:
+    """True when ``model_dir`` holds what :class:`TextTokenizer` needs to load."""
+    if any((model_dir / name).is_file() for name in TOKENIZER_FILES):
+        return True
+    tok_config = _read_json(model_dir / "tokenizer_config.json")
+    return str(tok_config.get("tokenizer_class") or "") == "ByT5Tokenizer"
+
+
 def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
-    cls = str(tok_config.get("tokenizer_class") or "")
+    cls = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
     if cls:
-        return cls.removesuffix("Fast") in PREFIX_SPACE_CLASSES
+        if cls in _OWN_PREFIX_SPACE_CLASSES:
+            return bool(tok_config.get("add_prefix_space", False))
+        return cls in PREFIX_SPACE_CLASSES
     return str(config.get("model_type", "")) in PREFIX_SPACE_MODEL_TYPES
 
 
-def _max_length(tok_config: dict, config: dict) -> int:
-    """The tokenizer's ``model_max_length``, bounded by what the position table can hold."""
+def _max_length(tok_config: dict, config: dict) -> int | None:
+    """The tokenizer's ``model_max_length``, bounded by what the position table can hold.
+
+    None (no truncation) when the tokenizer declares no limit and the model has no position
+    table (T5's relative positions), as bert_score then truncates nothing.
+    """
     try:
         positions: int | None = max_positions(config)
     except ValueError:  # no usable position table size in config.json
@@ -169,4 +414,6 @@ def _max_length(tok_config: dict, config: dict) -> int:
         return min(limit, positions) if positions else limit
     if positions:
         return positions
+    if config.get("model_type") in ("t5", "mt5") or "relative_attention_num_buckets" in config:
+        return None
     return 512

@@ -2,7 +2,8 @@
 
 Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
 NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
-transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa and DistilBERT families.
+transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa, DistilBERT and DeBERTa (v1,
+v2/v3) families, and of the T5 / mT5 / ByT5 encoder (see ``_t5.py``).
 
 Graph contract
 --------------
@@ -43,6 +44,7 @@ from ._checkpoint import (
     weight_files,
     weights_fingerprint,
 )
+from ._deberta import rel_projection_nodes
 from ._encoders import (
     ATTENTION_MASK,
     BERT_LAYER,
@@ -52,7 +54,9 @@ from ._encoders import (
     INPUT_IDS,
     build_model,
 )
+from ._families import ffn_out_nodes
 from ._graph import OPSET
+from ._t5 import T5_BLOCK, T5_FFN_OUT
 
 __all__ = [
     "ATTENTION_MASK",
@@ -190,7 +194,7 @@ def export_onnx(
     fused
         Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
         scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
-        ONNX runtime can load.
+        ONNX runtime can load. DeBERTa graphs have no fused variant and ignore it.
 
     Returns
     -------
@@ -222,7 +226,9 @@ def export_onnx(
 
 def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> list[str]:
     """The nodes :func:`quantize_int8` keeps in fp32 by default: the FFN output projections
-    (BERT ``output.dense``, DistilBERT ``ffn.lin2``) of the first ``layers`` layers.
+    (BERT and MPNet ``output.dense``, DistilBERT ``ffn.lin2``, ALBERT ``ffn_output``, BART and
+    mBART ``fc2``, T5 ``DenseReluDense.wo``) of the first ``layers`` layers, and in DeBERTa graphs
+    the relative-embedding projections of every layer.
 
     Their input, the GELU output of early layers, has a few channels far larger than the rest,
     so one int8 scale per tensor leaves the others a handful of levels; these projections move
@@ -233,11 +239,28 @@ def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> l
     present = {node.name for node in graph.graph.node}
     names = []
     for i in range(layers):
-        for layout in (BERT_LAYER, DISTILBERT_LAYER):
-            name = f"{layout.prefix.format(i=i)}{layout.ffn_out}/MatMul"
+        for prefix, ffn_out in (
+            *((layout.prefix, layout.ffn_out) for layout in (BERT_LAYER, DISTILBERT_LAYER)),
+            (T5_BLOCK, T5_FFN_OUT),
+        ):
+            name = f"{prefix.format(i=i)}{ffn_out}/MatMul"
             if name in present:
                 names.append(name)
+        names.extend(name for name in ffn_out_nodes(i) if name in present)
+    # DeBERTa: also the projections of the relative embeddings, in every layer.
+    names.extend(rel_projection_nodes(node.name for node in graph.graph.node))
     return names
+
+
+def _biased_attention_nodes(graph: onnx.ModelProto) -> list[str]:
+    """Fused ``Attention`` nodes with an ``attention_bias`` input (T5's relative position bias):
+    ORT's quantizer would turn them into ``QAttention``, which has no such input and would drop
+    the bias, so they always stay fp32."""
+    return [
+        node.name
+        for node in graph.graph.node
+        if node.op_type == "Attention" and len(node.input) > 5 and node.input[5]
+    ]
 
 
 def quantize_int8(
@@ -263,7 +286,8 @@ def quantize_int8(
     nodes_to_exclude
         Node names to keep in fp32 (e.g. ``"encoder.layer.0.intermediate.dense/MatMul"``).
         None: :func:`int8_fp32_nodes` (the policy :data:`INT8_POLICY` names); ``[]``:
-        quantise every node of ``op_types``.
+        quantise every node of ``op_types``. Fused attention with a position bias (T5) always
+        stays fp32: ONNX Runtime's ``QAttention`` cannot take the bias.
     op_types
         Op types to quantise. The default quantises the projections (MatMul with a constant
         weight, and the packed QKV projection of a fused ``Attention``) and keeps the embedding
@@ -284,8 +308,11 @@ def quantize_int8(
         raise FileNotFoundError(f"{src}: no such ONNX file")
     data = src.with_name(f"{src.name}.data")
     size = src.stat().st_size + (data.stat().st_size if data.is_file() else 0)
+    graph = onnx.load(str(src), load_external_data=False)
     if nodes_to_exclude is None:
-        nodes_to_exclude = int8_fp32_nodes(onnx.load(str(src), load_external_data=False))
+        nodes_to_exclude = int8_fp32_nodes(graph)
+    nodes_to_exclude = [*nodes_to_exclude, *_biased_attention_nodes(graph)]
+    del graph
 
     def write(path: Path) -> None:
         hint_filter = _DropPreprocessingHint()

@@ -25,16 +25,46 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "roberta": "roberta",
     "xlm-roberta": "roberta",
     "distilbert": "distilbert",
+    "albert": "albert",
+    "mpnet": "mpnet",
+    "bart": "bart",
+    "mbart": "mbart",
+    "t5": "t5",
+    "mt5": "t5",
+    "deberta": "deberta",
+    "deberta-v2": "deberta-v2",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
-SUPPORTED_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert")
+SUPPORTED_FAMILIES: tuple[str, ...] = (
+    "bert",
+    "roberta",
+    "distilbert",
+    "albert",
+    "mpnet",
+    "bart",
+    "mbart",
+    "t5",
+    "deberta",
+    "deberta-v2",
+)
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa) and ``distilbert``."""
+XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and ``mbart``, and
+``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1) and ``deberta-v2`` (DeBERTa
+v2, v3, mDeBERTa-v3)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
-_PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.")
+_PREFIXES = (
+    "bert.",
+    "roberta.",
+    "electra.",
+    "distilbert.",
+    "albert.",
+    "mpnet.",
+    "model.",
+    "deberta.",
+)
 
 _CHUNK = 1 << 20
 
@@ -88,7 +118,9 @@ def model_family(config: dict[str, Any]) -> str:
     Returns
     -------
     str
-        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta) or ``"distilbert"``.
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
+        ``"albert"``, ``"mpnet"``, ``"bart"``, ``"mbart"``, ``"t5"`` (t5, mt5), ``"deberta"`` or
+        ``"deberta-v2"``.
 
     Raises
     ------
@@ -101,8 +133,9 @@ def model_family(config: dict[str, Any]) -> str:
     except (KeyError, TypeError):
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
-            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa and "
-            f"DistilBERT families (model_type one of {supported})"
+            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
+            f"DistilBERT, ALBERT, MPNet, BART, mBART, T5 and DeBERTa families (model_type one of "
+            f"{supported})"
         ) from None
 
 
@@ -117,7 +150,9 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
 
 
 def model_depth(config: dict[str, Any]) -> int:
-    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``).
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder;
+    T5: ``num_layers``, the encoder's depth).
 
     Parameters
     ----------
@@ -134,14 +169,18 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    return _int_field(config, "num_hidden_layers", "n_layers")
+    if config.get("model_type") in ("bart", "mbart"):  # bert_score runs the encoder only
+        return _int_field(config, "encoder_layers", "num_hidden_layers")
+    return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 
 
-def max_positions(config: dict[str, Any]) -> int:
+def max_positions(config: dict[str, Any]) -> int | None:
     """Return the longest input (special tokens included) the model's position table covers.
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
-    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``.
+    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 has
+    no position table (relative position buckets work at any length): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -150,14 +189,18 @@ def max_positions(config: dict[str, Any]) -> int:
 
     Returns
     -------
-    int
-        The largest ``seq`` the graph accepts.
+    int or None
+        The largest ``seq`` the graph accepts; None if any length is.
     """
     family = model_family(config)
+    if family == "t5":
+        return None
     n_positions = _int_field(config, "max_position_embeddings")
     if family == "roberta":
         return n_positions - _int_field(config, "pad_token_id") - 1
-    return n_positions
+    if family == "mpnet":  # RoBERTa's positions with padding_idx fixed at 1 in transformers' code
+        return n_positions - 2
+    return n_positions  # BART/mBART: the table holds max_position_embeddings + 2 rows
 
 
 def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:

@@ -18,6 +18,7 @@ from ._checkpoint import (
     model_depth,
     model_family,
 )
+from ._deberta import DebertaSpec, deberta_spec, deberta_states
 from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
 
 INPUT_IDS = "input_ids"
@@ -375,7 +376,19 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
-    spec = encoder_spec(config)
+    from ._families import FAMILY_BUILDERS, build_family  # (it imports this module)
+
+    family = model_family(config)
+    if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
+        kwargs = {"all_layers": all_layers, "doc": doc, "fused": fused}
+        return build_family(family, model_dir, config, num_layers, **kwargs)
+    if family == "t5":
+        from ._t5 import build_t5_model  # imports this module: load it on first use
+
+        return build_t5_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+    # DeBERTa (no fused variant: its attention scores carry relative-position terms).
+    deberta = family in ("deberta", "deberta-v2")
+    spec = deberta_spec(config) if deberta else encoder_spec(config)
     if all_layers:
         n_build = spec.depth
     else:
@@ -387,13 +400,17 @@ def build_model(
     g = GraphBuilder()
     g.fresh(INPUT_IDS)
     g.fresh(ATTENTION_MASK)
-    x = _embeddings(g, spec, weights, ATTENTION_MASK)
-    states = [x]
-    if n_build:
-        bias = _mask_index(g, ATTENTION_MASK) if fused else _mask_bias(g, ATTENTION_MASK)
-        for i in range(n_build):
-            x = _layer(g, spec, weights, x, bias, i, fused=fused)
-            states.append(x)
+    if isinstance(spec, DebertaSpec):
+        states = deberta_states(g, config, weights, n_build, INPUT_IDS, ATTENTION_MASK)
+        x = states[-1]
+    else:
+        x = _embeddings(g, spec, weights, ATTENTION_MASK)
+        states = [x]
+        if n_build:
+            bias = _mask_index(g, ATTENTION_MASK) if fused else _mask_bias(g, ATTENTION_MASK)
+            for i in range(n_build):
+                x = _layer(g, spec, weights, x, bias, i, fused=fused)
+                states.append(x)
     if all_layers:
         axis0 = g.ints("axis_0", [0])
         parts = [g.op("Unsqueeze", [s, axis0], f"hidden_states/{i}") for i, s in enumerate(states)]

@@ -1,6 +1,7 @@
 //! One-to-one batches: pair `k` is scored on its own, pairs in parallel.
 
 use crate::error::{KernelError, Owner, Result, Side};
+use crate::floor::PadFloor;
 use crate::greedy::{check_dims, score_prepared};
 use crate::pool::{try_map, Plan};
 use crate::prepare::{prepare, Prepared};
@@ -80,7 +81,7 @@ pub fn score_pairs(cands: &[Text<'_>], refs: &[Text<'_>], opts: &ScoreOptions) -
         }
         let c = prepare(&cands[k], side(k, Side::Candidate), opts.normalize)?;
         let r = prepare(&refs[k], side(k, Side::Reference), opts.normalize)?;
-        Ok(score_prepared(&c, &r, scratch))
+        Ok(score_prepared(&c, &r, PadFloor::NONE, scratch))
     })?;
     Ok(Scores::from_pairs(&scores))
 }
@@ -107,6 +108,39 @@ pub fn score_indexed(
     pairs: &[(usize, usize)],
     opts: &ScoreOptions,
 ) -> Result<Scores> {
+    score_indexed_floored(texts, pairs, &[], opts)
+}
+
+/// [`score_indexed`] with bert_score's padding floor: pair `k` floors the sides `floors[k]`
+/// names (see [`pad_floors`](crate::pad_floors)). An empty `floors` floors nothing.
+///
+/// # Errors
+/// Those of [`score_indexed`], and [`KernelError::LengthMismatch`] when `floors` is neither
+/// empty nor one entry per pair.
+///
+/// ```
+/// use ndarray::array;
+/// use bertscore_core::{score_indexed_floored, PadFloor, Ragged, ScoreOptions};
+/// let data = array![[1.0_f32, 0.0], [-1.0, 0.0]];
+/// let batch = Ragged::new(data.view(), vec![0, 1, 2], None).unwrap();
+/// let floor = PadFloor { precision: true, recall: false };
+/// let s = score_indexed_floored(&batch.texts(), &[(0, 1)], &[floor], &ScoreOptions::default())
+///     .unwrap();
+/// assert_eq!((s.precision[0], s.recall[0]), (0.0, -1.0));
+/// ```
+pub fn score_indexed_floored(
+    texts: &[Text<'_>],
+    pairs: &[(usize, usize)],
+    floors: &[PadFloor],
+    opts: &ScoreOptions,
+) -> Result<Scores> {
+    if !floors.is_empty() && floors.len() != pairs.len() {
+        return Err(KernelError::LengthMismatch {
+            what: "pad floors and pairs",
+            left: floors.len(),
+            right: pairs.len(),
+        });
+    }
     check_pairs(pairs, texts.len())?;
     let side = |pair, side| Owner::Pair { pair, side };
     for (k, &(c, r)) in pairs.iter().enumerate() {
@@ -127,7 +161,8 @@ pub fn score_indexed(
                 .set([prepared[c].emb.view(), prepared[r].emb.view()]);
         }
         let (c, r) = pairs[k];
-        score_prepared(&prepared[c], &prepared[r], scratch)
+        let floor = floors.get(k).copied().unwrap_or(PadFloor::NONE);
+        score_prepared(&prepared[c], &prepared[r], floor, scratch)
     });
     Ok(Scores::from_pairs(&scores))
 }
@@ -178,5 +213,45 @@ mod tests {
                 Some(score_pair(&texts[c], &texts[r], true).unwrap())
             );
         }
+    }
+
+    #[test]
+    fn floored_sides_count_negative_best_matches_as_zero() {
+        // c0 = e0, c1 = -e0; r0 = e0. Best matches: P rows [1, -1], R column [1].
+        let data = array![[1.0_f32, 0.0], [-1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]];
+        let batch = crate::Ragged::new(data.view(), vec![0, 2, 3, 4], None).unwrap();
+        let texts = batch.texts();
+        let pairs = [(0, 1), (0, 1), (2, 0), (1, 2)];
+        let floors = [
+            PadFloor::NONE,
+            PadFloor {
+                precision: true,
+                recall: false,
+            },
+            PadFloor {
+                precision: false,
+                recall: true,
+            },
+            PadFloor {
+                precision: true,
+                recall: true,
+            },
+        ];
+        let opts = ScoreOptions::default();
+        let s = score_indexed_floored(&texts, &pairs, &floors, &opts).unwrap();
+        // Pair 0, no floor: c0 . r(-e0) = -1, c1 . r = 1: P = 0, R = max(-1, 1) = 1.
+        assert_eq!((s.precision[0], s.recall[0]), (0.0, 1.0));
+        // Pair 1, precision floored: P = (0 + 1) / 2.
+        assert_eq!((s.precision[1], s.recall[1]), (0.5, 1.0));
+        // Pair 2: cand -e0, ref [e0, -e0]: P = 1, R = (1 + -1) / 2 = 0; floored R = 1 / 2.
+        assert_eq!((s.precision[2], s.recall[2]), (1.0, 0.5));
+        // Pair 3: cand e0, ref -e0: both -1, floored to 0.
+        assert_eq!((s.precision[3], s.recall[3]), (0.0, 0.0));
+        let plain = score_indexed(&texts, &pairs, &opts).unwrap();
+        assert_eq!(
+            score_indexed_floored(&texts, &pairs, &[], &opts).unwrap(),
+            plain
+        );
+        assert!(score_indexed_floored(&texts, &pairs, &floors[..2], &opts).is_err());
     }
 }

@@ -156,6 +156,14 @@ pub enum KernelError {
         /// Number of documents.
         docs: usize,
     },
+    /// An argument outside its domain, e.g. a batch size of 0.
+    #[error("{what} {problem}")]
+    InvalidArgument {
+        /// The argument's name.
+        what: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A thread count of zero.
     #[error("the number of threads must be at least 1, got {0}")]
     InvalidThreads(usize),

@@ -5,6 +5,7 @@
 use ndarray::ArrayView1;
 
 use crate::error::{KernelError, Owner, Result, Side};
+use crate::floor::PadFloor;
 use crate::prepare::{prepare, Prepared};
 use crate::scores::PairScore;
 use crate::similarity::{BlockSide, Scratch};
@@ -40,7 +41,12 @@ pub fn score_pair(cand: &Text<'_>, reference: &Text<'_>, normalize: bool) -> Res
     )?;
     let c = prepare(cand, owner(Side::Candidate), normalize)?;
     let r = prepare(reference, owner(Side::Reference), normalize)?;
-    Ok(score_prepared(&c, &r, &mut Scratch::default()))
+    Ok(score_prepared(
+        &c,
+        &r,
+        PadFloor::NONE,
+        &mut Scratch::default(),
+    ))
 }
 
 pub(crate) fn check_dims(a: &Text<'_>, b: &Text<'_>, a_owner: Owner, b_owner: Owner) -> Result<()> {
@@ -71,10 +77,12 @@ impl Weights<'_> {
     }
 }
 
-/// Scores two prepared texts (same dim), using `scratch` for the similarity block.
+/// Scores two prepared texts (same dim), with bert_score's padding floor on the sides `floor`
+/// names, using `scratch` for the similarity block.
 pub(crate) fn score_prepared(
     c: &Prepared<'_>,
     r: &Prepared<'_>,
+    floor: PadFloor,
     scratch: &mut Scratch,
 ) -> PairScore {
     let mut out = PairScore::ZERO;
@@ -85,6 +93,7 @@ pub(crate) fn score_prepared(
         r.side(),
         &[0, r.len()],
         &[r.weighting()],
+        floor,
         |_, s| out = s,
     );
     out
@@ -93,7 +102,8 @@ pub(crate) fn score_prepared(
 /// Scores one candidate against references laid side by side: reference `k` is the tokens
 /// `bounds[k]..bounds[k + 1]` of `refs`, weighted by `ref_weights[k]`. Passes each score to
 /// `emit(k, score)`, in order. A candidate or reference with no token, or whose weights sum to
-/// 0, scores 0.
+/// 0, scores 0. `floor` applies bert_score's padding floor to every segment's maxima.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn score_block(
     scratch: &mut Scratch,
     cand: BlockSide<'_>,
@@ -101,6 +111,7 @@ pub(crate) fn score_block(
     refs: BlockSide<'_>,
     bounds: &[usize],
     ref_weights: &[Weights<'_>],
+    floor: PadFloor,
     mut emit: impl FnMut(usize, PairScore),
 ) {
     let rows = cand.emb.nrows();
@@ -118,12 +129,15 @@ pub(crate) fn score_block(
             continue;
         }
         let precision: f64 = (0..rows)
-            .map(|i| cand_weights.get(i) * f64::from(scratch.row_max[i * segments + k]))
+            .map(|i| {
+                let best = PadFloor::apply(floor.precision, scratch.row_max[i * segments + k]);
+                cand_weights.get(i) * f64::from(best)
+            })
             .sum();
         let recall: f64 = scratch.col_max[start..end]
             .iter()
             .enumerate()
-            .map(|(j, &best)| seg.get(j) * f64::from(best))
+            .map(|(j, &best)| seg.get(j) * f64::from(PadFloor::apply(floor.recall, best)))
             .sum();
         emit(
             k,

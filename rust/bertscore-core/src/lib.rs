@@ -21,6 +21,7 @@
 
 pub mod batch;
 pub mod error;
+pub mod floor;
 pub mod greedy;
 pub mod idf;
 pub mod pairwise;
@@ -37,8 +38,9 @@ pub mod stats;
 pub mod text;
 pub mod vector;
 
-pub use batch::{score_indexed, score_pairs};
+pub use batch::{score_indexed, score_indexed_floored, score_pairs};
 pub use error::{KernelError, Owner, Result, Side};
+pub use floor::{pad_floors, PadFloor};
 pub use greedy::score_pair;
 pub use idf::{document_frequencies, idf_default, idf_value, idf_weights, Idf};
 pub use pairwise::score_all_pairs;

@@ -9,6 +9,7 @@
 use ndarray::Array2;
 
 use crate::error::{KernelError, Owner, Result};
+use crate::floor::PadFloor;
 use crate::greedy::{score_block, Weights};
 use crate::pool::{try_map, Plan};
 use crate::prepare::{pack, prepare};
@@ -151,6 +152,7 @@ fn all_pairs(
             },
             bounds,
             weights,
+            PadFloor::NONE,
             |_, s| out.push(s),
         );
         out

@@ -131,6 +131,32 @@ pub(crate) fn index_array<'py>(
         .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
 
+/// A 1-D array of flags (bool, or integers read as "non-zero"), copied into a `Vec<bool>`.
+pub(crate) fn flag_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<bool>> {
+    let py = obj.py();
+    let arr = PyModule::import(py, "numpy")?.call_method1("asarray", (obj,))?;
+    let untyped = arr.cast::<PyUntypedArray>()?;
+    if untyped.ndim() != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a 1-D bool array, got shape {}",
+            shape_of(untyped)
+        )));
+    }
+    let kind = untyped.dtype().kind();
+    if !matches!(kind, b'b' | b'i' | b'u') && untyped.len() != 0 {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a bool array, got dtype {}",
+            untyped.dtype()
+        )));
+    }
+    let typed = arr
+        .call_method1("astype", ("bool",))?
+        .cast_into::<PyArray1<bool>>()
+        .map_err(PyErr::from)?;
+    let flags = typed.readonly().as_array().to_vec();
+    Ok(flags)
+}
+
 /// The items of a Python sequence (list, tuple, 3-D array, ...).
 pub(crate) fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let iter = obj.try_iter().map_err(|_| {

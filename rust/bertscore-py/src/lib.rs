@@ -17,7 +17,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{float_array, index_array, items, FloatArray, PyTexts};
+use crate::arrays::{flag_array, float_array, index_array, items, FloatArray, PyTexts};
 use crate::errors::{detach, threads_arg};
 
 type Triple1<'py> = (
@@ -145,9 +145,45 @@ impl<'py> RaggedArgs<'py> {
     }
 }
 
-/// Scores pair k = (text pair_cand[k], text pair_ref[k]) of a ragged batch.
+/// Per-pair padding floors from two optional flag arrays (absent: no floor on that side).
+fn floors_arg(
+    floor_precision: Option<&Bound<'_, PyAny>>,
+    floor_recall: Option<&Bound<'_, PyAny>>,
+    n_pairs: usize,
+) -> PyResult<Vec<core::PadFloor>> {
+    let flags = |obj: Option<&Bound<'_, PyAny>>, what: &str| -> PyResult<Vec<bool>> {
+        match obj.filter(|o| !o.is_none()) {
+            None => Ok(vec![false; n_pairs]),
+            Some(o) => {
+                let v = flag_array(o, what)?;
+                if v.len() == n_pairs {
+                    Ok(v)
+                } else {
+                    Err(PyValueError::new_err(format!(
+                        "{what} must have one flag per pair ({n_pairs}), got {}",
+                        v.len()
+                    )))
+                }
+            }
+        }
+    };
+    if floor_precision.is_none_or(|o| o.is_none()) && floor_recall.is_none_or(|o| o.is_none()) {
+        return Ok(Vec::new());
+    }
+    let (p, r) = (
+        flags(floor_precision, "floor_precision")?,
+        flags(floor_recall, "floor_recall")?,
+    );
+    Ok(p.into_iter()
+        .zip(r)
+        .map(|(precision, recall)| core::PadFloor { precision, recall })
+        .collect())
+}
+
+/// Scores pair k = (text pair_cand[k], text pair_ref[k]) of a ragged batch, with bert_score's
+/// padding floor on the sides flagged in `floor_precision` / `floor_recall`.
 #[pyfunction]
-#[pyo3(signature = (data, offsets, weights, pair_cand, pair_ref, *, normalize=true, num_threads=None))]
+#[pyo3(signature = (data, offsets, weights, pair_cand, pair_ref, *, normalize=true, num_threads=None, floor_precision=None, floor_recall=None))]
 #[allow(clippy::too_many_arguments)]
 fn score_ragged<'py>(
     py: Python<'py>,
@@ -158,6 +194,8 @@ fn score_ragged<'py>(
     pair_ref: &Bound<'py, PyAny>,
     normalize: bool,
     num_threads: Option<i64>,
+    floor_precision: Option<&Bound<'py, PyAny>>,
+    floor_recall: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Triple1<'py>> {
     let opts = options(normalize, num_threads)?;
     let args = RaggedArgs::extract(data, offsets, weights)?;
@@ -170,15 +208,43 @@ fn score_ragged<'py>(
         args.offsets.as_array(),
         args.weights.as_ref().map(FloatArray::view),
     );
+    let floors = floors_arg(floor_precision, floor_recall, pc.len())?;
     let (pc, pr) = (pc.as_array(), pr.as_array());
     let scores = detach(py, move || {
         let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
         let offsets = core::offsets_from_i64("offsets", offsets)?;
         let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
         let pairs = core::pair_indices(pc, pr, batch.len())?;
-        core::score_indexed(&batch.texts(), &pairs, &opts)
+        core::score_indexed_floored(&batch.texts(), &pairs, &floors, &opts)
     })?;
     Ok(scores_to_py(py, scores))
+}
+
+type FlagPair<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<bool>>);
+
+/// bert_score's padding floor of every pair scored in consecutive batches of `batch_size`:
+/// (floor_precision, floor_recall) bool arrays from the pairs' token counts.
+#[pyfunction]
+fn pad_floor_flags<'py>(
+    py: Python<'py>,
+    cand_lengths: &Bound<'py, PyAny>,
+    ref_lengths: &Bound<'py, PyAny>,
+    batch_size: i64,
+) -> PyResult<FlagPair<'py>> {
+    let lengths = |obj: &Bound<'py, PyAny>, what: &'static str| -> PyResult<Vec<usize>> {
+        let arr = index_array(obj, what)?;
+        Ok(core::offsets_from_i64(what, arr.as_array()).map_err(errors::CoreError)?)
+    };
+    let (c, r) = (
+        lengths(cand_lengths, "cand_lengths")?,
+        lengths(ref_lengths, "ref_lengths")?,
+    );
+    let batch = usize::try_from(batch_size).map_err(|_| {
+        PyValueError::new_err(format!("batch_size must be at least 1, got {batch_size}"))
+    })?;
+    let floors = detach(py, move || core::pad_floors(&c, &r, batch))?;
+    let (p, r): (Vec<bool>, Vec<bool>) = floors.iter().map(|f| (f.precision, f.recall)).unzip();
+    Ok((p.into_pyarray(py), r.into_pyarray(py)))
 }
 
 /// Every text of `cands` against every text of `refs`, all texts of one ragged batch.
@@ -451,6 +517,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pairwise_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(score_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(pairwise_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(pad_floor_flags, m)?)?;
     m.add_function(wrap_pyfunction!(multi_ref_max, m)?)?;
     m.add_function(wrap_pyfunction!(rescale, m)?)?;
     m.add_function(wrap_pyfunction!(l2_norm, m)?)?;

@@ -1,0 +1,109 @@
+"""Streaming with bert_score's scoring batches kept whole.
+
+bert_score scores the (flattened) pairs of one call in consecutive batches of ``batch_size`` and
+its padding floor depends on the longest text of each batch. The command line scores its input
+in chunks; for the numbers to equal one ``score()`` call on the whole input, every chunk must
+start on a batch boundary. Where every candidate has the same number of references, chunk sizes
+are rounded so that they do; otherwise (JSONL with reference lists of different lengths) a first
+pass records each batch's longest candidate and reference, and each chunk is scored with the
+floor flags those give.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .cli_inputs import Chunk, Source
+from .scores import BERTScorer, Scores
+from .tokens import TextTokenizer
+
+
+def aligned_chunk_size(size: int, group_size: int, batch_size: int) -> int:
+    """The smallest number of candidates >= ``size`` whose ``group_size`` references each make
+    a whole number of scoring batches of ``batch_size`` pairs."""
+    step = batch_size // math.gcd(batch_size, group_size)
+    return max(1, -(-size // step)) * step
+
+
+def flattened(chunk: Chunk) -> tuple[list[str], list[str]]:
+    """The chunk's (candidate, reference) pairs as bert_score flattens them."""
+    if chunk.refs and not isinstance(chunk.refs[0], str):
+        cands = [c for c, group in zip(chunk.cands, chunk.refs) for _ in group]
+        refs = [r for group in chunk.refs for r in group]
+        return cands, refs
+    return list(chunk.cands), [str(r) for r in chunk.refs]
+
+
+def pair_lengths(
+    tokenizer: TextTokenizer, cands: Sequence[str], refs: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Token counts (special tokens included) of each pair's candidate and reference."""
+    texts = list(dict.fromkeys([*cands, *refs]))
+    lengths = dict(zip(texts, (len(ids) for ids in tokenizer.encode(texts))))
+    return (
+        np.fromiter((lengths[t] for t in cands), np.int64, len(cands)),
+        np.fromiter((lengths[t] for t in refs), np.int64, len(refs)),
+    )
+
+
+class BatchMaxima:
+    """The longest candidate and reference of every scoring batch, from a first pass."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.batch_size = batch_size
+        self._cand: list[int] = []
+        self._ref: list[int] = []
+        self.pairs = 0
+
+    def add(self, cand_lengths: np.ndarray, ref_lengths: np.ndarray) -> None:
+        """Take the next pairs' lengths, in input order."""
+        for c, r in zip(cand_lengths.tolist(), ref_lengths.tolist()):
+            batch = self.pairs // self.batch_size
+            if batch == len(self._cand):
+                self._cand.append(c)
+                self._ref.append(r)
+            else:
+                self._cand[batch] = max(self._cand[batch], c)
+                self._ref[batch] = max(self._ref[batch], r)
+            self.pairs += 1
+
+    def floors(
+        self, start: int, cand_lengths: np.ndarray, ref_lengths: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Floor flags (precision side, recall side) of the pairs from flattened index
+        ``start`` on, with these lengths."""
+        batch = (start + np.arange(len(cand_lengths))) // self.batch_size
+        cand_max = np.asarray(self._cand, dtype=np.int64)[batch]
+        ref_max = np.asarray(self._ref, dtype=np.int64)[batch]
+        return ref_lengths < ref_max, cand_lengths < cand_max
+
+
+def scored_chunks(
+    scorer: BERTScorer,
+    source: Source,
+    chunk_size: int,
+    batch_size: int,
+) -> Iterator[Scores]:
+    """P, R, F of each chunk of ``source``, equal to one ``scorer.score()`` call on the whole
+    input with ``batch_size`` (bert_score's padding floor included unless the scorer is
+    batch-independent)."""
+    group = source.group_size
+    if scorer.batch_independent or group is not None:
+        size = chunk_size if group is None else aligned_chunk_size(chunk_size, group, batch_size)
+        for chunk in source.chunks(size):
+            yield scorer.score(chunk.cands, chunk.refs, batch_size=batch_size)  # type: ignore[misc]
+        return
+    maxima = BatchMaxima(batch_size)
+    for chunk in source.chunks(chunk_size):
+        maxima.add(*pair_lengths(scorer.tokenizer, *flattened(chunk)))
+    start = 0
+    for chunk in source.chunks(chunk_size):
+        cand_lengths, ref_lengths = pair_lengths(scorer.tokenizer, *flattened(chunk))
+        floors = maxima.floors(start, cand_lengths, ref_lengths)
+        start += len(cand_lengths)
+        yield scorer.score(  # type: ignore[misc]
+            chunk.cands, chunk.refs, batch_size=batch_size, pad_floor=floors
+        )

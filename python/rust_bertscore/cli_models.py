@@ -1,0 +1,70 @@
+"""``rust-bertscore models``: bert_score's model table, with what this version converts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .cli_common import add_common_flags, info
+from .model_listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``models`` subcommand."""
+    p = subparsers.add_parser(
+        "models",
+        help="list bert_score's models: family, default layer, whether this version converts it",
+        description="List the 140 models of bert_score's tuned-layer table (model2layers) with "
+        "their family (config.json model_type), bert_score's default layer, and whether this "
+        "version converts them. The last line counts the convertible ones.",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text, an aligned table)",
+    )
+    p.add_argument(
+        "--convertible", action="store_true", help="list only the models this version converts"
+    )
+    add_common_flags(p)
+    p.set_defaults(run=run)
+
+
+def _count_line(models: list[ModelInfo]) -> str:
+    n = sum(m.convertible for m in models)
+    return f"{n} of {BERT_SCORE_MODEL_COUNT} convertible"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the listing in ``args.format``."""
+    models = supported_models()
+    shown = [m for m in models if m.convertible] if args.convertible else models
+    out = sys.stdout
+    if args.format == "json":
+        payload = {
+            "models": [m.to_dict() for m in shown],
+            "convertible": sum(m.convertible for m in models),
+            "total": BERT_SCORE_MODEL_COUNT,
+        }
+        json.dump(payload, out, indent=2)
+        out.write("\n")
+        return 0
+    if args.format == "tsv":
+        out.write("name\tmodel_type\tdefault_layer\tconvertible\tnote\n")
+        for m in shown:
+            out.write(
+                f"{m.name}\t{m.model_type}\t{m.default_layer}\t{str(m.convertible).lower()}\t"
+                f"{m.note}\n"
+            )
+        info(args, _count_line(models))
+        return 0
+    width = max([len("model"), *(len(m.name) for m in shown)])
+    family = max([len("family"), *(len(m.model_type) for m in shown)])
+    out.write(f"{'model':<{width}}  {'family':<{family}}  layer  converts\n")
+    for m in shown:
+        mark = "yes" if m.convertible else f"no: {m.note}"
+        out.write(f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {mark}\n")
+    out.write(_count_line(models) + "\n")
+    return 0

@@ -1,0 +1,140 @@
+"""The encoders of BART (post-LayerNorm) and mBART (pre-LayerNorm, final LayerNorm) as ONNX
+graphs: what bert_score scores with (``model.encoder`` of the seq2seq model)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ._blocks import (
+    finish,
+    layers_to_build,
+    mask_bias,
+    mask_index,
+    new_graph,
+    position_rows,
+    transformer_layer,
+)
+from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
+from ._encoders import INPUT_IDS, LayerNames
+
+POSITION_OFFSET = 2
+"""BART's learned positions start at row 2 of ``embed_positions`` (a fairseq legacy)."""
+
+LAYER_NORM_EPS = 1e-5
+"""transformers builds BART's LayerNorms with PyTorch's default eps; config.json has none."""
+
+# Where the token embedding may be stored (after the ``model.`` prefix is stripped): the
+# encoder's own copy, else the table shared by encoder and decoder.
+TOKEN_EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "shared.weight")
+
+
+def bart_layer_names(i: int) -> LayerNames:
+    """Where BART and mBART keep encoder layer ``i``'s tensors."""
+    return LayerNames(
+        prefix=f"encoder.layers.{i}.",
+        query="self_attn.q_proj",
+        key="self_attn.k_proj",
+        value="self_attn.v_proj",
+        attn_out="self_attn.out_proj",
+        attn_norm="self_attn_layer_norm",
+        ffn_in="fc1",
+        ffn_out="fc2",
+        ffn_norm="final_layer_norm",
+    )
+
+
+def _token_embedding(w: WeightStore, vocab: int, hidden: int) -> np.ndarray:
+    for key in TOKEN_EMBEDDING_KEYS:
+        if key in w:
+            return w.get(key, (vocab, hidden))
+    where = ", ".join(str(p) for p in w.files)
+    raise CheckpointError(
+        f"{where}: no token embedding (looked for {', '.join(map(repr, TOKEN_EMBEDDING_KEYS))}, "
+        "also under the 'model.' prefix)"
+    )
+
+
+def build_bart(
+    w: WeightStore,
+    config: dict[str, Any],
+    num_layers: int | None,
+    *,
+    all_layers: bool,
+    doc: str,
+    fused: bool,
+) -> onnx.ModelProto:
+    """The encoder graph of a BART or mBART checkpoint (see ``convert.export_onnx``).
+
+    Hidden state 0: ``layernorm_embedding(embed_tokens[ids] * scale + embed_positions[2 + t])``,
+    ``scale = sqrt(d_model)`` when ``scale_embedding``, else 1. BART's layers are post-LayerNorm
+    (BERT's maths); mBART's are pre-LayerNorm and the encoder's final ``layer_norm`` follows the
+    last layer run: the truncated graph outputs ``layer_norm(x_L)``, and with ``all_layers`` the
+    states are ``x_0 .. x_(depth-1)`` then ``layer_norm(x_depth)``, as transformers returns them.
+    """
+    model_type = str(config.get("model_type"))
+    pre_norm = model_type == "mbart"
+    hidden = _int_field(config, "d_model")
+    heads = _int_field(config, "encoder_attention_heads")
+    if heads <= 0 or hidden % heads:
+        raise CheckpointError(f"d_model {hidden} is not a multiple of the number of heads {heads}")
+    vocab = _int_field(config, "vocab_size")
+    n_positions = _int_field(config, "max_position_embeddings") + POSITION_OFFSET
+    ffn = _int_field(config, "encoder_ffn_dim")
+    activation = str(config.get("activation_function", "gelu"))
+    depth = model_depth(config)
+    n_build = layers_to_build(depth, num_layers, all_layers)
+
+    g = new_graph()
+    table = _token_embedding(w, vocab, hidden)
+    if config.get("scale_embedding", False):
+        # transformers multiplies the looked-up rows by the scale: the same float32 product.
+        table = table * np.float32(math.sqrt(hidden))
+    word = g.op(
+        "Gather", [g.weight("encoder.embed_tokens", table), INPUT_IDS], "embed_tokens", axis=0
+    )
+    positions = g.weight(
+        "encoder.embed_positions",
+        w.get("encoder.embed_positions.weight", (n_positions, hidden)),
+    )
+    x = g.op(
+        "Add",
+        [word, position_rows(g, positions, POSITION_OFFSET, "embed_positions")],
+        "embeddings/add_position",
+    )
+
+    def norm(t: str, part: str) -> str:
+        return g.layer_norm(
+            t,
+            w.get(f"{part}.weight", (hidden,)),
+            w.get(f"{part}.bias", (hidden,)),
+            LAYER_NORM_EPS,
+            part,
+        )
+
+    x = norm(x, "encoder.layernorm_embedding")
+    states = [x]
+    if n_build:
+        mask = mask_index(g) if fused else mask_bias(g)
+        for i in range(n_build):
+            x = transformer_layer(
+                g,
+                w,
+                x,
+                mask,
+                bart_layer_names(i),
+                hidden=hidden,
+                heads=heads,
+                intermediate=ffn,
+                eps=LAYER_NORM_EPS,
+                activation=activation,
+                fused=fused,
+                pre_norm=pre_norm,
+            )
+            states.append(x)
+    if pre_norm:
+        states[-1] = norm(states[-1], "encoder.layer_norm")
+    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

@@ -1,0 +1,289 @@
+"""Building blocks shared by the ALBERT, MPNet and BART/mBART graphs: a weight-sharing graph
+builder, multi-head self-attention, the graph outputs and the layer count to build."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ._checkpoint import CheckpointError, WeightStore
+from ._encoders import (
+    ATTENTION_MASK,
+    HIDDEN_STATE,
+    HIDDEN_STATES,
+    INPUT_IDS,
+    LayerNames,
+    check_num_layers,
+)
+from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
+
+
+class SharingGraphBuilder(GraphBuilder):
+    """A :class:`GraphBuilder` that stores each distinct constant once.
+
+    ALBERT applies one stored layer at every depth: the graph then names the same weights again
+    and again, and keeping one initializer per distinct content (dtype, shape and bytes) keeps
+    the file as small as the checkpoint.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_content: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+
+    def weight(self, name: str, array: np.ndarray) -> str:
+        if array.dtype.kind == "f":
+            array = np.ascontiguousarray(array, dtype=np.float32)
+        else:
+            array = np.ascontiguousarray(array)
+        key = (array.dtype.str, tuple(array.shape), hashlib.sha256(array.tobytes()).digest())
+        if key not in self._by_content:
+            self._by_content[key] = super().weight(name, array)
+        return self._by_content[key]
+
+
+def layers_to_build(depth: int, num_layers: int | None, all_layers: bool) -> int:
+    """How many layers the graph holds: ``depth`` with ``all_layers``, else ``num_layers``."""
+    if all_layers:
+        return depth
+    if num_layers is None:
+        raise TypeError("num_layers is required unless all_layers=True")
+    check_num_layers(num_layers, depth)
+    return int(num_layers)
+
+
+def new_graph(*, share_weights: bool = False) -> GraphBuilder:
+    """A builder whose names ``input_ids`` and ``attention_mask`` are taken by the graph inputs."""
+    g = SharingGraphBuilder() if share_weights else GraphBuilder()
+    g.fresh(INPUT_IDS)
+    g.fresh(ATTENTION_MASK)
+    return g
+
+
+def finish(
+    g: GraphBuilder, states: list[str], *, all_layers: bool, hidden: int, doc: str
+) -> onnx.ModelProto:
+    """Wrap the graph: ``hidden_states`` (every state stacked) with ``all_layers``, else
+    ``hidden_state`` = the last of ``states``."""
+    if all_layers:
+        axis0 = g.ints("axis_0", [0])
+        parts = [g.op("Unsqueeze", [s, axis0], f"hidden_states/{i}") for i, s in enumerate(states)]
+        g.nodes.append(
+            onnx.helper.make_node("Concat", parts, [HIDDEN_STATES], name=HIDDEN_STATES, axis=0)
+        )
+        output = float_output(HIDDEN_STATES, [len(states), "batch", "seq", hidden])
+    else:
+        g.nodes.append(
+            onnx.helper.make_node("Identity", [states[-1]], [HIDDEN_STATE], name=HIDDEN_STATE)
+        )
+        output = float_output(HIDDEN_STATE, ["batch", "seq", hidden])
+    return g.model([int64_input(INPUT_IDS), int64_input(ATTENTION_MASK)], [output], doc)
+
+
+def seq_len(g: GraphBuilder) -> str:
+    """The sequence length ``T`` of ``input_ids`` as a 1-d int64 tensor of one element."""
+    shape = g.op("Shape", [INPUT_IDS], "shape/input_ids")
+    return g.op("Slice", [shape, g.ints("one", [1]), g.ints("two", [2])], "shape/seq_len")
+
+
+def position_rows(g: GraphBuilder, table: str, offset: int, name: str) -> str:
+    """Rows ``offset .. offset + T - 1`` of a position table (positions ``0..T-1``)."""
+    start = g.ints(f"{name}/start", [offset])
+    end = g.op("Add", [seq_len(g), start], f"{name}/end")
+    return g.op("Slice", [table, start, end, g.ints("axis0", [0])], name)
+
+
+def padding_aware_positions(g: GraphBuilder, padding_idx: int, name: str) -> str:
+    """RoBERTa's position ids: ``cumsum(real) * real + padding_idx``, ``real`` = not the padding
+    id and inside the attention mask (so real tokens take ``padding_idx + 1, ...``)."""
+    not_pad = g.op(
+        "Not",
+        [g.op("Equal", [INPUT_IDS, g.scalar(padding_idx, "int64")], f"{name}/is_pad")],
+        f"{name}/not_pad",
+    )
+    real = g.op(
+        "Mul",
+        [g.op("Cast", [not_pad], f"{name}/not_pad_i64", to=onnx.TensorProto.INT64), ATTENTION_MASK],
+        f"{name}/real",
+    )
+    count = g.op("CumSum", [real, g.scalar(1, "int64")], f"{name}/cumsum")
+    return g.op(
+        "Add",
+        [g.op("Mul", [count, real], f"{name}/count_real"), g.scalar(padding_idx, "int64")],
+        f"{name}/ids",
+    )
+
+
+def mask_bias(g: GraphBuilder) -> str:
+    """[batch, 1, 1, seq] additive bias: 0 for real keys, float32's most negative for padding."""
+    m = g.op("Unsqueeze", [ATTENTION_MASK, g.ints("axes_1_2", [1, 2])], "mask/unsqueeze")
+    m = g.op("Cast", [m], "mask/cast", to=onnx.TensorProto.FLOAT)
+    m = g.op("Sub", [g.scalar(1.0), m], "mask/invert")
+    return g.op("Mul", [m, g.scalar(FLOAT32_MIN)], "mask/bias")
+
+
+def mask_index(g: GraphBuilder) -> str:
+    """The attention mask as int32 ``[batch, seq]``: the ``mask_index`` of ORT's Attention."""
+    return g.op("Cast", [ATTENTION_MASK], "mask/int32", to=onnx.TensorProto.INT32)
+
+
+Params = tuple[np.ndarray, np.ndarray]
+"""A PyTorch Linear's ``(weight (out, in), bias (out,))``."""
+
+
+def self_attention(
+    g: GraphBuilder,
+    x: str,
+    mask: str,
+    qkv: tuple[Params, Params, Params],
+    out: Params,
+    *,
+    heads: int,
+    name: str,
+    fused: bool,
+    extra_bias: str | None = None,
+) -> str:
+    """Multi-head self-attention ``out(softmax(q k^T / sqrt(d) + bias) v)``.
+
+    Parameters
+    ----------
+    x
+        ``[batch, seq, hidden]`` input.
+    mask
+        :func:`mask_index` with ``fused``, else :func:`mask_bias`.
+    qkv
+        The query, key and value projections; 1/sqrt(head size) is folded into the query's.
+    out
+        The output projection.
+    heads
+        Number of heads.
+    name
+        Prefix of the node names.
+    fused
+        One ``com.microsoft.Attention`` node for the projections, scores and context.
+    extra_bias
+        ``[1 or batch, heads, seq, seq]`` added to the scores (relative positions), or None.
+    """
+    (wq, bq), (wk, bk), (wv, bv) = qkv
+    hidden = wq.shape[0]
+    d = hidden // heads
+    scale = np.float32(1.0 / math.sqrt(d))
+    wq, bq = wq * scale, bq * scale
+    if fused:
+        packed_w = np.concatenate([wq.T, wk.T, wv.T], axis=1)
+        inputs = [
+            x,
+            g.weight(f"{name}.qkv.weight_t", np.ascontiguousarray(packed_w)),
+            g.weight(f"{name}.qkv.bias", np.concatenate([bq, bk, bv])),
+            mask,
+        ]
+        if extra_bias is not None:
+            inputs += ["", extra_bias]  # no past state; attention_bias
+        ctx = g.op(
+            "Attention",
+            inputs,
+            f"{name}/Attention",
+            domain=MS_DOMAIN,
+            num_heads=heads,
+            scale=1.0,
+            mask_filter_value=FLOAT32_MIN,
+        )
+    else:
+        split = g.ints(f"{name}/heads_shape", [0, 0, heads, d])
+        merge = g.ints(f"{name}/merged_shape", [0, 0, hidden])
+
+        def project(params: Params, tag: str, perm: list[int]) -> str:
+            t = g.linear(x, params[0], params[1], f"{name}.{tag}")
+            t = g.op("Reshape", [t, split], f"{name}/{tag}_split")
+            return g.op("Transpose", [t], f"{name}/{tag}_heads", perm=perm)
+
+        q = project((wq, bq), "q", [0, 2, 1, 3])
+        k = project((wk, bk), "k", [0, 2, 3, 1])
+        v = project((wv, bv), "v", [0, 2, 1, 3])
+        scores = g.op("MatMul", [q, k], f"{name}/scores")
+        if extra_bias is not None:
+            scores = g.op("Add", [scores, extra_bias], f"{name}/position_scores")
+        scores = g.op("Add", [scores, mask], f"{name}/masked_scores")
+        probs = g.op("Softmax", [scores], f"{name}/probs", axis=-1)
+        ctx = g.op("MatMul", [probs, v], f"{name}/context")
+        ctx = g.op("Transpose", [ctx], f"{name}/context_t", perm=[0, 2, 1, 3])
+        ctx = g.op("Reshape", [ctx, merge], f"{name}/context_merged")
+    return g.linear(ctx, out[0], out[1], f"{name}.out")
+
+
+def float_field(config: dict[str, Any], name: str, default: float) -> float:
+    """A positive number from config.json (``default`` when absent)."""
+    value = config.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise CheckpointError(f"config field {name!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def transformer_layer(
+    g: GraphBuilder,
+    w: WeightStore,
+    x: str,
+    mask: str,
+    names: LayerNames,
+    *,
+    hidden: int,
+    heads: int,
+    intermediate: int,
+    eps: float,
+    activation: str,
+    fused: bool,
+    pre_norm: bool = False,
+    extra_bias: str | None = None,
+) -> str:
+    """One transformer layer: self-attention then FFN, each with a residual connection.
+
+    Post-LayerNorm (``pre_norm=False``; BERT, MPNet, BART):
+    ``h = LN1(x + attn(x)); out = LN2(h + ffn(h))``.
+    Pre-LayerNorm (mBART): ``h = x + attn(LN1(x)); out = h + ffn(LN2(h))``.
+    ``names`` gives the tensors (prefix formatted already): ``attn_norm`` is LN1, ``ffn_norm`` LN2.
+    """
+    pre = names.prefix
+
+    def params(part: str, n_out: int, n_in: int) -> Params:
+        return w.get(f"{pre}{part}.weight", (n_out, n_in)), w.get(f"{pre}{part}.bias", (n_out,))
+
+    def norm(t: str, part: str) -> str:
+        return g.layer_norm(
+            t,
+            w.get(f"{pre}{part}.weight", (hidden,)),
+            w.get(f"{pre}{part}.bias", (hidden,)),
+            eps,
+            f"{pre}{part}",
+        )
+
+    attn_in = norm(x, names.attn_norm) if pre_norm else x
+    attn = self_attention(
+        g,
+        attn_in,
+        mask,
+        (
+            params(names.query, hidden, hidden),
+            params(names.key, hidden, hidden),
+            params(names.value, hidden, hidden),
+        ),
+        params(names.attn_out, hidden, hidden),
+        heads=heads,
+        name=f"{pre}attention",
+        fused=fused,
+        extra_bias=extra_bias,
+    )
+    h = g.op("Add", [attn, x], f"{pre}attention/residual")
+    if not pre_norm:
+        h = norm(h, names.attn_norm)
+    ffn_in = norm(h, names.ffn_norm) if pre_norm else h
+    inner = g.activation(
+        g.linear(ffn_in, *params(names.ffn_in, intermediate, hidden), f"{pre}{names.ffn_in}"),
+        activation,
+        f"{pre}ffn/act",
+    )
+    out = g.linear(inner, *params(names.ffn_out, hidden, intermediate), f"{pre}{names.ffn_out}")
+    out = g.op("Add", [out, h], f"{pre}ffn/residual")
+    return out if pre_norm else norm(out, names.ffn_norm)

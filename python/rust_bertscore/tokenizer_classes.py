@@ -1,0 +1,192 @@
+"""What each slow tokenizer class of transformers 4.57 does around the sub-word model.
+
+bert_score 0.3.13 loads ``AutoTokenizer.from_pretrained(model, use_fast=False)``, so the class
+named by ``tokenizer_config.json`` (or, without it, the one transformers maps ``model_type`` to)
+decides the special tokens around a text, whether a space is put before it, and which
+SentencePiece conventions apply. Facts taken from the classes' source
+(``transformers/models/*/tokenization_*.py``) and checked against bert_score's ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LAYOUT_CLS_SEP = "cls_sep"
+"""``[CLS] X [SEP]`` (BERT, RoBERTa, DeBERTa, ALBERT, BART, MPNet, XLM-R ...)."""
+LAYOUT_EOS = "eos"
+"""``X </s>``, the ``</s>`` not doubled when X already ends with it (T5, mT5, ByT5)."""
+LAYOUT_MBART = "mbart"
+"""``X </s> [src_lang]`` (MBartTokenizer)."""
+LAYOUT_MBART50 = "mbart50"
+"""``[src_lang] X </s>`` (MBart50Tokenizer)."""
+
+MBART_LANGUAGE_CODES: tuple[str, ...] = (
+    "ar_AR",
+    "cs_CZ",
+    "de_DE",
+    "en_XX",
+    "es_XX",
+    "et_EE",
+    "fi_FI",
+    "fr_XX",
+    "gu_IN",
+    "hi_IN",
+    "it_IT",
+    "ja_XX",
+    "kk_KZ",
+    "ko_KR",
+    "lt_LT",
+    "lv_LV",
+    "my_MM",
+    "ne_NP",
+    "nl_XX",
+    "ro_RO",
+    "ru_RU",
+    "si_LK",
+    "tr_TR",
+    "vi_VN",
+    "zh_CN",
+)
+"""mBART-25's language codes, in the order of their ids (after the SentencePiece vocabulary)."""
+
+MBART50_LANGUAGE_CODES: tuple[str, ...] = (
+    *MBART_LANGUAGE_CODES,
+    "af_ZA",
+    "az_AZ",
+    "bn_IN",
+    "fa_IR",
+    "he_IL",
+    "hr_HR",
+    "id_ID",
+    "ka_GE",
+    "km_KH",
+    "mk_MK",
+    "ml_IN",
+    "mn_MN",
+    "mr_IN",
+    "pl_PL",
+    "ps_AF",
+    "pt_XX",
+    "sv_SE",
+    "sw_KE",
+    "ta_IN",
+    "te_IN",
+    "th_TH",
+    "tl_XX",
+    "uk_UA",
+    "ur_PK",
+    "xh_ZA",
+    "gl_ES",
+    "sl_SI",
+)
+"""mBART-50's 52 language codes, mBART-25's first."""
+
+
+@dataclass(frozen=True)
+class TokenizerClass:
+    """How one slow tokenizer class frames and splits text.
+
+    Attributes
+    ----------
+    name : str
+        The class name (``T5Tokenizer``).
+    layout : str
+        One of the ``LAYOUT_*`` constants.
+    sentencepiece : str or None
+        The SentencePiece convention (``"plain"``, ``"albert"``, ``"deberta-v2"``,
+        ``"fairseq"``) when the slow class runs a SentencePiece model, else None.
+    model_files : tuple of str
+        The SentencePiece model's usual file names.
+    prefix_space : bool
+        True when bert_score encodes with ``add_prefix_space=True`` (its ``sent_encode`` does so
+        for ``GPT2Tokenizer`` and ``RobertaTokenizer`` instances only).
+    has_cls_sep : bool
+        False for classes without CLS and SEP tokens (T5, ByT5): bert_score's zero weights then
+        go to no token at all.
+    language_codes : tuple of str
+        mBART's language codes (empty for the others).
+    """
+
+    name: str
+    layout: str = LAYOUT_CLS_SEP
+    sentencepiece: str | None = None
+    model_files: tuple[str, ...] = ()
+    prefix_space: bool = False
+    has_cls_sep: bool = True
+    language_codes: tuple[str, ...] = ()
+
+
+_CLASSES = [
+    TokenizerClass("RobertaTokenizer", prefix_space=True),
+    TokenizerClass("GPT2Tokenizer", prefix_space=True),
+    TokenizerClass("BartTokenizer"),
+    TokenizerClass("DebertaTokenizer"),
+    TokenizerClass("LongformerTokenizer"),
+    TokenizerClass("BertTokenizer"),
+    TokenizerClass("MPNetTokenizer"),
+    TokenizerClass(
+        "AlbertTokenizer", sentencepiece="albert", model_files=("spiece.model", "spm.model")
+    ),
+    TokenizerClass(
+        "DebertaV2Tokenizer", sentencepiece="deberta-v2", model_files=("spm.model", "spiece.model")
+    ),
+    TokenizerClass(
+        "T5Tokenizer",
+        layout=LAYOUT_EOS,
+        sentencepiece="plain",
+        model_files=("spiece.model",),
+        has_cls_sep=False,
+    ),
+    TokenizerClass(
+        "MT5Tokenizer",
+        layout=LAYOUT_EOS,
+        sentencepiece="plain",
+        model_files=("spiece.model",),
+        has_cls_sep=False,
+    ),
+    TokenizerClass("ByT5Tokenizer", layout=LAYOUT_EOS, has_cls_sep=False),
+    TokenizerClass(
+        "MBartTokenizer",
+        layout=LAYOUT_MBART,
+        sentencepiece="fairseq",
+        model_files=("sentencepiece.bpe.model",),
+        language_codes=MBART_LANGUAGE_CODES,
+    ),
+    TokenizerClass(
+        "MBart50Tokenizer",
+        layout=LAYOUT_MBART50,
+        sentencepiece="fairseq",
+        model_files=("sentencepiece.bpe.model",),
+        language_codes=MBART50_LANGUAGE_CODES,
+    ),
+]
+TOKENIZER_CLASSES: dict[str, TokenizerClass] = {c.name: c for c in _CLASSES}
+"""The slow tokenizer classes this package knows by name; any other class is read as
+``[CLS] X [SEP]`` from its ``tokenizer.json`` or vocabulary files."""
+
+MODEL_TYPE_TOKENIZERS: dict[str, str] = {
+    "roberta": "RobertaTokenizer",
+    "gpt2": "GPT2Tokenizer",
+    "bart": "BartTokenizer",
+    "deberta": "DebertaTokenizer",
+    "deberta-v2": "DebertaV2Tokenizer",
+    "longformer": "LongformerTokenizer",
+    "mpnet": "MPNetTokenizer",
+    "albert": "AlbertTokenizer",
+    "t5": "T5Tokenizer",
+    "mt5": "MT5Tokenizer",
+    "mbart": "MBartTokenizer",
+}
+"""``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
+``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""
+
+SENTENCEPIECE_FILES: tuple[str, ...] = ("spiece.model", "spm.model", "sentencepiece.bpe.model")
+"""Every SentencePiece model file name a supported checkpoint uses."""
+
+
+def tokenizer_class(tok_config: dict, config: dict) -> TokenizerClass:
+    """The slow tokenizer class bert_score would load, as far as it matters here."""
+    name = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    if not name:
+        name = MODEL_TYPE_TOKENIZERS.get(str(config.get("model_type", "")), "")
+    return TOKENIZER_CLASSES.get(name) or TokenizerClass(name or "PreTrainedTokenizer")
