@@ -17,6 +17,7 @@ from ._core import (
     set_num_threads,
 )
 from ._version import __version__
+from .compare import Comparison
 from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
 from .hf_evaluate import evaluate_module
 from .model_listing import ModelInfo, supported_models
@@ -38,6 +39,7 @@ __all__ = [
     "MODEL2LAYERS",
     "BERTScorer",
     "BootstrapCI",
+    "Comparison",
     "DeviceNotAvailableError",
     "ModelInfo",
     "ModelNotFoundError",

@@ -501,7 +501,8 @@ def paired_bootstrap(
     *,
     num_threads: int | None = None,
 ) -> tuple[
-    tuple[float, float, float], list[tuple[float, float, float, float, float, float, float, float, float]]
+    tuple[float, float, float],
+    list[tuple[float, float, float, float, float, float, float, float, float]],
 ]:
     """Koehn's paired bootstrap of every row of ``b`` against ``a``, one index draw per resample
     shared by ``a`` and every system.

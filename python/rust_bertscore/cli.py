@@ -2,8 +2,9 @@
 
 Subcommands: ``score`` (the default: ``rust-bertscore -c hyps.txt -r refs.txt`` as with
 bert-score), ``show`` (heatmap of one pair), ``align`` (token alignment table of pairs),
-``export`` (a checkpoint as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a
-corpus) and ``models`` (bert_score's model table).
+``compare`` (systems against a baseline, with significance tests), ``export`` (a checkpoint
+as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a corpus) and ``models``
+(bert_score's model table).
 
 Errors are one line on stderr: exit code 2 for bad arguments and inputs (a missing file, unequal
 line counts, an unknown model, a layer out of range), 1 for other failures; ``-v`` adds the
@@ -20,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import cli_align, cli_models, cli_score
+from . import cli_align, cli_compare, cli_models, cli_score
 from ._version import __version__
 from .cli_common import (
     EXIT_FAILURE,
@@ -36,7 +37,7 @@ from .cli_common import (
     progress_bar,
 )
 
-SUBCOMMANDS = ("score", "show", "align", "export", "baseline", "models")
+SUBCOMMANDS = ("score", "show", "align", "compare", "export", "baseline", "models")
 
 DESCRIPTION = """\
 BERTScore from the shell, with bert-score's flags: a Rust kernel and an ONNX Runtime encoder,
@@ -238,12 +239,13 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(
         dest="command",
-        metavar="{score,show,align,export,baseline,models}",
+        metavar="{score,show,align,compare,export,baseline,models}",
         parser_class=ArgumentParser,
     )
     cli_score.add_parser(subparsers)
     _add_show(subparsers)
     cli_align.add_parser(subparsers)
+    cli_compare.add_parser(subparsers)
     _add_export(subparsers)
     _add_baseline(subparsers)
     cli_models.add_parser(subparsers)

@@ -224,6 +224,8 @@ def compare_scores(
                     f"{x.shape}"
                 )
     segments = len(arrays[names[0]][0])
+    if segments < 2:
+        raise ValueError(f"comparing needs at least 2 segments per system, got {segments}")
     for name in names:
         lengths = {len(x) for x in arrays[name]}
         if lengths != {segments}:
@@ -231,6 +233,15 @@ def compare_scores(
                 f"system {name!r} has {sorted(lengths)} segments but the baseline "
                 f"{names[0]!r} has {segments}: every system must score the same segments"
             )
+    for name in names:
+        for label, x in zip(LABELS.values(), arrays[name]):
+            bad = np.flatnonzero(~np.isfinite(x))
+            if len(bad):
+                raise ValueError(
+                    f"system {name!r}: {label} of segment {int(bad[0])} is {x[bad[0]]} "
+                    f"({len(bad)} segment(s) not finite); the tests need a finite score for "
+                    "every segment (bert_score scores NaN a side whose tokens all weigh 0 with idf)"
+                )
     if seed is None:
         import secrets
 
@@ -304,7 +315,7 @@ def compare_systems(
     return compare_scores(scores, test, n_samples, seed, confidence, hash=scorer.hash)
 
 
-# -- layout ------------------------------------------------------------------------------------------
+# -- layout ----------------------------------------------------------------------------------------
 
 
 def _test_title(c: Comparison) -> str:
@@ -322,36 +333,41 @@ def _test_title(c: Comparison) -> str:
 
 
 def _footer(c: Comparison) -> str:
+    pct = f"{100 * c.confidence:g}%"
     if c.test == "paired-bs":
-        what = "p: one-sided p-value of 'not better than the baseline'"
+        what = (
+            "one-sided p-value of 'the system is not better than the baseline' (share of "
+            "resamples where it is not)"
+        )
     else:
-        what = "p: two-sided p-value of 'scores the same as the baseline'"
-    return (
-        f"mean [interval] of each system; delta = system - baseline; {what}; "
-        f"* p < {ALPHA:g}."
+        what = (
+            "two-sided p-value of 'the system scores the same as the baseline' (share of "
+            "trials with a difference at least as large)"
+        )
+    return "\n".join(
+        [
+            f" - each system: mean [{pct} bootstrap interval]; below it: delta = system - "
+            "baseline and p",
+            f" - p: {what}",
+            f" - (*) p < {ALPHA:g}",
+        ]
     )
 
 
 def format_text(c: Comparison) -> str:
     """sacrebleu-style table: a line per system with each metric's mean and interval, and under
     each other system a line with its difference from the baseline and the p-value."""
-    name_width = max(len("System"), *(len(s.name) + (10 if s.is_baseline else 0) for s in c.systems))
-    cell = 27
-    lines = [_test_title(c)]
-    if c.hash:
-        lines.append(c.hash)
-    lines.append("")
-    header = "System".ljust(name_width) + "".join(
-        f"  {LABELS[m]:<{cell}}" for m in METRICS
-    )
-    lines += [header.rstrip(), "-" * len(header.rstrip())]
-    for s in c.systems:
-        label = f"Baseline: {s.name}" if s.is_baseline else s.name
+    labels = [f"Baseline: {s.name}" if s.is_baseline else s.name for s in c.systems]
+    name_width = max(len("System"), *(len(label) for label in labels))
+    cell = 25
+    rows: list[str] = []
+    header = "System".ljust(name_width) + "".join(f"  {LABELS[m]:<{cell}}" for m in METRICS)
+    for s, label in zip(c.systems, labels):
         cells = []
         for m in METRICS:
             x: MetricComparison = getattr(s, m)
             cells.append(f"  {f'{x.mean:.4f} [{x.ci_low:.4f}, {x.ci_high:.4f}]':<{cell}}")
-        lines.append((label.ljust(name_width) + "".join(cells)).rstrip())
+        rows.append((label.ljust(name_width) + "".join(cells)).rstrip())
         if not s.is_baseline:
             cells = []
             for m in METRICS:
@@ -359,8 +375,12 @@ def format_text(c: Comparison) -> str:
                 star = "*" if x.p_value is not None and x.p_value < ALPHA else ""
                 text = f"{x.delta:+.4f} (p = {x.p_value:.4f}){star}"
                 cells.append(f"  {text:<{cell}}")
-            lines.append((" " * name_width + "".join(cells)).rstrip())
-    lines += ["", _footer(c)]
+            rows.append((" " * name_width + "".join(cells)).rstrip())
+    width = max(len(line) for line in [header.rstrip(), *rows])
+    lines = [_test_title(c)]
+    if c.hash:
+        lines.append(c.hash)
+    lines += ["", header.rstrip(), "-" * width, *rows, "-" * width, _footer(c)]
     return "\n".join(lines) + "\n"
 
 

@@ -165,10 +165,22 @@ def _vector(name: str, scores: object) -> np.ndarray:
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(scores).__name__}") from None
+        raise TypeError(
+            f"{name} must be a 1-D array of numbers, got {type(scores).__name__}"
+        ) from None
     if x.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of segment scores, got shape {x.shape}")
     return np.ascontiguousarray(x)
+
+
+def _row_lengths(scores: object) -> list[int] | None:
+    """Lengths of the rows of a sequence of sequences (None if it is not one)."""
+    if isinstance(scores, (str, bytes)) or not isinstance(scores, Sequence):
+        return None
+    try:
+        return [len(row) for row in scores]
+    except TypeError:
+        return None
 
 
 def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
@@ -187,6 +199,11 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
+        lengths = _row_lengths(scores)
+        if lengths is not None and len(set(lengths)) > 1:
+            raise ValueError(
+                f"the systems (rows) of b must have the same number of segments, got {lengths}"
+            ) from None
         raise TypeError(
             f"b must be a 1-D or 2-D array of numbers or a mapping, got {type(scores).__name__}"
         ) from None
@@ -199,7 +216,7 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     raise ValueError(f"b must be 1-D (one system) or 2-D (systems x segments), got shape {x.shape}")
 
 
-# -- the tests --------------------------------------------------------------------------------------
+# -- the tests -------------------------------------------------------------------------------------
 
 
 def bootstrap_ci(
