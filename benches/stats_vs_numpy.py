@@ -10,7 +10,10 @@ For 100,000 segment scores and 10,000 resamples (or trials), times
 * ``paired_permutation``: approximate randomisation. NumPy: a block of random sign rows times
   the difference vector (a float64 matrix-vector product);
 
-and prints each time and the ratio NumPy / Rust. NumPy works in blocks of ``BLOCK`` resamples
+and prints each wall time and the ratio NumPy / Rust, and the same for the process's CPU time
+(summed over threads): on a loaded machine the wall times stretch with the load, while the CPU
+times say what the work costs (Rust's wall time on an idle machine is about its CPU time divided
+by the threads). NumPy works in blocks of ``BLOCK`` resamples
 (one (BLOCK x segments) index array at a time: all 10,000 at once would take 8 GB). Both sides
 use every CPU by default (NumPy's gathers and ``Generator`` are single-threaded; its BLAS may
 use several threads). The machine's load is printed with the results: on a shared machine the
@@ -47,10 +50,23 @@ def best_time(f: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def once(f: Callable[[], object]) -> float:
-    start = time.perf_counter()
+def best_cpu_time(f: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """Best (wall, CPU) times of ``repeats`` calls of ``f`` after one warm-up call. CPU time
+    is the process's, summed over its threads: it barely moves with the machine's load."""
     f()
-    return time.perf_counter() - start
+    wall, cpu = float("inf"), float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        f()
+        wall = min(wall, time.perf_counter() - w0)
+        cpu = min(cpu, time.process_time() - c0)
+    return wall, cpu
+
+
+def once(f: Callable[[], object]) -> tuple[float, float]:
+    w0, c0 = time.perf_counter(), time.process_time()
+    f()
+    return time.perf_counter() - w0, time.process_time() - c0
 
 
 # -- NumPy --------------------------------------------------------------------------------------
@@ -63,7 +79,7 @@ def np_bootstrap_ci(x: np.ndarray, resamples: int, seed: int) -> tuple[float, fl
     for start in range(0, resamples, BLOCK):
         stop = min(start + BLOCK, resamples)
         idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = x[idx].mean(axis=1)
+        means[start:stop] = x[idx].mean(axis=1, dtype=np.float64)
     lo, hi = np.quantile(means, [0.025, 0.975])
     return float(lo), float(hi)
 
@@ -77,7 +93,9 @@ def np_paired_bootstrap(
     for start in range(0, resamples, BLOCK):
         stop = min(start + BLOCK, resamples)
         idx = rng.integers(0, n, size=(stop - start, n))
-        deltas[start:stop] = b[idx].mean(axis=1) - a[idx].mean(axis=1)
+        deltas[start:stop] = b[idx].mean(axis=1, dtype=np.float64) - a[idx].mean(
+            axis=1, dtype=np.float64
+        )
     lo, hi = np.quantile(deltas, [0.025, 0.975])
     p = (np.count_nonzero(deltas <= 0) + 1) / (resamples + 1)
     return float(lo), float(hi), float(p)
@@ -85,7 +103,7 @@ def np_paired_bootstrap(
 
 def np_paired_permutation(a: np.ndarray, b: np.ndarray, trials: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
-    d = b - a
+    d = b.astype(np.float64) - a.astype(np.float64)
     observed = abs(d.sum())
     count = 0
     for start in range(0, trials, BLOCK):
@@ -112,8 +130,9 @@ def main() -> None:
     scale = resamples / np_resamples
 
     rng = np.random.default_rng(0)
-    a = rng.beta(8, 3, size=n)
-    b = np.clip(a + rng.normal(0.001, 0.05, size=n), 0.0, 1.0)
+    # float32 scores, as score() returns them (the kernel then resamples float32 copies).
+    a = rng.beta(8, 3, size=n).astype(np.float32)
+    b = np.clip(a + rng.normal(0.001, 0.05, size=n), 0.0, 1.0).astype(np.float32)
 
     env = {
         k: os.environ[k]
@@ -146,11 +165,17 @@ def main() -> None:
             lambda: np_paired_permutation(a, b, np_resamples, 1),
         ),
     ]
-    print(f"{'':<20} {'Rust s':>8} {'NumPy s':>9} {'NumPy/Rust':>11}")
+    print(
+        f"{'':<20} {'Rust s':>8} {'NumPy s':>9} {'NumPy/Rust':>11}   "
+        f"{'Rust CPU s':>10} {'NumPy CPU s':>11} {'CPU ratio':>9}"
+    )
     for name, rust, numpy in cases:
-        rust_s = best_time(rust, args.repeats)
-        numpy_s = once(numpy) * scale
-        print(f"{name:<20} {rust_s:>8.3f} {numpy_s:>9.2f} {numpy_s / rust_s:>10.1f}x")
+        rust_s, rust_cpu = best_cpu_time(rust, args.repeats)
+        numpy_s, numpy_cpu = (t * scale for t in once(numpy))
+        print(
+            f"{name:<20} {rust_s:>8.3f} {numpy_s:>9.2f} {numpy_s / rust_s:>10.1f}x   "
+            f"{rust_cpu:>10.3f} {numpy_cpu:>11.2f} {numpy_cpu / rust_cpu:>8.1f}x"
+        )
 
     # The two implementations estimate the same numbers (different random draws).
     r = rb.paired_bootstrap(a, b, resamples, seed=1)

@@ -180,7 +180,7 @@ fn check_paired(a: ArrayView1<'_, f64>, b: ArrayView2<'_, f64>) -> Result<()> {
 
 /// Sum of `x[i]` over the `n` indices a resample's stream draws (four accumulators, so that the
 /// adds do not wait on each other).
-fn resample_sum(x: &[f64], stream: &mut Stream, threshold: u64) -> f64 {
+fn resample_sum<T: Copy + Into<f64>>(x: &[T], stream: &mut Stream, threshold: u64) -> f64 {
     let n = x.len();
     let nn = n as u64;
     let mut acc = [0.0f64; 4];
@@ -188,17 +188,17 @@ fn resample_sum(x: &[f64], stream: &mut Stream, threshold: u64) -> f64 {
     while i + 4 <= n {
         let (p, q) = stream.two_below(nn, threshold);
         let (r, s) = stream.two_below(nn, threshold);
-        acc[0] += x[p];
-        acc[1] += x[q];
-        acc[2] += x[r];
-        acc[3] += x[s];
+        acc[0] += x[p].into();
+        acc[1] += x[q].into();
+        acc[2] += x[r].into();
+        acc[3] += x[s].into();
         i += 4;
     }
     while i < n {
         let (p, q) = stream.two_below(nn, threshold);
-        acc[0] += x[p];
+        acc[0] += x[p].into();
         if i + 1 < n {
-            acc[1] += x[q];
+            acc[1] += x[q].into();
         }
         i += 2;
     }
@@ -208,8 +208,8 @@ fn resample_sum(x: &[f64], stream: &mut Stream, threshold: u64) -> f64 {
 /// Sums of the `W` columns of `rows` over the indices a resample's stream draws (the same
 /// indices [`resample_sum`] draws for one system). Even and odd draws go to two accumulators,
 /// so that the adds do not wait on each other; a fixed `W` lets them vectorise.
-fn resample_sums<const W: usize>(
-    rows: &[[f64; W]],
+fn resample_sums<T: Copy + Into<f64>, const W: usize>(
+    rows: &[[T; W]],
     stream: &mut Stream,
     threshold: u64,
 ) -> [f64; W] {
@@ -221,11 +221,11 @@ fn resample_sums<const W: usize>(
         let (p, q) = stream.two_below(nn, threshold);
         let (rp, rq) = (&rows[p], &rows[q]);
         for c in 0..W {
-            even[c] += rp[c];
+            even[c] += rp[c].into();
         }
         if i + 1 < n {
             for c in 0..W {
-                odd[c] += rq[c];
+                odd[c] += rq[c].into();
             }
         }
         i += 2;
@@ -238,7 +238,7 @@ fn resample_sums<const W: usize>(
 
 /// Resampled means of `systems` (at most `W`, zero-padded to `W` columns), written into
 /// columns `first..` of the (resamples x k) row-major table `out`.
-fn grouped_means<const W: usize>(
+fn grouped_means<T: Element, const W: usize>(
     systems: &[ArrayView1<'_, f64>],
     plan: &Plan,
     opts: &Resampling,
@@ -248,10 +248,10 @@ fn grouped_means<const W: usize>(
     let n = systems[0].len();
     let k = out.len() / opts.n_resamples;
     let threshold = threshold32(n as u64);
-    let mut rows = vec![[0.0f64; W]; n];
+    let mut rows = vec![[T::ZERO; W]; n];
     for (c, sys) in systems.iter().enumerate() {
         for (row, &v) in rows.iter_mut().zip(sys.iter()) {
-            row[c] = v;
+            row[c] = T::from_f64(v);
         }
     }
     let sums = plan.map(
@@ -269,10 +269,50 @@ fn grouped_means<const W: usize>(
     }
 }
 
+/// How scores are held while resampling: `f64`, or `f32` when every score is exactly a
+/// float32 (BERTScore's scores are), which halves the memory the random reads touch. Either way
+/// the values, and so the sums, are the same.
+trait Element: Copy + Into<f64> + Send + Sync {
+    const ZERO: Self;
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Element for f64 {
+    const ZERO: Self = 0.0;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+impl Element for f32 {
+    const ZERO: Self = 0.0;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+/// True when every score converts to `f32` and back unchanged.
+fn all_f32(systems: &[ArrayView1<'_, f64>]) -> bool {
+    systems
+        .iter()
+        .all(|x| x.iter().all(|&v| f64::from(v as f32) == v))
+}
+
 /// Resampled means of `k` systems over `n` shared segments: a (resamples x k) row-major table.
 /// Every system sees the same resampled indices: systems go in groups of up to 8 columns, and
 /// each group draws the same streams again.
 fn resampled_means(systems: &[ArrayView1<'_, f64>], opts: &Resampling) -> Result<Vec<f64>> {
+    if all_f32(systems) {
+        resampled_means_as::<f32>(systems, opts)
+    } else {
+        resampled_means_as::<f64>(systems, opts)
+    }
+}
+
+fn resampled_means_as<T: Element>(
+    systems: &[ArrayView1<'_, f64>],
+    opts: &Resampling,
+) -> Result<Vec<f64>> {
     let k = systems.len();
     let n = systems[0].len();
     let cost = (opts.n_resamples as u64)
@@ -281,7 +321,7 @@ fn resampled_means(systems: &[ArrayView1<'_, f64>], opts: &Resampling) -> Result
     let plan = Plan::new(cost, opts.n_resamples, opts.num_threads)?;
     if k == 1 {
         let threshold = threshold32(n as u64);
-        let x = systems[0].to_vec();
+        let x: Vec<T> = systems[0].iter().map(|&v| T::from_f64(v)).collect();
         return Ok(plan.map(
             opts.n_resamples,
             || (),
@@ -294,9 +334,9 @@ fn resampled_means(systems: &[ArrayView1<'_, f64>], opts: &Resampling) -> Result
     let mut out = vec![0.0; opts.n_resamples * k];
     for (g, group) in systems.chunks(8).enumerate() {
         match group.len() {
-            1 | 2 => grouped_means::<2>(group, &plan, opts, g * 8, &mut out),
-            3 | 4 => grouped_means::<4>(group, &plan, opts, g * 8, &mut out),
-            _ => grouped_means::<8>(group, &plan, opts, g * 8, &mut out),
+            1 | 2 => grouped_means::<T, 2>(group, &plan, opts, g * 8, &mut out),
+            3 | 4 => grouped_means::<T, 4>(group, &plan, opts, g * 8, &mut out),
+            _ => grouped_means::<T, 8>(group, &plan, opts, g * 8, &mut out),
         }
     }
     Ok(out)

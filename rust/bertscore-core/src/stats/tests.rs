@@ -35,7 +35,7 @@ fn rows(systems: &[Array1<f64>]) -> Array2<f64> {
 #[test]
 fn identical_systems_are_not_different() {
     let a = scores(200, 1);
-    let b = rows(&[a.clone()]);
+    let b = rows(std::slice::from_ref(&a));
     let bs = paired_bootstrap(a.view(), b.view(), 0.95, &opts(500, 3)).unwrap();
     let s = bs.systems[0];
     assert_eq!(
@@ -59,7 +59,13 @@ fn a_shifted_copy_is_better() {
     let ar = paired_permutation(a.view(), b.view(), &opts(999, 5)).unwrap();
     assert_eq!(ar[0].p_value, 1.0 / 1000.0);
     // The other way round: B is worse, so "B is not better" holds in every resample.
-    let back = paired_bootstrap(b.row(0), rows(&[a.clone()]).view(), 0.95, &opts(999, 5)).unwrap();
+    let back = paired_bootstrap(
+        b.row(0),
+        rows(std::slice::from_ref(&a)).view(),
+        0.95,
+        &opts(999, 5),
+    )
+    .unwrap();
     assert_eq!(back.systems[0].p_value, 1.0);
 }
 
@@ -237,6 +243,26 @@ fn bad_input_is_an_error_naming_the_argument() {
 }
 
 #[test]
+fn float32_storage_gives_the_same_means() {
+    // Scores that are exactly float32 (as BERTScore's) are resampled from f32 copies: the
+    // values, hence every sum, must be those of the f64 path, bit for bit.
+    let systems: Vec<Array1<f64>> = (0..5)
+        .map(|k| scores(1001, 40 + k).mapv(|v| f64::from(v as f32)))
+        .collect();
+    let views: Vec<_> = systems.iter().map(|s| s.view()).collect();
+    assert!(all_f32(&views));
+    for k in [1, 2, 3, 5] {
+        let o = opts(64, 9);
+        let narrow = resampled_means_as::<f32>(&views[..k], &o).unwrap();
+        let wide = resampled_means_as::<f64>(&views[..k], &o).unwrap();
+        assert_eq!(narrow, wide, "{k} systems");
+    }
+    let mut wide = systems[0].clone();
+    wide[3] = 0.1;
+    assert!(!all_f32(&[wide.view()]));
+}
+
+#[test]
 fn signed_sums_flip_exactly() {
     let d: Vec<f64> = scores(150, 3).to_vec();
     let plus = signed_sum(&d, &[0, 0, 0]);
@@ -263,7 +289,7 @@ proptest! {
         let n = a.len();
         let a = Array1::from(a);
         let b: Array1<f64> = a.iter().zip(&noise).map(|(x, e)| x + shift + e).collect();
-        let bb = rows(&[b.clone()]);
+        let bb = rows(std::slice::from_ref(&b));
         let o = opts(200, seed);
         let lo = a.iter().chain(b.iter()).copied().fold(f64::INFINITY, f64::min);
         let hi = a.iter().chain(b.iter()).copied().fold(f64::NEG_INFINITY, f64::max);
@@ -276,12 +302,12 @@ proptest! {
         prop_assert!(s.p_value >= 1.0 / 201.0 && s.p_value <= 1.0);
         prop_assert!((s.delta - (b.sum() - a.sum()) / n as f64).abs() < 1e-12);
         // Swapping the systems: every resample is "not better" one way or the other.
-        let back = paired_bootstrap(b.view(), rows(&[a.clone()]).view(), confidence, &o).unwrap();
+        let back = paired_bootstrap(b.view(), rows(std::slice::from_ref(&a)).view(), confidence, &o).unwrap();
         prop_assert!(back.systems[0].p_value + s.p_value >= 1.0);
         prop_assert!((back.systems[0].ci_low + s.ci_high).abs() < 1e-12);
         // Approximate randomisation is symmetric in A and B, exactly.
         let ar = paired_permutation(a.view(), bb.view(), &o).unwrap()[0];
-        let ra = paired_permutation(b.view(), rows(&[a.clone()]).view(), &o).unwrap()[0];
+        let ra = paired_permutation(b.view(), rows(std::slice::from_ref(&a)).view(), &o).unwrap()[0];
         prop_assert!(ar.p_value >= 1.0 / 201.0 && ar.p_value <= 1.0);
         prop_assert_eq!(ar.p_value, ra.p_value);
     }
