@@ -4,10 +4,9 @@
 
 use bertscore_core::stats::{self, Resampling};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::errors::{detach, threads_arg};
+use crate::errors::{detach, invalid, threads_arg};
 
 /// `(mean, ci_low, ci_high)`.
 type IntervalTuple = (f64, f64, f64);
@@ -25,9 +24,7 @@ fn resampling(
     let n_resamples = usize::try_from(n_resamples)
         .ok()
         .filter(|&n| n >= 1)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!("{name} must be at least 1, got {n_resamples}"))
-        })?;
+        .ok_or_else(|| invalid(format!("{name} must be at least 1, got {n_resamples}")))?;
     Ok(Resampling {
         n_resamples,
         seed,

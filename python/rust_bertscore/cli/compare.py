@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from .cli_common import CliError, add_common_flags, add_model_flags, debug, positive_int
-from .cli_inputs import read_lines
-from .compare import DEFAULT_SEED, Comparison
-from .scores import BERTScorer
+from ..compare import DEFAULT_SEED, Comparison
+from ..scores import BERTScorer
+from .common import CliError, add_common_flags, add_model_flags, debug, positive_int
+from .inputs import read_lines
 
 EPILOG = """\
 examples:
