@@ -307,8 +307,9 @@ GOOD = np.linspace(0.5, 0.9, 10)
     ],
 )
 def test_bad_input_is_a_value_error_naming_it(call, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(rb.KernelError, match=match) as info:  # a ValueError
         call()
+    assert isinstance(info.value, ValueError)
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from typing import Union, overload
 import numpy as np
 
 from . import _core
+from .errors import KernelError
 
 ScoresLike = Union[np.ndarray, Sequence[float]]
 SystemsLike = Union[ScoresLike, Sequence[Sequence[float]], Mapping[str, ScoresLike]]
@@ -138,7 +139,7 @@ def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int >= 1, got {value!r}")
     if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+        raise KernelError(f"{name} must be at least 1, got {value}")
     return int(value)
 
 
@@ -148,7 +149,7 @@ def _seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be None or an int in [0, 2**64), got {seed!r}")
     if not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be None or an int in [0, 2**64), got {seed}")
+        raise KernelError(f"seed must be None or an int in [0, 2**64), got {seed}")
     return int(seed)
 
 
@@ -157,7 +158,7 @@ def _confidence(confidence: object) -> float:
         raise TypeError(f"confidence must be a float in (0, 1), got {confidence!r}")
     value = float(confidence)
     if not 0.0 < value < 1.0:  # also rejects NaN
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {value}")
+        raise KernelError(f"confidence must be strictly between 0 and 1, got {value}")
     return value
 
 
@@ -169,7 +170,7 @@ def _vector(name: str, scores: object) -> np.ndarray:
             f"{name} must be a 1-D array of numbers, got {type(scores).__name__}"
         ) from None
     if x.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of segment scores, got shape {x.shape}")
+        raise KernelError(f"{name} must be a 1-D array of segment scores, got shape {x.shape}")
     return np.ascontiguousarray(x)
 
 
@@ -188,20 +189,20 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     was a single system."""
     if isinstance(scores, Mapping):
         if not scores:
-            raise ValueError("b is an empty mapping: give at least one system")
+            raise KernelError("b is an empty mapping: give at least one system")
         names = [str(k) for k in scores]
         rows = [_vector(f"b[{k!r}]", v) for k, v in scores.items()]
         lengths = {len(r) for r in rows}
         if len(lengths) > 1:
             sizes = ", ".join(f"{n}: {len(r)}" for n, r in zip(names, rows))
-            raise ValueError(f"the systems of b must have the same number of segments ({sizes})")
+            raise KernelError(f"the systems of b must have the same number of segments ({sizes})")
         return np.ascontiguousarray(np.stack(rows)), names, False
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
         lengths = _row_lengths(scores)
         if lengths is not None and len(set(lengths)) > 1:
-            raise ValueError(
+            raise KernelError(
                 f"the systems (rows) of b must have the same number of segments, got {lengths}"
             ) from None
         raise TypeError(
@@ -211,9 +212,11 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
         return np.ascontiguousarray(x[None, :]), None, True
     if x.ndim == 2:
         if x.shape[0] == 0:
-            raise ValueError("b has no systems (rows): give at least one")
+            raise KernelError("b has no systems (rows): give at least one")
         return np.ascontiguousarray(x), None, False
-    raise ValueError(f"b must be 1-D (one system) or 2-D (systems x segments), got shape {x.shape}")
+    raise KernelError(
+        f"b must be 1-D (one system) or 2-D (systems x segments), got shape {x.shape}"
+    )
 
 
 # -- the tests -------------------------------------------------------------------------------------
