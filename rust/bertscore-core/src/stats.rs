@@ -205,9 +205,18 @@ fn resample_sum<T: Copy + Into<f64>>(x: &[T], stream: &mut Stream, threshold: u6
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
-/// Sums of the `W` columns of `rows` over the indices a resample's stream draws (the same
-/// indices [`resample_sum`] draws for one system). Even and odd draws go to two accumulators,
-/// so that the adds do not wait on each other; a fixed `W` lets them vectorise.
+/// Adds a row of `W` scores to `W` accumulators.
+#[inline(always)]
+fn add_row<T: Copy + Into<f64>, const W: usize>(acc: &mut [f64; W], row: &[T; W]) {
+    for c in 0..W {
+        acc[c] += row[c].into();
+    }
+}
+
+/// Sums of the `W` columns of `rows` over the indices a resample's stream draws: the same
+/// indices, accumulators and order of additions as [`resample_sum`] for one system, so a
+/// system's resampled means are the same bit for bit whether it is resampled alone or in a
+/// group (four accumulators per column keep the adds independent; a fixed `W` vectorises).
 fn resample_sums<T: Copy + Into<f64>, const W: usize>(
     rows: &[[T; W]],
     stream: &mut Stream,
@@ -215,25 +224,30 @@ fn resample_sums<T: Copy + Into<f64>, const W: usize>(
 ) -> [f64; W] {
     let n = rows.len();
     let nn = n as u64;
-    let (mut even, mut odd) = ([0.0f64; W], [0.0f64; W]);
+    let mut acc = [[0.0f64; W]; 4];
     let mut i = 0;
+    while i + 4 <= n {
+        let (p, q) = stream.two_below(nn, threshold);
+        let (r, s) = stream.two_below(nn, threshold);
+        add_row(&mut acc[0], &rows[p]);
+        add_row(&mut acc[1], &rows[q]);
+        add_row(&mut acc[2], &rows[r]);
+        add_row(&mut acc[3], &rows[s]);
+        i += 4;
+    }
     while i < n {
         let (p, q) = stream.two_below(nn, threshold);
-        let (rp, rq) = (&rows[p], &rows[q]);
-        for c in 0..W {
-            even[c] += rp[c].into();
-        }
+        add_row(&mut acc[0], &rows[p]);
         if i + 1 < n {
-            for c in 0..W {
-                odd[c] += rq[c].into();
-            }
+            add_row(&mut acc[1], &rows[q]);
         }
         i += 2;
     }
-    for c in 0..W {
-        even[c] += odd[c];
+    let mut out = [0.0f64; W];
+    for (c, o) in out.iter_mut().enumerate() {
+        *o = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
     }
-    even
+    out
 }
 
 /// Resampled means of `systems` (at most `W`, zero-padded to `W` columns), written into

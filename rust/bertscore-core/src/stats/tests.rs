@@ -263,6 +263,24 @@ fn float32_storage_gives_the_same_means() {
 }
 
 #[test]
+fn a_system_resamples_the_same_alone_and_in_a_group() {
+    // bootstrap_ci resamples one system on its own path; paired_bootstrap resamples the
+    // baseline in a group with the systems: same draws, same sums, same interval.
+    for n in [2, 3, 5, 1000, 1003] {
+        let a = scores(n, 3);
+        let b = rows(&[scores(n, 4), scores(n, 5), scores(n, 6)]);
+        for k in [1, 3] {
+            let o = opts(200, 17);
+            let alone = bootstrap_ci(a.view(), 0.9, &o).unwrap();
+            let grouped = paired_bootstrap(a.view(), b.slice(ndarray::s![..k, ..]), 0.9, &o)
+                .unwrap()
+                .baseline;
+            assert_eq!(alone, grouped, "n {n}, {k} systems");
+        }
+    }
+}
+
+#[test]
 fn signed_sums_flip_exactly() {
     let d: Vec<f64> = scores(150, 3).to_vec();
     let plus = signed_sum(&d, &[0, 0, 0]);
