@@ -206,14 +206,17 @@ def compare_scores(
     Comparison
     """
     test = _test_name(test)
-    names = list(scores_by_system)
+    given = {str(key): value for key, value in scores_by_system.items()}
+    if len(given) != len(scores_by_system):
+        raise ValueError("system names must differ as strings (they name the table's rows)")
+    names = list(given)
     if len(names) < 2:
         raise ValueError(
             f"comparing needs at least 2 systems (a baseline and one more), got {len(names)}"
         )
     arrays: dict[str, list[np.ndarray]] = {}
     for name in names:
-        prf = scores_by_system[name]
+        prf = given[name]
         if len(prf) != 3:
             raise ValueError(f"system {name!r}: expected (P, R, F), got {len(prf)} arrays")
         arrays[name] = [np.asarray(x, dtype=np.float64) for x in prf]
@@ -252,17 +255,19 @@ def compare_scores(
     per_metric: dict[str, dict[str, MetricComparison]] = {}
     for m, metric in enumerate(METRICS):
         a = arrays[base][m]
-        b = np.stack([arrays[name][m] for name in others])
+        b = {name: arrays[name][m] for name in others}
         boot = paired_bootstrap(a, b, ci_resamples, seed, confidence)
         if test == "paired-ar":
-            p_values = [r.p_value for r in paired_permutation(a, b, samples, seed)]
+            perm = paired_permutation(a, b, samples, seed)
+            p_values = {name: perm[name].p_value for name in others}
         else:
-            p_values = [r.p_value for r in boot]
-        first = boot[0]
+            p_values = {name: boot[name].p_value for name in others}
+        first = boot[others[0]]
         rows = {base: MetricComparison(first.mean_a, first.a_ci_low, first.a_ci_high)}
-        for name, r, p in zip(others, boot, p_values):
+        for name in others:
+            r = boot[name]
             rows[name] = MetricComparison(
-                r.mean_b, r.b_ci_low, r.b_ci_high, r.delta, r.ci_low, r.ci_high, p
+                r.mean_b, r.b_ci_low, r.b_ci_high, r.delta, r.ci_low, r.ci_high, p_values[name]
             )
         per_metric[metric] = rows
     systems = tuple(

@@ -200,10 +200,10 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
-        lengths = _row_lengths(scores)
-        if lengths is not None and len(set(lengths)) > 1:
+        row_lengths = _row_lengths(scores)
+        if row_lengths is not None and len(set(row_lengths)) > 1:
             raise KernelError(
-                f"the systems (rows) of b must have the same number of segments, got {lengths}"
+                f"the systems (rows) of b must have the same number of segments, got {row_lengths}"
             ) from None
         raise TypeError(
             f"b must be a 1-D or 2-D array of numbers or a mapping, got {type(scores).__name__}"
