@@ -247,3 +247,10 @@ def test_scorer_compare_without_all_layers() -> None:
     scorer = BERTScorer(model_type=BERT, all_layers=True)
     with pytest.raises(ValueError, match="all_layers"):
         scorer.compare({"a": BASE, "b": GOOD}, REFS)
+
+
+def test_system_names_are_strings() -> None:
+    table = compare_scores({1: arrays(1), 2: arrays(2)})  # type: ignore[dict-item]
+    assert [s.name for s in table.systems] == ["1", "2"]
+    with pytest.raises(ValueError, match="system names must differ as strings"):
+        compare_scores({1: arrays(1), "1": arrays(2)})  # type: ignore[dict-item]
