@@ -9,15 +9,18 @@
 //!
 //! ```
 //! use ndarray::array;
-//! use bertscore_core::{score_pairs, ScoreOptions, Text};
+//! use bertscore_core::{score_pairs, ScoreOptions, EmbeddedText};
 //! let cand = array![[1.0_f32, 0.0], [0.0, 1.0]];
 //! let reference = array![[1.0_f32, 0.1]];
-//! let s = score_pairs(&[Text::new(cand.view())], &[Text::new(reference.view())], &ScoreOptions::default())
+//! let s = score_pairs(&[EmbeddedText::new(cand.view())], &[EmbeddedText::new(reference.view())], &ScoreOptions::default())
 //!     .unwrap();
 //! assert!(s.recall[0] > 0.99 && s.precision[0] < 0.6);
 //! ```
 
+#![deny(unsafe_code)]
+
 pub mod batch;
+pub mod embedded;
 pub mod error;
 pub mod floor;
 pub mod greedy;
@@ -27,14 +30,15 @@ pub mod pool;
 mod prepare;
 pub mod ragged;
 pub mod reduce;
+pub mod rescale;
 pub mod scores;
-#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 mod simd;
 mod similarity;
-pub mod text;
 pub mod vector;
 
 pub use batch::{score_indexed, score_indexed_floored, score_pairs};
+pub use embedded::EmbeddedText;
 pub use error::{KernelError, Owner, Result, Side};
 pub use floor::{pad_floors, PadFloor};
 pub use greedy::score_pair;
@@ -42,7 +46,8 @@ pub use idf::{document_frequencies, idf_default, idf_value, idf_weights, Idf};
 pub use pairwise::score_all_pairs;
 pub use pool::{get_num_threads, set_num_threads, NUM_THREADS_ENV};
 pub use ragged::{offsets_from_i64, pair_indices, Ragged};
-pub use reduce::{multi_ref_max, rescale};
+pub use reduce::multi_ref_max;
+pub use rescale::rescale;
 pub use scores::{f1_score, PairScore, ScoreMatrix, ScoreOptions, Scores};
-pub use text::Text;
+pub use simd::{active_isa, ISA_ENV};
 pub use vector::{dot, dot_rows, l2_norm, l2_norm_rows, normalize, normalize_rows};
