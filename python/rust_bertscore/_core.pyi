@@ -452,3 +452,31 @@ def get_num_threads() -> int:
     ValueError
         ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
     """
+
+def requested_num_threads() -> int | None:
+    """The thread count the user set: the last :func:`set_num_threads` call, else
+    ``RUST_BERTSCORE_NUM_THREADS``, else None (no setting). The one reader of the setting: the
+    kernel's pool and the ONNX Runtime encoder both take it from here.
+
+    Raises
+    ------
+    ValueError
+        ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """
+
+ISA_ENV: Final[str]
+"""Name of the environment variable that caps the kernels' instruction set (read once per
+process): ``"RUST_BERTSCORE_ISA"``, values ``portable``, ``avx2``, ``avx512``."""
+
+def active_isa() -> str:
+    """The instruction set of the kernels in this process: ``"avx512"``, ``"avx2"`` or
+    ``"portable"`` (the best the CPU has, at most what ``RUST_BERTSCORE_ISA`` names)."""
+
+def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:
+    """bert_score's IDF ``ln((num_docs + 1) / (df + 1))`` of each document frequency.
+
+    Raises
+    ------
+    ValueError
+        ``num_docs < 0``, or a ``df`` outside ``0..=num_docs``.
+    """

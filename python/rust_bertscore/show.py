@@ -158,7 +158,7 @@ def similarity_matrix(
             raise ValueError(f"Baseline not Found for {model} on {lang} at {path}")
         base = baseline_values(path, runtime.num_layers, False)
         prf = tuple(rescale(x, b) for x, b in zip(prf, base))
-        sim = (sim - float(base[2])) / (1 - float(base[2]))
+        sim = rescale(sim, base[2])
     p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in prf)
     return SimilarityMatrix(
         cand_tokens=[_display(tokenizer.id_to_token(i)) for i in ids[0]],

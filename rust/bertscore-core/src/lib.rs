@@ -44,7 +44,7 @@ pub use floor::{pad_floors, PadFloor};
 pub use greedy::score_pair;
 pub use idf::{document_frequencies, idf_default, idf_value, idf_weights, Idf};
 pub use pairwise::score_all_pairs;
-pub use pool::{get_num_threads, set_num_threads, NUM_THREADS_ENV};
+pub use pool::{get_num_threads, requested_num_threads, set_num_threads, NUM_THREADS_ENV};
 pub use ragged::{offsets_from_i64, pair_indices, Ragged};
 pub use reduce::multi_ref_max;
 pub use rescale::rescale;
