@@ -1,11 +1,36 @@
 //! BERTScore kernels, without Python: L2 normalisation, greedy cosine matching of token
 //! embeddings (bert_score's `greedy_cos_idf`), batches and all-pairs scoring in parallel,
-//! multi-reference reduction, baseline rescaling and IDF weights.
+//! the multi-reference max, baseline rescaling and IDF weights.
 //!
 //! Inputs are borrowed `ndarray` views of `f32` (any strides, no copy); sums are accumulated in
 //! `f64`. A ragged batch of texts travels as one (total_tokens x dim) array plus offsets
 //! ([`Ragged`]). Bad input is a [`KernelError`] naming the pair or text at fault, never a panic.
 //! Parallel work runs on one lazily built rayon pool ([`pool`]).
+//!
+//! # Words
+//! Each word below means one thing in this crate (and the same in the Python package):
+//! * **text**: one sentence (a candidate or a reference); "text `i`" is the `i`-th text of a
+//!   ragged batch. Its token embeddings and weights, as the kernels take them, are an
+//!   [`EmbeddedText`].
+//! * **pair**: a candidate text and the reference it is scored against.
+//! * **reduce**: the multi-reference max only ([`multi_ref_max`], module [`reduce`]): a
+//!   candidate with several references keeps its best P, R and F. The per-block maxima of the
+//!   similarity product are the *block maxima*; the SIMD lane sums are *horizontal sums*.
+//! * **rescale**: bert_score's baseline rescaling `(x - b) / (1 - b)` in `f32` ([`rescale()`]).
+//! * **weights**: per-token weights (IDF, or all ones); **IDF**: `ln((M + 1) / (df + 1))`
+//!   ([`idf`]).
+//! * **floor**: bert_score's batch padding floor ([`floor`]).
+//! * **ISA**: the instruction set the kernels run with (AVX-512F, AVX2 + FMA or portable),
+//!   picked once per process, capped by [`ISA_ENV`] ([`active_isa`]).
+//!
+//! # Layout
+//! The module graph is acyclic (checked by `tests/module_graph.rs`). From the leaves up:
+//! `simd` (the only module with `unsafe` code and ISA dispatch; the crate root denies
+//! `unsafe_code`), `error`, `embedded`, `scores`; `vector` (norms, dots), `similarity` (the
+//! similarity product reduced to block maxima), `pool` (the thread pool), `ragged`, `floor`,
+//! `idf`, `rescale`, `reduce`; `prepare` (checks and normalises a text once); `greedy` (one
+//! candidate against one or more references); `batch` (one-to-one pairs) and `pairwise` (all
+//! pairs). See `docs/architecture.md`.
 //!
 //! ```
 //! use ndarray::array;

@@ -328,3 +328,16 @@ fn parallel_equals_serial() {
         );
     }
 }
+
+/// `make test-rust` runs this file again with `RUST_BERTSCORE_ISA=portable`: every property
+/// above then holds on the scalar path too, on any CPU.
+#[test]
+fn the_isa_env_var_caps_the_instruction_set() {
+    let isa = bertscore_core::active_isa();
+    assert!(["avx512", "avx2", "portable"].contains(&isa), "{isa}");
+    let forced = std::env::var(bertscore_core::ISA_ENV)
+        .is_ok_and(|v| v.trim().eq_ignore_ascii_case("portable"));
+    if forced {
+        assert_eq!(isa, "portable");
+    }
+}
