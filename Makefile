@@ -58,7 +58,7 @@ test-python: ## pytest against the installed wheel
 test: install lint test-rust test-python ## Install, then lint, cargo test and pytest
 
 demo: install ## Install, then score the example texts with the default model
-	$(PY) -m rust_bertscore.demo
+	$(PY) -m rust_bertscore.cli.demo
 
 bench-rust: ## criterion suite of the Rust kernel
 	cargo bench --bench kernel

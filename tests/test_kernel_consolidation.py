@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from rust_bertscore import _core
-from rust_bertscore.baselines import rescale
-from rust_bertscore.cli_score import idf_dict
+from rust_bertscore.cli.score import idf_dict
 from rust_bertscore.embeddings import unseen_idf
 from rust_bertscore.encoder import default_threads
+from rust_bertscore.rescale import rescale
 from rust_bertscore.scores import _max_over_groups
 
 

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 import rust_bertscore as rb
 from conftest import FAMILIES, REFERENCE, TINY, load_cases
-from rust_bertscore import convert, encoder, model_cache, scores
+from rust_bertscore import convert, encoder, scores
 from rust_bertscore.embeddings import EmbeddingCache
-from rust_bertscore.runtime import load_runtime
+from rust_bertscore.models import graph_cache as model_cache
+from rust_bertscore.models.loading import load_runtime
 
 BERT = str(TINY / "bert")
 WMT_CASE = next(c for c in load_cases(REFERENCE / "cases.json") if c["name"] == "plain_L6")

@@ -19,11 +19,11 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import convert
-from ._version import __version__
-from .atomic import atomic_path
-from .model_files import resolve_model
-from .runtime import check_layer, default_layer, export_info_path
+from .. import convert
+from .._version import __version__
+from ..atomic import atomic_path
+from .files import resolve_model
+from .loading import check_layer, default_layer, export_info_path
 
 TOKENIZER_FILES = (
     "tokenizer.json",

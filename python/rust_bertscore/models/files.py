@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotFoundError
+from ..errors import ModelNotFoundError
 from .registry import DEFAULT_MODEL
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
@@ -183,7 +183,7 @@ def snapshot_complete(path: Path) -> bool:
     """
     if not (path / "config.json").is_file():
         return False
-    from .tokens import has_tokenizer_files
+    from ..tokenization.tokenizer import has_tokenizer_files
 
     if not has_tokenizer_files(path):
         return False

@@ -21,12 +21,11 @@ from typing import Protocol
 
 from tokenizers import Tokenizer
 
+from ..convert import max_positions
+from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
-from .byte_tokens import ByteIds
-from .convert import max_positions
-from .sentencepiece_tokens import SentencePieceIds
-from .text import prepare_text
-from .tokenizer_classes import (
+from .byte_level import ByteIds
+from .classes import (
     LAYOUT_EOS,
     LAYOUT_MBART,
     LAYOUT_MBART50,
@@ -35,6 +34,7 @@ from .tokenizer_classes import (
     TokenizerClass,
     tokenizer_class,
 )
+from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
 # (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``; in transformers 4.57 BART,
