@@ -283,7 +283,8 @@ def multi_ref_max(
 
     Group ``g`` is ``[group_offsets[g], group_offsets[g + 1])``. P, R and F are each maxed
     independently, as bert_score does with several references, so the resulting F is not in
-    general the harmonic mean of the resulting P and R.
+    general the harmonic mean of the resulting P and R. A NaN in a group makes its maximum NaN,
+    as ``torch.max`` (bert_score) and ``np.maximum`` do.
 
     Parameters
     ----------
@@ -303,7 +304,8 @@ def multi_ref_max(
     """
 
 def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
-    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, computed in float64.
+    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, in float32 with the
+    baseline rounded to float32 first: bert_score's float32 torch arithmetic, bit for bit.
 
     Parameters
     ----------
@@ -319,7 +321,7 @@ def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
     Raises
     ------
     ValueError
-        ``baseline == 1`` (division by zero) or ``baseline`` not finite.
+        ``baseline`` is 1 once rounded to float32 (division by zero), or not finite.
     """
 
 def normalize(a: _FloatArray) -> NDArray[np.float32]:
