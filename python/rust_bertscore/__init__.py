@@ -7,6 +7,8 @@ encoder. Same numbers as bert_score 0.3.13, without PyTorch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import (
     dot,
     get_num_threads,
@@ -32,6 +34,9 @@ from .models.listing import ModelInfo, supported_models
 from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .similarity import SimilarityMatrix
+
+if TYPE_CHECKING:
+    from .plot import plot_example
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -63,30 +68,11 @@ __all__ = [
 ]
 
 
-def plot_example(
-    candidate: str,
-    reference: str,
-    model_type: str | None = None,
-    num_layers: int | None = None,
-    lang: str | None = None,
-    rescale_with_baseline: bool = False,
-    baseline_path: str | None = None,
-    fname: str = "",
-) -> SimilarityMatrix:
-    """bert_score's ``plot_example``: the similarity heatmap of one pair, saved to ``fname``.
+def __getattr__(name: str) -> object:
+    # plot_example (bert_score's) is loaded on first use: importing the package loads no
+    # plotting code.
+    if name == "plot_example":
+        from .plot import plot_example
 
-    Needs matplotlib (``pip install rust-bertscore[plot]``); the plotting code is loaded only
-    when this is called. See :func:`rust_bertscore.plot.plot_example`.
-    """
-    from .plot import plot_example as _plot_example
-
-    return _plot_example(
-        candidate,
-        reference,
-        model_type=model_type,
-        num_layers=num_layers,
-        lang=lang,
-        rescale_with_baseline=rescale_with_baseline,
-        baseline_path=baseline_path,
-        fname=fname,
-    )
+        return plot_example
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

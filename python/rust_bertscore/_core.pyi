@@ -28,7 +28,35 @@ _IndexArray = NDArray[np.integer] | Sequence[int]
 _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
+__all__ = [
+    "ISA_ENV",
+    "NUM_THREADS_ENV",
+    "KernelError",
+    "RustBertScoreError",
+    "ThreadPoolError",
+    "__version__",
+    "active_isa",
+    "dot",
+    "get_num_threads",
+    "idf_default",
+    "idf_from_frequencies",
+    "idf_table",
+    "idf_weights",
+    "l2_norm",
+    "multi_ref_max",
+    "normalize",
+    "pad_floor_flags",
+    "pairwise_embeddings",
+    "pairwise_ragged",
+    "requested_num_threads",
+    "rescale",
+    "score_embeddings",
+    "score_ragged",
+    "set_num_threads",
+]
+
 NUM_THREADS_ENV: Final[str]
+__version__: Final[str]
 
 class RustBertScoreError(Exception):
     """Base class of every error rust-bertscore raises."""

@@ -6,7 +6,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Literal, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -102,6 +102,16 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+
+    Attributes
+    ----------
+    block_pairs : int
+        Pairs tokenised together per block (default :data:`PAIRS_PER_CHUNK`); set it lower to
+        hold fewer texts at once. Scores do not depend on it.
+    round_bytes : int
+        About the most bytes of token vectors held at once while scoring (default
+        :data:`CHUNK_BYTES`): a block is encoded and scored in rounds within it. Scores do not
+        depend on it.
     """
 
     def __init__(
@@ -151,6 +161,8 @@ class BERTScorer:
         )
         self._idf_weights: TokenWeights | None = None
         self._cache = EmbeddingCache(cache_bytes)
+        self.block_pairs = PAIRS_PER_CHUNK
+        self.round_bytes = CHUNK_BYTES
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
@@ -262,6 +274,51 @@ class BERTScorer:
         )
 
     # -- scoring -----------------------------------------------------------------------------
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: Literal[False] = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        *,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool,
+        batch_size: int | None,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: bool = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores | tuple[Scores, str]: ...
+
     def score(
         self,
         cands: Sequence[str],
@@ -311,7 +368,8 @@ class BERTScorer:
             pair_texts(cands, refs), weights, verbose, batch_size, floor_batch, pad_floor
         )
         if self._rescale_with_baseline and self.baseline_vals is not None:
-            out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+            p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+            out = (p, r, f)
         return (out, self.hash) if return_hash else out
 
     # -- token alignments (see align.py) -----------------------------------------------------
@@ -397,16 +455,16 @@ class BERTScorer:
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
-        Pairs go in blocks of about :data:`PAIRS_PER_CHUNK` (a multiple of ``floor_batch``, so
+        Pairs go in blocks of about :attr:`block_pairs` (a multiple of ``floor_batch``, so
         that bert_score's scoring batches never straddle two blocks), tokenised together, and
-        each block in rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes
+        each block in rounds of at most :attr:`round_bytes` of token vectors: a round encodes
         (texts seen before come from the cache) and scores only its own texts, so memory does
         not grow with the number of pairs. ``floor_batch`` None: no padding floor, unless
         ``floors`` gives explicit flags.
         """
         layers = self._runtime.depth + 1 if self.all_layers else 1
         hidden = self._runtime.encoder.hidden_size or 1024
-        budget = max(1, CHUNK_BYTES // (4 * hidden * layers))  # token rows per round
+        budget = max(1, self.round_bytes // (4 * hidden * layers))  # token rows per round
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
         warned: set[str] = set()
@@ -415,9 +473,9 @@ class BERTScorer:
             from tqdm.auto import tqdm
 
             progress = tqdm(total=n, desc="scoring", unit="pair")
-        step = PAIRS_PER_CHUNK
+        step = self.block_pairs
         if floor_batch is not None:
-            step = max(1, PAIRS_PER_CHUNK // floor_batch) * floor_batch
+            step = max(1, self.block_pairs // floor_batch) * floor_batch
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             texts: dict[str, int] = {}
@@ -446,7 +504,7 @@ class BERTScorer:
                     lengths[cand_idx], lengths[ref_idx], floor_batch
                 )
             else:
-                floor_p = floor_r = None
+                floor_p = floor_r = None  # type: ignore[assignment]  # no floor: batch-independent
             for lo, hi in _rounds(lengths[cand_idx] + lengths[ref_idx], budget):
                 needed, inverse = np.unique(
                     np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
@@ -674,6 +732,91 @@ def make_hash(
     if batch_independent:
         msg += "_batch-independent"
     return msg
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: Literal[False] = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    *,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None,
+    num_layers: int | None,
+    verbose: bool,
+    idf: bool | Mapping[int, float],
+    device: str | None,
+    batch_size: int,
+    nthreads: int,
+    all_layers: bool,
+    lang: str | None,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: bool = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores | tuple[Scores, str]: ...
 
 
 def score(

@@ -130,11 +130,13 @@ def compute_similarity_matrix(
     one, zero = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
     rescaled = scorer.rescale_with_baseline
+    values = list(prf)
     if rescaled:
         base = scorer.baseline_vals
-        prf = tuple(rescale(x, b) for x, b in zip(prf, base))
+        assert base is not None  # a scorer's missing baseline raises
+        values = [rescale(x, b) for x, b in zip(values, base)]
         sim = rescale(sim, base[2])
-    p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in prf)
+    p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in values)
     return SimilarityMatrix(
         cand_tokens=[_display(tokenizer.id_to_token(i)) for i in cand_ids],
         ref_tokens=[_display(tokenizer.id_to_token(i)) for i in ref_ids],

@@ -153,7 +153,7 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
     except ImportError:  # pragma: no cover - a declared dependency
         return None
     try:
-        path = snapshot_download(
+        snapshot = snapshot_download(
             repo_id,
             allow_patterns=HUB_FILE_PATTERNS,
             cache_dir=str(hub_cache_dir()),
@@ -171,7 +171,7 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
         raise ModelNotFoundError(
             f"could not download model {repo_id!r} from the Hugging Face Hub: {e}"
         ) from e
-    path = Path(path)
+    path = Path(snapshot)
     return path if snapshot_complete(path) else None
 
 

@@ -551,6 +551,8 @@ fn get_num_threads(py: Python<'_>) -> PyResult<usize> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    // The package's one version: Cargo's (maturin gives the wheel the same one).
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(score_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(pairwise_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(score_ragged, m)?)?;
