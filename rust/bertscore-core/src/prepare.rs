@@ -63,6 +63,9 @@ impl<'a> Prepared<'a> {
     }
 }
 
+/// Largest squared norm of a row scored without normalisation (norm 1e19).
+const MAX_RAW_SQUARED_NORM: f64 = 1e38;
+
 /// Checks `text` (weights: one per token, finite, non-negative; embeddings: finite) and prepares
 /// it for scoring; errors name `owner`.
 pub(crate) fn prepare<'a>(
@@ -107,6 +110,19 @@ pub(crate) fn prepare<'a>(
         weight_sum,
     };
     if !normalize {
+        // Cauchy-Schwarz: |a.b| <= |a||b|, so rows within this norm keep every float32 dot
+        // product (and its partial sums) of two such rows below 1e38, short of overflow.
+        if let Some(token) = squares.iter().position(|&s| s > MAX_RAW_SQUARED_NORM) {
+            return Err(KernelError::InvalidArgument {
+                what: "embeddings",
+                problem: format!(
+                    "of {owner}: token {token} has norm {:.3e}; without normalisation dot \
+                     products of rows beyond norm 1e19 overflow float32: normalise them \
+                     (normalize=True) or scale them down",
+                    squares[token].sqrt()
+                ),
+            });
+        }
         return Ok(prepared);
     }
     if squares
