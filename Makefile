@@ -55,8 +55,9 @@ fmt: deps ## Format Rust and Python sources
 	$(VENV)/bin/ruff format python tests benches
 	$(VENV)/bin/ruff check --fix python tests benches
 
-test-rust: ## cargo test of the core crate (unit, property and doc tests)
+test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
+	RUST_BERTSCORE_ISA=portable cargo test --quiet -p bertscore-core --test properties --test no_panic
 
 test-python: ## pytest against the installed wheel
 	$(PY) -m pytest -q

@@ -29,15 +29,18 @@ _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
 __all__ = [
+    "ISA_ENV",
     "NUM_THREADS_ENV",
     "KernelError",
     "RustBertScoreError",
     "ThreadPoolError",
     "__version__",
+    "active_isa",
     "bootstrap_ci",
     "dot",
     "get_num_threads",
     "idf_default",
+    "idf_from_frequencies",
     "idf_table",
     "idf_weights",
     "l2_norm",
@@ -48,6 +51,7 @@ __all__ = [
     "paired_permutation",
     "pairwise_embeddings",
     "pairwise_ragged",
+    "requested_num_threads",
     "rescale",
     "score_embeddings",
     "score_ragged",
@@ -310,7 +314,8 @@ def multi_ref_max(
 
     Group ``g`` is ``[group_offsets[g], group_offsets[g + 1])``. P, R and F are each maxed
     independently, as bert_score does with several references, so the resulting F is not in
-    general the harmonic mean of the resulting P and R.
+    general the harmonic mean of the resulting P and R. A NaN in a group makes its maximum NaN,
+    as ``torch.max`` (bert_score) and ``np.maximum`` do.
 
     Parameters
     ----------
@@ -330,7 +335,8 @@ def multi_ref_max(
     """
 
 def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
-    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, computed in float64.
+    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, in float32 with the
+    baseline rounded to float32 first: bert_score's float32 torch arithmetic, bit for bit.
 
     Parameters
     ----------
@@ -346,7 +352,7 @@ def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
     Raises
     ------
     ValueError
-        ``baseline == 1`` (division by zero) or ``baseline`` not finite.
+        ``baseline`` is 1 once rounded to float32 (division by zero), or not finite.
     """
 
 def normalize(a: _FloatArray) -> NDArray[np.float32]:
@@ -490,6 +496,34 @@ def get_num_threads() -> int:
     ------
     ValueError
         ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """
+
+def requested_num_threads() -> int | None:
+    """The thread count the user set: the last :func:`set_num_threads` call, else
+    ``RUST_BERTSCORE_NUM_THREADS``, else None (no setting). The one reader of the setting: the
+    kernel's pool and the ONNX Runtime encoder both take it from here.
+
+    Raises
+    ------
+    ValueError
+        ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """
+
+ISA_ENV: Final[str]
+"""Name of the environment variable that caps the kernels' instruction set (read once per
+process): ``"RUST_BERTSCORE_ISA"``, values ``portable``, ``avx2``, ``avx512``."""
+
+def active_isa() -> str:
+    """The instruction set of the kernels in this process: ``"avx512"``, ``"avx2"`` or
+    ``"portable"`` (the best the CPU has, at most what ``RUST_BERTSCORE_ISA`` names)."""
+
+def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:
+    """bert_score's IDF ``ln((num_docs + 1) / (df + 1))`` of each document frequency.
+
+    Raises
+    ------
+    ValueError
+        ``num_docs < 0``, or a ``df`` outside ``0..=num_docs``.
     """
 
 # -- significance statistics (typed wrappers and result dataclasses: rust_bertscore.stats) -------

@@ -691,9 +691,25 @@ def _rounds(pair_tokens: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
 
 
 def _max_over_groups(prf: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
-    """P, R and F each maxed over every candidate's references (last axis)."""
-    starts = np.asarray(offsets[:-1], dtype=np.int64)
-    return np.maximum.reduceat(prf, starts, axis=-1)
+    """P, R and F each maxed over every candidate's references (last axis), by the kernel's
+    ``_core.multi_ref_max`` (a NaN in a group gives NaN, as bert_score's ``torch.max``)."""
+    arr = np.asarray(prf, dtype=np.float32)
+    bounds = np.asarray(offsets, dtype=np.int64)
+    if arr.ndim == 2:
+        return np.stack(_core.multi_ref_max(arr[0], arr[1], arr[2], bounds))
+    # (3, layers, pairs): layer by layer.
+    per_layer = [
+        _core.multi_ref_max(arr[0, i], arr[1, i], arr[2, i], bounds) for i in range(arr.shape[1])
+    ]
+    groups = len(bounds) - 1
+    return np.stack(
+        [
+            np.stack([layer[k] for layer in per_layer])
+            if per_layer
+            else np.zeros((0, groups), np.float32)
+            for k in range(3)
+        ]
+    )
 
 
 def _warn_empty(
