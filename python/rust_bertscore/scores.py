@@ -23,6 +23,7 @@ from .tokenization.tokenizer import TextTokenizer
 
 if TYPE_CHECKING:
     from .align import Alignment
+    from .compare import Comparison
     from .similarity import SimilarityMatrix
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -391,6 +392,28 @@ class BERTScorer:
         from .align import align_pairs
 
         return align_pairs(self, cands, refs, batch_size)
+
+    # -- comparing systems (see compare.py) ---------------------------------------------------
+    def compare(
+        self,
+        cands_by_system: Mapping[str, Sequence[str]],
+        refs: RefsArg,
+        test: str = "paired-bs",
+        n_samples: int | None = None,
+        seed: int | None = 12345,
+        confidence: float = 0.95,
+        batch_size: int | None = None,
+        verbose: bool = False,
+    ) -> Comparison:
+        """Score several systems over the same references and test each against the first:
+        mean P/R/F1 with bootstrap intervals, and paired-bootstrap (``test="paired-bs"``) or
+        approximate-randomisation (``"paired-ar"``) p-values. References are encoded once.
+        See :func:`rust_bertscore.compare.compare_systems`."""
+        from .compare import compare_systems
+
+        return compare_systems(
+            self, cands_by_system, refs, test, n_samples, seed, confidence, batch_size, verbose
+        )
 
     # -- the similarity matrix and its picture (see similarity.py, plot.py) --------------------
     def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:

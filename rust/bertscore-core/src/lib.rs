@@ -5,7 +5,9 @@
 //! Inputs are borrowed `ndarray` views of `f32` (any strides, no copy); sums are accumulated in
 //! `f64`. A ragged batch of texts travels as one (total_tokens x dim) array plus offsets
 //! ([`Ragged`]). Bad input is a [`KernelError`] naming the pair or text at fault, never a panic.
-//! Parallel work runs on one lazily built rayon pool ([`pool`]).
+//! Parallel work runs on one lazily built rayon pool ([`pool`]). [`stats`] holds the significance
+//! statistics over segment scores (bootstrap intervals, paired bootstrap, approximate
+//! randomisation).
 //!
 //! # Words
 //! Each word below means one thing in this crate (and the same in the Python package):
@@ -56,10 +58,12 @@ mod prepare;
 pub mod ragged;
 pub mod reduce;
 pub mod rescale;
+mod rng;
 pub mod scores;
 #[allow(unsafe_code)]
 mod simd;
 mod similarity;
+pub mod stats;
 pub mod vector;
 
 pub use batch::{score_indexed, score_indexed_floored, score_pairs};
@@ -75,4 +79,8 @@ pub use reduce::multi_ref_max;
 pub use rescale::rescale;
 pub use scores::{f1_score, PairScore, ScoreMatrix, ScoreOptions, Scores};
 pub use simd::{active_isa, ISA_ENV};
+pub use stats::{
+    bootstrap_ci, paired_bootstrap, paired_permutation, Interval, PairedBootstrap,
+    PairedComparison, PairedPermutation, Resampling,
+};
 pub use vector::{dot, dot_rows, l2_norm, l2_norm_rows, normalize, normalize_rows};

@@ -9,6 +9,7 @@
 
 mod arrays;
 mod errors;
+mod stats;
 
 use bertscore_core as core;
 use bertscore_core::{Ragged, ScoreMatrix, ScoreOptions, Scores};
@@ -568,6 +569,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(idf_default, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::bootstrap_ci, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::paired_bootstrap, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::paired_permutation, m)?)?;
     m.add("NUM_THREADS_ENV", core::NUM_THREADS_ENV)?;
     m.add_function(wrap_pyfunction!(requested_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(active_isa, m)?)?;
