@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e bench-stats parity clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -55,8 +55,9 @@ fmt: deps ## Format Rust and Python sources
 	$(VENV)/bin/ruff format python tests benches
 	$(VENV)/bin/ruff check --fix python tests benches
 
-test-rust: ## cargo test of the core crate (unit, property and doc tests)
+test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
+	RUST_BERTSCORE_ISA=portable cargo test --quiet -p bertscore-core --test properties --test no_panic
 
 test-python: ## pytest against the installed wheel
 	$(PY) -m pytest -q
@@ -71,6 +72,10 @@ bench-rust: ## criterion suite of the Rust kernel
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) benches/end_to_end.py
+
+bench-stats: install ## Statistics kernel: criterion suite, then against a vectorised NumPy
+	cargo bench --bench stats
+	$(PY) benches/stats_vs_numpy.py
 
 bench: bench-rust bench-e2e ## All benchmarks
 

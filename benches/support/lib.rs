@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use bertscore_core::{Ragged, Text};
+use bertscore_core::{EmbeddedText, Ragged};
 use ndarray::Array2;
 
 /// SplitMix64: a tiny, fast, deterministic PRNG (no dependency needed for bench data).
@@ -59,7 +59,7 @@ impl Batch {
     }
 
     /// Its texts.
-    pub fn texts(&self) -> Vec<Text<'_>> {
+    pub fn texts(&self) -> Vec<EmbeddedText<'_>> {
         self.ragged().texts()
     }
 }

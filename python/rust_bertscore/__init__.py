@@ -19,6 +19,7 @@ from ._core import (
     set_num_threads,
 )
 from ._version import __version__
+from .compare import Comparison
 from .errors import (
     CheckpointError,
     DeviceNotAvailableError,
@@ -34,6 +35,14 @@ from .models.listing import ModelInfo, supported_models
 from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
 from .similarity import SimilarityMatrix
+from .stats import (
+    BootstrapCI,
+    PairedBootstrap,
+    PairedPermutation,
+    bootstrap_ci,
+    paired_bootstrap,
+    paired_permutation,
+)
 
 if TYPE_CHECKING:
     from .plot import plot_example
@@ -43,22 +52,29 @@ __all__ = [
     "LANG2MODEL",
     "MODEL2LAYERS",
     "BERTScorer",
+    "BootstrapCI",
     "CheckpointError",
+    "Comparison",
     "DeviceNotAvailableError",
     "KernelError",
     "ModelInfo",
     "ModelLoadError",
     "ModelNotFoundError",
+    "PairedBootstrap",
+    "PairedPermutation",
     "RustBertScoreError",
     "RustBertScoreWarning",
     "SimilarityMatrix",
     "ThreadPoolError",
     "__version__",
+    "bootstrap_ci",
     "dot",
     "evaluate_module",
     "get_num_threads",
     "l2_norm",
     "normalize",
+    "paired_bootstrap",
+    "paired_permutation",
     "pairwise_embeddings",
     "plot_example",
     "score",

@@ -29,22 +29,29 @@ _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
 __all__ = [
+    "ISA_ENV",
     "NUM_THREADS_ENV",
     "KernelError",
     "RustBertScoreError",
     "ThreadPoolError",
     "__version__",
+    "active_isa",
+    "bootstrap_ci",
     "dot",
     "get_num_threads",
     "idf_default",
+    "idf_from_frequencies",
     "idf_table",
     "idf_weights",
     "l2_norm",
     "multi_ref_max",
     "normalize",
     "pad_floor_flags",
+    "paired_bootstrap",
+    "paired_permutation",
     "pairwise_embeddings",
     "pairwise_ragged",
+    "requested_num_threads",
     "rescale",
     "score_embeddings",
     "score_ragged",
@@ -307,7 +314,8 @@ def multi_ref_max(
 
     Group ``g`` is ``[group_offsets[g], group_offsets[g + 1])``. P, R and F are each maxed
     independently, as bert_score does with several references, so the resulting F is not in
-    general the harmonic mean of the resulting P and R.
+    general the harmonic mean of the resulting P and R. A NaN in a group makes its maximum NaN,
+    as ``torch.max`` (bert_score) and ``np.maximum`` do.
 
     Parameters
     ----------
@@ -327,7 +335,8 @@ def multi_ref_max(
     """
 
 def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
-    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, computed in float64.
+    """Baseline rescaling ``(x - baseline) / (1 - baseline)``, elementwise, in float32 with the
+    baseline rounded to float32 first: bert_score's float32 torch arithmetic, bit for bit.
 
     Parameters
     ----------
@@ -343,7 +352,7 @@ def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
     Raises
     ------
     ValueError
-        ``baseline == 1`` (division by zero) or ``baseline`` not finite.
+        ``baseline`` is 1 once rounded to float32 (division by zero), or not finite.
     """
 
 def normalize(a: _FloatArray) -> NDArray[np.float32]:
@@ -487,4 +496,132 @@ def get_num_threads() -> int:
     ------
     ValueError
         ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """
+
+def requested_num_threads() -> int | None:
+    """The thread count the user set: the last :func:`set_num_threads` call, else
+    ``RUST_BERTSCORE_NUM_THREADS``, else None (no setting). The one reader of the setting: the
+    kernel's pool and the ONNX Runtime encoder both take it from here.
+
+    Raises
+    ------
+    ValueError
+        ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+    """
+
+ISA_ENV: Final[str]
+"""Name of the environment variable that caps the kernels' instruction set (read once per
+process): ``"RUST_BERTSCORE_ISA"``, values ``portable``, ``avx2``, ``avx512``."""
+
+def active_isa() -> str:
+    """The instruction set of the kernels in this process: ``"avx512"``, ``"avx2"`` or
+    ``"portable"`` (the best the CPU has, at most what ``RUST_BERTSCORE_ISA`` names)."""
+
+def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:
+    """bert_score's IDF ``ln((num_docs + 1) / (df + 1))`` of each document frequency.
+
+    Raises
+    ------
+    ValueError
+        ``num_docs < 0``, or a ``df`` outside ``0..=num_docs``.
+    """
+
+# -- significance statistics (typed wrappers and result dataclasses: rust_bertscore.stats) -------
+
+def bootstrap_ci(
+    scores: NDArray[np.float64],
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+    *,
+    num_threads: int | None = None,
+) -> tuple[float, float, float]:
+    """Percentile bootstrap interval of the mean of ``scores``.
+
+    Parameters
+    ----------
+    scores : ndarray of float64, shape (N,)
+        Segment scores, N >= 2, all finite.
+    confidence : float
+        Coverage of the interval, in (0, 1).
+    n_resamples : int
+        Bootstrap resamples, >= 1.
+    seed : int
+        Seed in [0, 2**64): resample r draws from a stream keyed by (seed, r), so the result
+        does not depend on the number of threads.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    (mean, ci_low, ci_high) : tuple of float
+        The mean of ``scores`` and the (1 - confidence)/2 and (1 + confidence)/2 quantiles
+        (linear interpolation, NumPy's default) of the resampled means.
+
+    Raises
+    ------
+    ValueError
+        ``confidence`` outside (0, 1), ``n_resamples < 1``, fewer than 2 scores, or a NaN or
+        infinite score (the message names the segment).
+    """
+
+def paired_bootstrap(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+    *,
+    num_threads: int | None = None,
+) -> tuple[
+    tuple[float, float, float],
+    list[tuple[float, float, float, float, float, float, float, float, float]],
+]:
+    """Koehn's paired bootstrap of every row of ``b`` against ``a``, one index draw per resample
+    shared by ``a`` and every system.
+
+    Parameters
+    ----------
+    a : ndarray of float64, shape (N,)
+        Baseline segment scores.
+    b : ndarray of float64, shape (K, N)
+        Segment scores of K systems over the same segments.
+    confidence, n_resamples, seed, num_threads
+        As :func:`bootstrap_ci`.
+
+    Returns
+    -------
+    baseline : (mean, ci_low, ci_high)
+        The baseline's mean and interval.
+    systems : list of (mean_a, mean_b, delta, ci_low, ci_high, p_value, mean_b, b_ci_low, b_ci_high)
+        Per system: ``delta = mean_b - mean_a``, the interval of the difference, the one-sided
+        p-value ``(#{delta* <= 0} + 1) / (n_resamples + 1)`` and the system's own interval.
+
+    Raises
+    ------
+    ValueError
+        As :func:`bootstrap_ci`, or ``b`` without rows or with rows of another length than ``a``.
+    """
+
+def paired_permutation(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    n_trials: int,
+    seed: int,
+    *,
+    num_threads: int | None = None,
+) -> list[tuple[float, float, float, float]]:
+    """Paired approximate randomisation of every row of ``b`` against ``a``: each trial swaps
+    ``a[i]`` and ``b[k, i]`` with probability 1/2 (the same swaps for every system).
+
+    Returns
+    -------
+    list of (mean_a, mean_b, delta, p_value)
+        Per system; ``p_value = (#{trials with |delta*| >= |delta|} + 1) / (n_trials + 1)``.
+
+    Raises
+    ------
+    ValueError
+        ``n_trials < 1``, fewer than 2 segments, a NaN or infinite score, or ``b`` without rows
+        or with rows of another length than ``a``.
     """

@@ -4,13 +4,14 @@ one contiguous array for the kernel, and a bounded cache of texts already encode
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import _core
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,9 @@ def idf_from_dict(idf: Mapping[int, float]) -> tuple[dict[int, float], float | N
 
 
 def unseen_idf(num_docs: int) -> float:
-    """bert_score's weight for ids that occur in no reference: ``ln(M + 1)``."""
-    return math.log(num_docs + 1)
+    """bert_score's weight for ids that occur in no reference: ``ln(M + 1)`` (the kernel's
+    ``_core.idf_default``)."""
+    return _core.idf_default(num_docs)
 
 
 @dataclass(frozen=True)

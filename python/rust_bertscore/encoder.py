@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from . import _core
 from .errors import DeviceNotAvailableError, ModelLoadError, RustBertScoreError
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
@@ -24,7 +24,7 @@ DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 """ONNX Runtime fusions left out: its CPU SkipLayerNormalization kernel ran 5-10x slower than the
 Add + LayerNormalization it replaces (onnxruntime 1.32, measured in docs/performance.md)."""
 
-THREADS_ENV = "RUST_BERTSCORE_NUM_THREADS"
+THREADS_ENV = _core.NUM_THREADS_ENV
 """The package's thread setting (see ``_core``); also sizes the encoder's intra-op pool."""
 
 
@@ -99,18 +99,10 @@ def plan_batches(lengths: np.ndarray, batch_size: int, max_tokens: int) -> list[
 
 
 def default_threads() -> int | None:
-    """Intra-op threads from ``RUST_BERTSCORE_NUM_THREADS``, else None (ONNX Runtime's default:
-    one per physical core)."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if not value:
-        return None
-    try:
-        threads = int(value)
-    except ValueError:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {value!r}") from None
-    if threads < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {value!r}")
-    return threads
+    """Intra-op threads: the package's one thread-count setting (:func:`set_num_threads`, else
+    ``RUST_BERTSCORE_NUM_THREADS``, read by the kernel: ``_core.requested_num_threads``), else
+    None (ONNX Runtime's default: one per physical core)."""
+    return _core.requested_num_threads()
 
 
 def session_options(num_threads: int | None) -> ort.SessionOptions:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _core
 from .atomic import write_text_atomic
 from .errors import warn
 
@@ -103,9 +104,25 @@ def load_baseline(
 
 
 def rescale(values: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:
-    """``(x - b) / (1 - b)`` in float32, as bert_score computes it."""
-    b = np.asarray(baseline, dtype=np.float32)
-    return ((np.asarray(values, dtype=np.float32) - b) / (np.float32(1.0) - b)).astype(np.float32)
+    """``(x - b) / (1 - b)`` in float32, as bert_score computes it, by the kernel's
+    ``_core.rescale``.
+
+    ``baseline`` is one value (any shape of ``values``), or one value per row of ``values``
+    (shape (rows,) or (rows, 1), as bert_score's all-layer baselines).
+    """
+    x = np.asarray(values, dtype=np.float32)
+    b = np.asarray(baseline, dtype=np.float64)
+    if b.ndim == 0:
+        return _core.rescale(x, float(b))
+    column = b.reshape(-1)
+    if x.ndim == 0 or len(column) != x.shape[0] or b.size != len(column):
+        raise ValueError(
+            f"a baseline of shape {b.shape} does not fit scores of shape {x.shape}: expected "
+            "one value, or one per row"
+        )
+    if not len(column):
+        return x.copy()
+    return np.stack([_core.rescale(row, float(v)) for row, v in zip(x, column)])
 
 
 def write_baseline(path: str | Path, table: np.ndarray) -> None:

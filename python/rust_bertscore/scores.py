@@ -23,6 +23,7 @@ from .tokenization.tokenizer import TextTokenizer
 
 if TYPE_CHECKING:
     from .align import Alignment
+    from .compare import Comparison
     from .similarity import SimilarityMatrix
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -392,6 +393,28 @@ class BERTScorer:
 
         return align_pairs(self, cands, refs, batch_size)
 
+    # -- comparing systems (see compare.py) ---------------------------------------------------
+    def compare(
+        self,
+        cands_by_system: Mapping[str, Sequence[str]],
+        refs: RefsArg,
+        test: str = "paired-bs",
+        n_samples: int | None = None,
+        seed: int | None = 12345,
+        confidence: float = 0.95,
+        batch_size: int | None = None,
+        verbose: bool = False,
+    ) -> Comparison:
+        """Score several systems over the same references and test each against the first:
+        mean P/R/F1 with bootstrap intervals, and paired-bootstrap (``test="paired-bs"``) or
+        approximate-randomisation (``"paired-ar"``) p-values. References are encoded once.
+        See :func:`rust_bertscore.compare.compare_systems`."""
+        from .compare import compare_systems
+
+        return compare_systems(
+            self, cands_by_system, refs, test, n_samples, seed, confidence, batch_size, verbose
+        )
+
     # -- the similarity matrix and its picture (see similarity.py, plot.py) --------------------
     def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:
         """Token cosine similarities of one pair with this scorer's model and layer (rescaled
@@ -668,9 +691,25 @@ def _rounds(pair_tokens: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
 
 
 def _max_over_groups(prf: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
-    """P, R and F each maxed over every candidate's references (last axis)."""
-    starts = np.asarray(offsets[:-1], dtype=np.int64)
-    return np.maximum.reduceat(prf, starts, axis=-1)
+    """P, R and F each maxed over every candidate's references (last axis), by the kernel's
+    ``_core.multi_ref_max`` (a NaN in a group gives NaN, as bert_score's ``torch.max``)."""
+    arr = np.asarray(prf, dtype=np.float32)
+    bounds = np.asarray(offsets, dtype=np.int64)
+    if arr.ndim == 2:
+        return np.stack(_core.multi_ref_max(arr[0], arr[1], arr[2], bounds))
+    # (3, layers, pairs): layer by layer.
+    per_layer = [
+        _core.multi_ref_max(arr[0, i], arr[1, i], arr[2, i], bounds) for i in range(arr.shape[1])
+    ]
+    groups = len(bounds) - 1
+    return np.stack(
+        [
+            np.stack([layer[k] for layer in per_layer])
+            if per_layer
+            else np.zeros((0, groups), np.float32)
+            for k in range(3)
+        ]
+    )
 
 
 def _warn_empty(

@@ -135,7 +135,7 @@ def compute_similarity_matrix(
         base = scorer.baseline_vals
         assert base is not None  # a scorer's missing baseline raises
         values = [rescale(x, b) for x, b in zip(values, base)]
-        sim = (sim - float(base[2])) / (1 - float(base[2]))
+        sim = rescale(sim, base[2])
     p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in values)
     return SimilarityMatrix(
         cand_tokens=[_display(tokenizer.id_to_token(i)) for i in cand_ids],

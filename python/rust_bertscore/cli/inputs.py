@@ -317,3 +317,9 @@ def _not_a_file(path: str, role: str) -> str:
     if os.path.isdir(path):
         return f"{role} file {path}: is a directory"
     return f"{role} file {path}: no such file"
+
+
+def read_lines(path: Path) -> list[str]:
+    """Every line of a UTF-8 text file, without newlines (errors name the file and line)."""
+    with _open_text(path) as f, _decoding(path):
+        return [_strip_newline(line) for line in f]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import TextIO
 
 import numpy as np
 
+from .. import _core
 from ..scores import BERTScorer
 from ..tokenization.tokenizer import TextTokenizer
 from .batches import scored_chunks
@@ -174,11 +174,13 @@ def document_frequencies(
 
 
 def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
-    """bert_score's ``get_idf_dict`` from counts: ``ln((m+1)/(df+1))``, unseen ids ``ln(m+1)``."""
-    unseen = math.log(m + 1)
+    """bert_score's ``get_idf_dict`` from counts: ``ln((m+1)/(df+1))``, unseen ids ``ln(m+1)``
+    (the kernel's IDF: ``_core.idf_from_frequencies``, ``_core.idf_default``)."""
+    unseen = _core.idf_default(m)
     out: defaultdict[int, float] = defaultdict(lambda: unseen)
-    for token_id in np.flatnonzero(df).tolist():
-        out[token_id] = math.log((m + 1) / (int(df[token_id]) + 1))
+    seen = np.flatnonzero(df)
+    values = _core.idf_from_frequencies(np.asarray(df, dtype=np.int64)[seen], m)
+    out.update(zip(seen.tolist(), values.tolist()))
     return out
 
 

@@ -1,5 +1,6 @@
 //! One-to-one batches: pair `k` is scored on its own, pairs in parallel.
 
+use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Owner, Result, Side};
 use crate::floor::PadFloor;
 use crate::greedy::{check_dims, score_prepared};
@@ -8,18 +9,17 @@ use crate::prepare::{prepare, Prepared};
 use crate::ragged::check_pairs;
 use crate::scores::{ScoreOptions, Scores};
 use crate::similarity::Scratch;
-use crate::text::Text;
 
 /// Multiply-adds of the similarity products of the given pairs.
 fn product_cost<'a, 'b: 'a, 'c: 'a>(
-    pairs: impl Iterator<Item = (&'a Text<'b>, &'a Text<'c>)>,
+    pairs: impl Iterator<Item = (&'a EmbeddedText<'b>, &'a EmbeddedText<'c>)>,
 ) -> u64 {
     pairs
         .map(|(c, r)| (c.len() * r.len() * c.dim().max(1)) as u64)
         .fold(0, u64::saturating_add)
 }
 
-fn value_count(texts: &[Text<'_>]) -> u64 {
+fn value_count(texts: &[EmbeddedText<'_>]) -> u64 {
     texts
         .iter()
         .map(|t| (t.len() * t.dim()) as u64)
@@ -27,7 +27,7 @@ fn value_count(texts: &[Text<'_>]) -> u64 {
 }
 
 fn prepare_all<'a>(
-    texts: &[Text<'a>],
+    texts: &[EmbeddedText<'a>],
     owner: impl Fn(usize) -> Owner + Sync + Send,
     opts: &ScoreOptions,
 ) -> Result<Vec<Prepared<'a>>> {
@@ -49,16 +49,20 @@ fn prepare_all<'a>(
 ///
 /// ```
 /// use ndarray::array;
-/// use bertscore_core::{score_pairs, ScoreOptions, Text};
+/// use bertscore_core::{score_pairs, ScoreOptions, EmbeddedText};
 /// let a = array![[1.0_f32, 0.0], [0.0, 1.0]];
 /// let b = array![[1.0_f32, 0.0]];
-/// let cands = [Text::new(a.view()), Text::new(b.view())];
-/// let refs = [Text::new(b.view()), Text::new(b.view())];
+/// let cands = [EmbeddedText::new(a.view()), EmbeddedText::new(b.view())];
+/// let refs = [EmbeddedText::new(b.view()), EmbeddedText::new(b.view())];
 /// let s = score_pairs(&cands, &refs, &ScoreOptions::default()).unwrap();
 /// assert_eq!(s.precision.to_vec(), vec![0.5, 1.0]);
 /// assert_eq!(s.recall.to_vec(), vec![1.0, 1.0]);
 /// ```
-pub fn score_pairs(cands: &[Text<'_>], refs: &[Text<'_>], opts: &ScoreOptions) -> Result<Scores> {
+pub fn score_pairs(
+    cands: &[EmbeddedText<'_>],
+    refs: &[EmbeddedText<'_>],
+    opts: &ScoreOptions,
+) -> Result<Scores> {
     if cands.len() != refs.len() {
         return Err(KernelError::LengthMismatch {
             what: "candidates and references",
@@ -104,7 +108,7 @@ pub fn score_pairs(cands: &[Text<'_>], refs: &[Text<'_>], opts: &ScoreOptions) -
 /// assert!(score_indexed(&batch.texts(), &[(0, 2)], &ScoreOptions::default()).is_err());
 /// ```
 pub fn score_indexed(
-    texts: &[Text<'_>],
+    texts: &[EmbeddedText<'_>],
     pairs: &[(usize, usize)],
     opts: &ScoreOptions,
 ) -> Result<Scores> {
@@ -129,7 +133,7 @@ pub fn score_indexed(
 /// assert_eq!((s.precision[0], s.recall[0]), (0.0, -1.0));
 /// ```
 pub fn score_indexed_floored(
-    texts: &[Text<'_>],
+    texts: &[EmbeddedText<'_>],
     pairs: &[(usize, usize)],
     floors: &[PadFloor],
     opts: &ScoreOptions,
@@ -177,8 +181,8 @@ mod tests {
     fn errors_name_the_pair() {
         let ok = Array2::<f32>::ones((2, 3));
         let nan = array![[1.0_f32, 2.0, 3.0], [f32::NAN, 0.0, 0.0]];
-        let cands = [Text::new(ok.view()), Text::new(ok.view())];
-        let refs = [Text::new(ok.view()), Text::new(nan.view())];
+        let cands = [EmbeddedText::new(ok.view()), EmbeddedText::new(ok.view())];
+        let refs = [EmbeddedText::new(ok.view()), EmbeddedText::new(nan.view())];
         let e = score_pairs(&cands, &refs, &ScoreOptions::default()).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -178,6 +178,32 @@ pub enum KernelError {
     /// rayon could not start the pool's threads.
     #[error("could not build the thread pool: {0}")]
     ThreadPool(String),
+    /// A parameter of the statistics is out of its range.
+    #[error("{name} must be {expected}, got {got}")]
+    InvalidParameter {
+        /// The parameter, e.g. "confidence" or "n_resamples".
+        name: &'static str,
+        /// What it must be.
+        expected: &'static str,
+        /// The value given.
+        got: String,
+    },
+    /// Too few segment scores to resample.
+    #[error("{what} needs at least 2 segment scores, got {got}")]
+    TooFewSegments {
+        /// The argument, e.g. "scores" or "b[1]".
+        what: String,
+        /// Its number of segments.
+        got: usize,
+    },
+    /// A segment score is NaN or infinite.
+    #[error("{what}: the score of segment {index} is NaN or infinite")]
+    NonFiniteScore {
+        /// The argument, e.g. "a" or "b[1]".
+        what: String,
+        /// The segment.
+        index: usize,
+    },
 }
 
 /// Result of the kernels.

@@ -2,14 +2,12 @@
 //! one unpadded pair. Each candidate token takes its best-matching reference token (precision),
 //! each reference token its best-matching candidate token (recall); both are weighted means.
 
-use ndarray::ArrayView1;
-
+use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Owner, Result, Side};
 use crate::floor::PadFloor;
-use crate::prepare::{prepare, Prepared};
+use crate::prepare::{prepare, Prepared, Weights};
 use crate::scores::PairScore;
 use crate::similarity::{BlockSide, Scratch};
-use crate::text::Text;
 
 /// Scores one candidate against one reference.
 ///
@@ -23,15 +21,19 @@ use crate::text::Text;
 ///
 /// ```
 /// use ndarray::array;
-/// use bertscore_core::{score_pair, Text};
+/// use bertscore_core::{score_pair, EmbeddedText};
 /// // The BERTScore example of the Go module github.com/itsubaki/reval (raw dot products).
 /// let c = array![[0.1_f32, 0.2, 0.3], [0.4, 0.5, 0.6]];
 /// let r = array![[0.1_f32, 0.2, 0.3], [0.7, 0.8, 0.9]];
-/// let s = score_pair(&Text::new(c.view()), &Text::new(r.view()), false).unwrap();
+/// let s = score_pair(&EmbeddedText::new(c.view()), &EmbeddedText::new(r.view()), false).unwrap();
 /// assert!((s.precision - 0.86).abs() < 1e-6 && (s.recall - 0.77).abs() < 1e-6);
 /// assert!((s.f1 - 0.8125).abs() < 1e-4);
 /// ```
-pub fn score_pair(cand: &Text<'_>, reference: &Text<'_>, normalize: bool) -> Result<PairScore> {
+pub fn score_pair(
+    cand: &EmbeddedText<'_>,
+    reference: &EmbeddedText<'_>,
+    normalize: bool,
+) -> Result<PairScore> {
     let owner = |side| Owner::Pair { pair: 0, side };
     check_dims(
         cand,
@@ -49,7 +51,12 @@ pub fn score_pair(cand: &Text<'_>, reference: &Text<'_>, normalize: bool) -> Res
     ))
 }
 
-pub(crate) fn check_dims(a: &Text<'_>, b: &Text<'_>, a_owner: Owner, b_owner: Owner) -> Result<()> {
+pub(crate) fn check_dims(
+    a: &EmbeddedText<'_>,
+    b: &EmbeddedText<'_>,
+    a_owner: Owner,
+    b_owner: Owner,
+) -> Result<()> {
     if a.dim() == b.dim() {
         Ok(())
     } else {
@@ -59,21 +66,6 @@ pub(crate) fn check_dims(a: &Text<'_>, b: &Text<'_>, a_owner: Owner, b_owner: Ow
             other: b_owner,
             expected: b.dim(),
         })
-    }
-}
-
-/// A text's token weights, as the means use them.
-#[derive(Clone, Copy)]
-pub(crate) struct Weights<'a> {
-    /// Per-token weights (`None`: all ones).
-    pub(crate) values: Option<ArrayView1<'a, f32>>,
-    /// Their sum, in f64.
-    pub(crate) sum: f64,
-}
-
-impl Weights<'_> {
-    fn get(&self, i: usize) -> f64 {
-        self.values.map_or(1.0, |w| f64::from(w[i]))
     }
 }
 
@@ -162,7 +154,12 @@ mod tests {
         // R = (0.32 + 1.22) / 2, F = 2PR / (P + R).
         let c = array![[0.1_f32, 0.2, 0.3], [0.4, 0.5, 0.6]];
         let r = array![[0.1_f32, 0.2, 0.3], [0.7, 0.8, 0.9]];
-        let s = score_pair(&Text::new(c.view()), &Text::new(r.view()), false).unwrap();
+        let s = score_pair(
+            &EmbeddedText::new(c.view()),
+            &EmbeddedText::new(r.view()),
+            false,
+        )
+        .unwrap();
         assert!(close(s.precision, 0.86) && close(s.recall, 0.77), "{s:?}");
         assert!(close(s.f1, 2.0 * 0.86 * 0.77 / 1.63), "{s:?}");
     }
@@ -177,8 +174,8 @@ mod tests {
         let wc = array![1.0_f32, 3.0];
         let wr = array![2.0_f32, 0.0];
         let s = score_pair(
-            &Text::with_weights(c.view(), Some(wc.view())),
-            &Text::with_weights(r.view(), Some(wr.view())),
+            &EmbeddedText::with_weights(c.view(), Some(wc.view())),
+            &EmbeddedText::with_weights(r.view(), Some(wr.view())),
             true,
         )
         .unwrap();
@@ -191,13 +188,18 @@ mod tests {
         let c = array![[1.0_f32, 0.0]];
         let empty = Array2::<f32>::zeros((0, 2));
         for (a, b) in [(&c, &empty), (&empty, &c), (&empty, &empty)] {
-            let s = score_pair(&Text::new(a.view()), &Text::new(b.view()), true).unwrap();
+            let s = score_pair(
+                &EmbeddedText::new(a.view()),
+                &EmbeddedText::new(b.view()),
+                true,
+            )
+            .unwrap();
             assert_eq!(s, PairScore::ZERO);
         }
         let w = array![0.0_f32];
         let s = score_pair(
-            &Text::with_weights(c.view(), Some(w.view())),
-            &Text::new(c.view()),
+            &EmbeddedText::with_weights(c.view(), Some(w.view())),
+            &EmbeddedText::new(c.view()),
             true,
         );
         assert_eq!(s, Ok(PairScore::ZERO));
@@ -206,12 +208,22 @@ mod tests {
     #[test]
     fn zero_vectors_and_extreme_scales_stay_finite_and_exact() {
         let zeros = Array2::<f32>::zeros((2, 3));
-        let s = score_pair(&Text::new(zeros.view()), &Text::new(zeros.view()), true).unwrap();
+        let s = score_pair(
+            &EmbeddedText::new(zeros.view()),
+            &EmbeddedText::new(zeros.view()),
+            true,
+        )
+        .unwrap();
         assert_eq!(s, PairScore::ZERO);
         for scale in [1e-25_f32, 1e25, f32::MAX / 4.0] {
             let a = array![[3.0_f32, 4.0]] * scale;
             let b = array![[4.0_f32, 3.0]];
-            let s = score_pair(&Text::new(a.view()), &Text::new(b.view()), true).unwrap();
+            let s = score_pair(
+                &EmbeddedText::new(a.view()),
+                &EmbeddedText::new(b.view()),
+                true,
+            )
+            .unwrap();
             assert!(
                 close(s.precision, 0.96) && close(s.f1, 0.96),
                 "{scale}: {s:?}"
@@ -223,7 +235,12 @@ mod tests {
     fn dim_mismatch_names_both_sides() {
         let a = Array2::<f32>::zeros((1, 2));
         let b = Array2::<f32>::zeros((1, 3));
-        let e = score_pair(&Text::new(a.view()), &Text::new(b.view()), true).unwrap_err();
+        let e = score_pair(
+            &EmbeddedText::new(a.view()),
+            &EmbeddedText::new(b.view()),
+            true,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "pair 0 (candidate) has embedding dim 2, but pair 0 (reference) has dim 3"

@@ -8,14 +8,14 @@
 
 use ndarray::Array2;
 
+use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Owner, Result};
 use crate::floor::PadFloor;
-use crate::greedy::{score_block, Weights};
+use crate::greedy::score_block;
 use crate::pool::{try_map, Plan};
-use crate::prepare::{pack, prepare};
+use crate::prepare::{pack, prepare, Weights};
 use crate::scores::{ScoreMatrix, ScoreOptions};
 use crate::similarity::{BlockSide, Scratch};
-use crate::text::Text;
 
 /// Bytes of reference embeddings per chunk (at least one whole reference): large enough for an
 /// efficient block, small enough to stay in L2 next to the candidate and the block.
@@ -30,18 +30,18 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 ///
 /// ```
 /// use ndarray::array;
-/// use bertscore_core::{score_all_pairs, ScoreOptions, Text};
+/// use bertscore_core::{score_all_pairs, ScoreOptions, EmbeddedText};
 /// let a = array![[1.0_f32, 0.0]];
 /// let b = array![[0.0_f32, 1.0], [1.0, 0.0]];
-/// let texts = [Text::new(a.view()), Text::new(b.view())];
+/// let texts = [EmbeddedText::new(a.view()), EmbeddedText::new(b.view())];
 /// let m = score_all_pairs(&texts, &texts, &ScoreOptions::default()).unwrap();
 /// assert_eq!(m.precision.dim(), (2, 2));
 /// assert_eq!(m.get(0, 1).unwrap().precision, 1.0);
 /// assert_eq!(m.get(1, 0).unwrap().precision, 0.5);
 /// ```
 pub fn score_all_pairs(
-    cands: &[Text<'_>],
-    refs: &[Text<'_>],
+    cands: &[EmbeddedText<'_>],
+    refs: &[EmbeddedText<'_>],
     opts: &ScoreOptions,
 ) -> Result<ScoreMatrix> {
     all_pairs(cands, refs, opts, CHUNK_BYTES)
@@ -49,12 +49,12 @@ pub fn score_all_pairs(
 
 /// [`score_all_pairs`] with chunks of about `chunk_bytes` of reference embeddings.
 fn all_pairs(
-    cands: &[Text<'_>],
-    refs: &[Text<'_>],
+    cands: &[EmbeddedText<'_>],
+    refs: &[EmbeddedText<'_>],
     opts: &ScoreOptions,
     chunk_bytes: usize,
 ) -> Result<ScoreMatrix> {
-    let owned = |side: fn(usize) -> Owner, texts: &[Text<'_>]| {
+    let owned = |side: fn(usize) -> Owner, texts: &[EmbeddedText<'_>]| {
         texts
             .iter()
             .enumerate()
@@ -77,10 +77,10 @@ fn all_pairs(
         });
     }
 
-    let texts: Vec<Text<'_>> = cands
+    let texts: Vec<EmbeddedText<'_>> = cands
         .iter()
-        .map(Text::reborrow)
-        .chain(refs.iter().map(Text::reborrow))
+        .map(EmbeddedText::reborrow)
+        .chain(refs.iter().map(EmbeddedText::reborrow))
         .collect();
     let values = texts
         .iter()
@@ -189,11 +189,11 @@ mod tests {
         let short = array![[1.0_f32, 2.0, 0.0, -1.0], [0.5, 0.0, 0.0, 0.0]];
         let empty = Array2::<f32>::zeros((0, 4));
         let texts = [
-            Text::new(long.view()),
-            Text::new(short.view()),
-            Text::new(empty.view()),
-            Text::new(long.view()),
-            Text::new(short.view()),
+            EmbeddedText::new(long.view()),
+            EmbeddedText::new(short.view()),
+            EmbeddedText::new(empty.view()),
+            EmbeddedText::new(long.view()),
+            EmbeddedText::new(short.view()),
         ];
         for normalize in [true, false] {
             let opts = ScoreOptions {
@@ -225,8 +225,8 @@ mod tests {
         let a = Array2::<f32>::zeros((1, 2));
         let b = Array2::<f32>::zeros((1, 3));
         let e = score_all_pairs(
-            &[Text::new(a.view())],
-            &[Text::new(a.view()), Text::new(b.view())],
+            &[EmbeddedText::new(a.view())],
+            &[EmbeddedText::new(a.view()), EmbeddedText::new(b.view())],
             &ScoreOptions::default(),
         )
         .unwrap_err();
@@ -234,7 +234,12 @@ mod tests {
             e.to_string(),
             "reference 1 has embedding dim 3, but candidate 0 has dim 2"
         );
-        let m = score_all_pairs(&[], &[Text::new(a.view())], &ScoreOptions::default()).unwrap();
+        let m = score_all_pairs(
+            &[],
+            &[EmbeddedText::new(a.view())],
+            &ScoreOptions::default(),
+        )
+        .unwrap();
         assert_eq!(m.precision.dim(), (0, 1));
     }
 }

@@ -3,7 +3,8 @@
 //! * The pool is built lazily, once, on the first call that is big enough to run in parallel.
 //! * Its size is, in order of precedence: the last [`set_num_threads`] call, the environment
 //!   variable `RUST_BERTSCORE_NUM_THREADS` (read when the pool is built), the number of CPUs
-//!   this process may use.
+//!   this process may use. The setting is read in this module only; other pools of the program
+//!   (the Python package's ONNX Runtime encoder) take it from [`requested_num_threads`].
 //! * Calling [`set_num_threads`] after the pool exists with a different size builds a new pool
 //!   once and swaps it in: later calls use the new pool, calls already running finish on the old
 //!   one, which is dropped when they are done. The same size is a no-op. No call builds a pool of
@@ -62,21 +63,24 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-fn resolve(requested: Option<usize>) -> Result<usize> {
-    if let Some(n) = requested {
-        return Ok(n);
+/// The size asked for: `requested` (a [`set_num_threads`] call), else [`NUM_THREADS_ENV`]'s
+/// value, else `None`. The one place the environment variable is read.
+fn asked(requested: Option<usize>) -> Result<Option<usize>> {
+    if requested.is_some() {
+        return Ok(requested);
     }
-    let from_env = match std::env::var(NUM_THREADS_ENV) {
-        Ok(v) => parse_threads(&v)?,
-        Err(VarError::NotPresent) => None,
-        Err(VarError::NotUnicode(v)) => {
-            return Err(KernelError::InvalidThreadsEnv {
-                var: NUM_THREADS_ENV,
-                value: v.to_string_lossy().into_owned(),
-            })
-        }
-    };
-    Ok(from_env.unwrap_or_else(default_threads))
+    match std::env::var(NUM_THREADS_ENV) {
+        Ok(v) => parse_threads(&v),
+        Err(VarError::NotPresent) => Ok(None),
+        Err(VarError::NotUnicode(v)) => Err(KernelError::InvalidThreadsEnv {
+            var: NUM_THREADS_ENV,
+            value: v.to_string_lossy().into_owned(),
+        }),
+    }
+}
+
+fn resolve(requested: Option<usize>) -> Result<usize> {
+    Ok(asked(requested)?.unwrap_or_else(default_threads))
 }
 
 fn build(n: usize) -> Result<Arc<ThreadPool>> {
@@ -120,6 +124,16 @@ pub fn get_num_threads() -> Result<usize> {
         Some(p) => Ok(p.current_num_threads()),
         None => resolve(st.requested),
     }
+}
+
+/// The thread count the user set, for the other thread pools of a program (such as an encoder's):
+/// the last [`set_num_threads`] call, else `RUST_BERTSCORE_NUM_THREADS`, else `None` (no
+/// setting: each pool picks its own default). Every reader of the setting goes through this.
+///
+/// # Errors
+/// [`KernelError::InvalidThreadsEnv`] when `RUST_BERTSCORE_NUM_THREADS` is not a positive integer.
+pub fn requested_num_threads() -> Result<Option<usize>> {
+    asked(state().requested)
 }
 
 fn shared_pool() -> Result<Arc<ThreadPool>> {
@@ -242,8 +256,12 @@ mod tests {
         );
         set_num_threads(3).unwrap();
         assert_eq!(get_num_threads(), Ok(3));
+        assert_eq!(requested_num_threads(), Ok(Some(3)));
         set_num_threads(2).unwrap();
         assert_eq!(get_num_threads(), Ok(2));
+        assert_eq!(requested_num_threads(), Ok(Some(2)));
+        // A set_num_threads value takes precedence over the environment.
+        assert_eq!(asked(Some(5)), Ok(Some(5)));
     }
 
     #[test]

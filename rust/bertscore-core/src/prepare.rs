@@ -3,15 +3,30 @@
 
 use ndarray::{Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix2};
 
+use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Owner, Result};
-use crate::greedy::Weights;
 use crate::similarity::BlockSide;
-use crate::text::Text;
 use crate::vector::{normalize_in_place, sum_of_squares};
 
 /// Squared norms inside this range can be normalised after the matrix product (scaling the
 /// similarities) without f32 overflow or underflow in the product: norms in [1e-15, 1e15].
 const POST_SCALE_RANGE: std::ops::RangeInclusive<f64> = 1e-30..=1e30;
+
+/// A text's token weights, as the means use them.
+#[derive(Clone, Copy)]
+pub(crate) struct Weights<'a> {
+    /// Per-token weights (`None`: all ones).
+    pub(crate) values: Option<ArrayView1<'a, f32>>,
+    /// Their sum, in f64.
+    pub(crate) sum: f64,
+}
+
+impl Weights<'_> {
+    /// Weight of token `i`.
+    pub(crate) fn get(&self, i: usize) -> f64 {
+        self.values.map_or(1.0, |w| f64::from(w[i]))
+    }
+}
 
 /// A checked text, ready for the similarity product.
 pub(crate) struct Prepared<'a> {
@@ -48,9 +63,16 @@ impl<'a> Prepared<'a> {
     }
 }
 
+/// Largest squared norm of a row scored without normalisation (norm 1e19).
+const MAX_RAW_SQUARED_NORM: f64 = 1e38;
+
 /// Checks `text` (weights: one per token, finite, non-negative; embeddings: finite) and prepares
 /// it for scoring; errors name `owner`.
-pub(crate) fn prepare<'a>(text: &Text<'a>, owner: Owner, normalize: bool) -> Result<Prepared<'a>> {
+pub(crate) fn prepare<'a>(
+    text: &EmbeddedText<'a>,
+    owner: Owner,
+    normalize: bool,
+) -> Result<Prepared<'a>> {
     let tokens = text.len();
     let weight_sum = match text.weights {
         None => tokens as f64,
@@ -88,6 +110,19 @@ pub(crate) fn prepare<'a>(text: &Text<'a>, owner: Owner, normalize: bool) -> Res
         weight_sum,
     };
     if !normalize {
+        // Cauchy-Schwarz: |a.b| <= |a||b|, so rows within this norm keep every float32 dot
+        // product (and its partial sums) of two such rows below 1e38, short of overflow.
+        if let Some(token) = squares.iter().position(|&s| s > MAX_RAW_SQUARED_NORM) {
+            return Err(KernelError::InvalidArgument {
+                what: "embeddings",
+                problem: format!(
+                    "of {owner}: token {token} has norm {:.3e}; without normalisation dot \
+                     products of rows beyond norm 1e19 overflow float32: normalise them \
+                     (normalize=True) or scale them down",
+                    squares[token].sqrt()
+                ),
+            });
+        }
         return Ok(prepared);
     }
     if squares
@@ -177,14 +212,19 @@ mod tests {
     fn values_and_weights_are_checked() {
         let owner = Owner::Text(4);
         let e = array![[1.0_f32, f32::NAN]];
-        let err = prepare(&Text::new(e.view()), owner, true).err();
+        let err = prepare(&EmbeddedText::new(e.view()), owner, true).err();
         assert_eq!(
             err,
             Some(KernelError::NonFiniteEmbedding { owner, token: 0 })
         );
         let e = array![[1.0_f32, 2.0], [3.0, 4.0]];
         let w = array![1.0_f32];
-        let err = prepare(&Text::with_weights(e.view(), Some(w.view())), owner, true).err();
+        let err = prepare(
+            &EmbeddedText::with_weights(e.view(), Some(w.view())),
+            owner,
+            true,
+        )
+        .err();
         assert!(matches!(
             err,
             Some(KernelError::WeightLength {
@@ -194,7 +234,12 @@ mod tests {
             })
         ));
         let w = array![1.0_f32, -0.5];
-        let err = prepare(&Text::with_weights(e.view(), Some(w.view())), owner, true).err();
+        let err = prepare(
+            &EmbeddedText::with_weights(e.view(), Some(w.view())),
+            owner,
+            true,
+        )
+        .err();
         assert!(matches!(
             err,
             Some(KernelError::InvalidWeight { token: 1, .. })
@@ -204,11 +249,11 @@ mod tests {
     #[test]
     fn badly_scaled_texts_are_normalised_up_front() {
         let e = array![[3e-30_f32, 4e-30], [0.0, 0.0]];
-        let p = prepare(&Text::new(e.view()), Owner::Text(0), true).unwrap();
+        let p = prepare(&EmbeddedText::new(e.view()), Owner::Text(0), true).unwrap();
         assert!(p.scale.is_none());
         assert!((p.emb[[0, 0]] - 0.6).abs() < 1e-6 && p.emb[[1, 1]] == 0.0);
         let e = array![[3.0_f32, 4.0], [0.0, 0.0]];
-        let p = prepare(&Text::new(e.view()), Owner::Text(0), true).unwrap();
+        let p = prepare(&EmbeddedText::new(e.view()), Owner::Text(0), true).unwrap();
         assert_eq!(p.scale, Some(vec![0.2, 0.0]));
         let packed = pack(&[p], 2);
         assert_eq!(packed.offsets, vec![0, 2]);

@@ -4,8 +4,8 @@
 
 use ndarray::{s, ArrayView1, ArrayView2};
 
+use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Result, Side};
-use crate::text::Text;
 
 /// A validated ragged batch of texts sharing one data array.
 #[derive(Clone, Debug)]
@@ -82,9 +82,9 @@ impl<'a> Ragged<'a> {
     }
 
     /// Text `i` as views into the shared arrays, or `None` past the end.
-    pub fn text(&self, i: usize) -> Option<Text<'a>> {
+    pub fn text(&self, i: usize) -> Option<EmbeddedText<'a>> {
         let (start, end) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
-        Some(Text {
+        Some(EmbeddedText {
             embeddings: self.data.slice_move(s![start..end, ..]),
             weights: self.weights.map(|w| w.slice_move(s![start..end])),
         })
@@ -98,7 +98,7 @@ impl<'a> Ragged<'a> {
         &self,
         what: &'static str,
         indices: ArrayView1<'_, i64>,
-    ) -> Result<Vec<Text<'a>>> {
+    ) -> Result<Vec<EmbeddedText<'a>>> {
         indices
             .iter()
             .enumerate()
@@ -117,7 +117,7 @@ impl<'a> Ragged<'a> {
     }
 
     /// Every text, in order.
-    pub fn texts(&self) -> Vec<Text<'a>> {
+    pub fn texts(&self) -> Vec<EmbeddedText<'a>> {
         (0..self.len()).filter_map(|i| self.text(i)).collect()
     }
 }

@@ -1,6 +1,7 @@
-//! After scoring: multi-reference reduction and baseline rescaling.
+//! Reduction over references: [`multi_ref_max`], the one thing the crate calls "reduce". A
+//! candidate with several references keeps, for each of P, R and F, its best score over them.
 
-use ndarray::{Array, ArrayView, ArrayView1, Dimension};
+use ndarray::ArrayView1;
 
 use crate::error::{KernelError, Result};
 use crate::ragged::validate_offsets;
@@ -9,7 +10,8 @@ use crate::scores::Scores;
 /// Reduces scores over groups of consecutive pairs (one candidate against each of its
 /// references): group `g` is pairs `group_offsets[g]..group_offsets[g + 1]`. P, R and F are each
 /// maxed independently, as bert_score does with several references, so the result's F need not
-/// be the harmonic mean of its P and R.
+/// be the harmonic mean of its P and R. A NaN among a group's scores makes the group's maximum
+/// NaN, as `torch.max` (bert_score) and `np.maximum` do.
 ///
 /// # Errors
 /// P, R, F of different lengths, offsets that are not `[0, ..., len]` non-decreasing, or an empty
@@ -54,7 +56,10 @@ pub fn multi_ref_max(
             .windows(2)
             .map(|w| {
                 x.slice(ndarray::s![w[0]..w[1]])
-                    .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+                    .fold(
+                        f32::NEG_INFINITY,
+                        |m, &v| if v > m || v.is_nan() { v } else { m },
+                    )
             })
             .collect()
     };
@@ -63,25 +68,6 @@ pub fn multi_ref_max(
         recall: group_max(recall),
         f1: group_max(f1),
     })
-}
-
-/// Baseline rescaling `(x - b) / (1 - b)`, computed in f64, elementwise over any shape.
-///
-/// # Errors
-/// [`KernelError::InvalidBaseline`] when `baseline` is 1 or not finite.
-///
-/// ```
-/// use ndarray::array;
-/// let y = bertscore_core::rescale(array![0.9_f32, 0.8].view(), 0.8).unwrap();
-/// assert!((y[0] - 0.5).abs() < 1e-6 && y[1].abs() < 1e-6);
-/// assert!(bertscore_core::rescale(array![0.9_f32].view(), 1.0).is_err());
-/// ```
-pub fn rescale<D: Dimension>(x: ArrayView<'_, f32, D>, baseline: f64) -> Result<Array<f32, D>> {
-    if baseline == 1.0 || !baseline.is_finite() {
-        return Err(KernelError::InvalidBaseline(baseline));
-    }
-    let denominator = 1.0 - baseline;
-    Ok(x.mapv(|v| ((f64::from(v) - baseline) / denominator) as f32))
 }
 
 #[cfg(test)]
@@ -110,10 +96,12 @@ mod tests {
     }
 
     #[test]
-    fn rescale_any_shape() {
-        let x = array![[0.5_f32, 1.0], [0.0, 0.75]];
-        let y = rescale(x.view(), 0.5).unwrap();
-        assert_eq!(y, array![[0.0_f32, 1.0], [-1.0, 0.5]]);
-        assert!(rescale(x.view(), f64::NAN).is_err());
+    fn nan_propagates_like_torch_max() {
+        let p = array![0.5_f32, f32::NAN, 0.7, 0.2];
+        let r = array![f32::NAN, 0.5, 0.1, 0.3];
+        let s = multi_ref_max(p.view(), r.view(), p.view(), &[0, 2, 4]).unwrap();
+        assert!(s.precision[0].is_nan() && s.recall[0].is_nan());
+        assert_eq!(s.precision[1], 0.7);
+        assert_eq!(s.recall[1], 0.3);
     }
 }

@@ -3,222 +3,19 @@
 //! each reference token's best match). Everything else in the crate is O(tokens); this is
 //! O(tokens^2 x dim).
 //!
-//! The dot products come from a micro-kernel picked at run time by [`Isa::detect`] (once per
-//! worker of a call): AVX-512F or AVX2 + FMA on x86-64 (`crate::simd`, f32 FMA accumulation),
-//! else `ndarray`'s matrix product. They land in a small per-worker block (candidate tokens x
-//! reference tokens, at most a few hundred KiB, so it stays in cache), which is then reduced to
-//! maxima by plain loops compiled for the same instruction set (vectorised by the compiler).
+//! The dot products come from a micro-kernel of `crate::simd` for the process's instruction set
+//! (`Isa::detect`; AVX-512F or AVX2 + FMA on x86-64 with f32 FMA accumulation, else `ndarray`'s
+//! matrix product). They land in a small per-worker block (candidate tokens x reference tokens,
+//! at most a few hundred KiB, so it stays in cache), whose maxima are then taken by plain loops
+//! compiled for the same instruction set (`Isa::vectorize`; vectorised by the compiler).
 //! Scaling by the inverse norms, when the texts are not normalised up front, happens in that
 //! reduction: `s[i, j] = (a_i . b_j) * (fa_i * fb_j)`, exactly as before the kernels existed.
 
-use ndarray::linalg::general_mat_mul;
 use std::ops::Range;
 
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{s, Array2, ArrayView2};
 
-use crate::vector::sum_of_squares_lanes;
-
-/// The instruction set of the kernels. Only [`Isa::detect`] (and the tests) make one, so
-/// holding an `Isa` proves that the CPU runs its kernels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Isa(Kind);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    Portable,
-}
-
-impl Isa {
-    /// The best instruction set this CPU has (detection is cached by the standard library).
-    pub(crate) fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Self(Kind::Avx512);
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Self(Kind::Avx2);
-            }
-        }
-        Self(Kind::Portable)
-    }
-
-    /// [`crate::vector::sum_of_squares_lanes`], compiled for this instruction set.
-    pub(crate) fn sum_of_squares(self, s: &[f32]) -> f64 {
-        match self.0 {
-            // SAFETY: an `Isa` of this kind exists only when the CPU has AVX-512F.
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { sum_of_squares_avx512(s) },
-            // SAFETY: likewise for AVX2.
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { sum_of_squares_avx2(s) },
-            Kind::Portable => sum_of_squares_lanes::<false>(s),
-        }
-    }
-
-    /// Every instruction set this CPU runs, best first (for tests comparing them).
-    #[cfg(test)]
-    pub(crate) fn all_available() -> Vec<Self> {
-        let mut all = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                all.push(Self(Kind::Avx512));
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                all.push(Self(Kind::Avx2));
-            }
-        }
-        all.push(Self(Kind::Portable));
-        all
-    }
-}
-
-/// A (len x dim) matrix whose rows are contiguous (unit stride along the dim), any row stride:
-/// what the kernels read. Borrowed from an `ndarray` view.
-#[derive(Clone, Copy)]
-pub(crate) struct Rows<'a> {
-    view: ArrayView2<'a, f32>,
-    ptr: *const f32,
-    row_stride: isize,
-}
-
-impl<'a> Rows<'a> {
-    /// `None` when the rows of `view` are not contiguous.
-    pub(crate) fn new(view: ArrayView2<'a, f32>) -> Option<Self> {
-        if view.ncols() > 1 && view.strides()[1] != 1 {
-            return None;
-        }
-        Some(Self {
-            ptr: view.as_ptr(),
-            row_stride: view.strides()[0],
-            view,
-        })
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.view.nrows()
-    }
-
-    pub(crate) fn dim(&self) -> usize {
-        self.view.ncols()
-    }
-
-    /// Row `i` as a slice (empty when `i` is out of range).
-    #[inline]
-    pub(crate) fn row(&self, i: usize) -> &'a [f32] {
-        if i >= self.len() {
-            return &[];
-        }
-        // SAFETY: the view owns (borrows for 'a) the `dim` elements at ptr + i * row_stride + j
-        // for i < len, j < dim, and they are contiguous (unit column stride, checked in `new`,
-        // or at most one column). `ptr` is non-null and aligned even when the view is empty.
-        unsafe {
-            std::slice::from_raw_parts(self.ptr.offset(i as isize * self.row_stride), self.dim())
-        }
-    }
-}
-
-/// Memory to pull into the L2 cache while the current block is computed (typically the next
-/// block's texts), a little after each tile, so that the next block does not wait on RAM.
-/// Addresses are only hints: a prefetch never faults and never changes a result.
-#[derive(Default)]
-pub(crate) struct Prefetch {
-    /// (address, bytes) ranges, and a cursor into them.
-    ranges: Vec<(usize, usize)>,
-    range: usize,
-    offset: usize,
-    lines: usize,
-}
-
-impl Prefetch {
-    const LINE: usize = 64;
-
-    /// Replaces the ranges by the memory of `views` (the rows of each, where contiguous).
-    pub(crate) fn set<'v>(&mut self, views: impl IntoIterator<Item = ArrayView2<'v, f32>>) {
-        self.ranges.clear();
-        (self.range, self.offset, self.lines) = (0, 0, 0);
-        let bytes = std::mem::size_of::<f32>();
-        for v in views {
-            if v.is_empty() {
-                continue;
-            }
-            if v.is_standard_layout() {
-                self.ranges.push((v.as_ptr() as usize, v.len() * bytes));
-            } else if v.ncols() == 1 || v.strides()[1] == 1 {
-                for row in v.outer_iter() {
-                    self.ranges.push((row.as_ptr() as usize, row.len() * bytes));
-                }
-            }
-        }
-        self.lines = self.ranges.iter().map(|r| r.1.div_ceil(Self::LINE)).sum();
-    }
-
-    /// Cache lines left to prefetch.
-    pub(crate) fn lines(&self) -> usize {
-        self.lines
-    }
-
-    /// Prefetches the next `lines` cache lines of the ranges.
-    #[inline]
-    pub(crate) fn step(&mut self, lines: usize) {
-        for _ in 0..lines {
-            let Some(&(start, len)) = self.ranges.get(self.range) else {
-                return;
-            };
-            #[cfg(target_arch = "x86_64")]
-            {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-                // SAFETY: a prefetch never faults and changes no state the program can see,
-                // whatever the address.
-                unsafe { _mm_prefetch::<_MM_HINT_T1>((start + self.offset) as *const i8) };
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = start;
-            self.offset += Self::LINE;
-            if self.offset >= len {
-                (self.range, self.offset) = (self.range + 1, 0);
-            }
-            self.lines = self.lines.saturating_sub(1);
-        }
-    }
-}
-
-/// `out[i * b.len() + j] = a.row(i) . b.row(j)` (f32), advancing `prefetch` along the way.
-/// `a` and `b` have the same dim; `out.len() == a.len() * b.len()`.
-pub(crate) fn dots(isa: Isa, a: &Rows<'_>, b: &Rows<'_>, out: &mut [f32], prefetch: &mut Prefetch) {
-    debug_assert_eq!(out.len(), a.len() * b.len());
-    if a.dim() == 0 || a.dim() != b.dim() || out.len() != a.len() * b.len() {
-        out.fill(0.0);
-        return;
-    }
-    match isa.0 {
-        // SAFETY: an `Isa` of this kind exists only when the CPU has AVX-512F; shapes checked.
-        #[cfg(target_arch = "x86_64")]
-        Kind::Avx512 => unsafe { crate::simd::dots_avx512(a, b, out, prefetch) },
-        // SAFETY: likewise for AVX2 and FMA.
-        #[cfg(target_arch = "x86_64")]
-        Kind::Avx2 => unsafe { crate::simd::dots_avx2(a, b, out, prefetch) },
-        Kind::Portable => {
-            prefetch.step(prefetch.lines());
-            if let Ok(mut c) = ArrayViewMut2::from_shape((a.len(), b.len()), out) {
-                general_mat_mul(1.0, &a.view, &b.view.t(), 0.0, &mut c);
-            }
-        }
-    }
-}
+use crate::simd::{dots, Isa, Prefetch, Rows, Vectorized};
 
 /// Per-worker buffers, reused from block to block so that the hot path does not allocate.
 pub(crate) struct Scratch {
@@ -312,7 +109,7 @@ impl Scratch {
                 None if scaled => &self.ones[c0..c1],
                 None => &[],
             };
-            let args = ReduceArgs {
+            self.isa.vectorize(BlockMaxima {
                 block,
                 cols: c0..c1,
                 row_scale: a.scale,
@@ -320,16 +117,8 @@ impl Scratch {
                 bounds,
                 row_max: &mut self.row_max,
                 col_max: &mut self.col_max[c0..c1],
-            };
-            match self.isa.0 {
-                // SAFETY: an `Isa` of this kind exists only when the CPU has AVX-512F.
-                #[cfg(target_arch = "x86_64")]
-                Kind::Avx512 => unsafe { reduce_avx512(args, scaled) },
-                // SAFETY: likewise for AVX2.
-                #[cfg(target_arch = "x86_64")]
-                Kind::Avx2 => unsafe { reduce_avx2(args, scaled) },
-                Kind::Portable => reduce(args, scaled),
-            }
+                scaled,
+            });
         }
     }
 }
@@ -337,8 +126,9 @@ impl Scratch {
 /// Most similarities computed at once (a 256 KiB block).
 const BLOCK_VALUES: usize = 1 << 16;
 
-/// One column block: `block` holds the dot products of all rows with columns `cols`.
-struct ReduceArgs<'s> {
+/// One column block's maxima: `block` holds the dot products of all rows with columns `cols`;
+/// they are folded into the row maxima per segment and the column maxima.
+struct BlockMaxima<'s> {
     block: &'s [f32],
     cols: Range<usize>,
     row_scale: Option<&'s [f32]>,
@@ -350,45 +140,27 @@ struct ReduceArgs<'s> {
     row_max: &'s mut [f32],
     /// The maxima of the block's columns.
     col_max: &'s mut [f32],
+    /// Whether the similarities are scaled by the factors.
+    scaled: bool,
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-fn sum_of_squares_avx512(s: &[f32]) -> f64 {
-    sum_of_squares_lanes::<true>(s)
-}
+impl Vectorized for BlockMaxima<'_> {
+    type Output = ();
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn sum_of_squares_avx2(s: &[f32]) -> f64 {
-    sum_of_squares_lanes::<true>(s)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn reduce_avx512(args: ReduceArgs<'_>, scaled: bool) {
-    reduce(args, scaled);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn reduce_avx2(args: ReduceArgs<'_>, scaled: bool) {
-    reduce(args, scaled);
-}
-
-/// See [`Scratch::maxima`]. Inlined into each instruction set's wrapper, which vectorises it.
-#[inline(always)]
-fn reduce(args: ReduceArgs<'_>, scaled: bool) {
-    if scaled {
-        reduce_rows::<true>(args);
-    } else {
-        reduce_rows::<false>(args);
+    /// See [`Scratch::maxima`]. Inlined into each instruction set's wrapper, which vectorises it.
+    #[inline(always)]
+    fn run<const FMA: bool>(self) {
+        if self.scaled {
+            fold_block::<true>(self);
+        } else {
+            fold_block::<false>(self);
+        }
     }
 }
 
 #[inline(always)]
-fn reduce_rows<const SCALED: bool>(args: ReduceArgs<'_>) {
-    let ReduceArgs {
+fn fold_block<const SCALED: bool>(args: BlockMaxima<'_>) {
+    let BlockMaxima {
         block,
         cols,
         row_scale,
@@ -396,6 +168,7 @@ fn reduce_rows<const SCALED: bool>(args: ReduceArgs<'_>) {
         bounds,
         row_max,
         col_max,
+        scaled: _,
     } = args;
     let (n, c0) = (cols.len(), cols.start);
     let segments = bounds.len().saturating_sub(1);
@@ -475,102 +248,9 @@ fn segment_max<const SCALED: bool>(x: &[f32], fj: &[f32], fi: f32, m: &mut [f32]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simd::tests::{matrix, naive};
     use ndarray::{array, s, Array1};
     use proptest::prelude::*;
-
-    /// Scalar reference: f64 dot products rounded to f32, then scaled as in the kernel.
-    fn naive(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f64> {
-        Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| {
-            a.row(i)
-                .iter()
-                .zip(b.row(j))
-                .map(|(&x, &y)| f64::from(x) * f64::from(y))
-                .sum()
-        })
-    }
-
-    fn matrix(rows: usize, dim: usize, seed: u64) -> Array2<f32> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        Array2::from_shape_simple_fn((rows, dim), || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-    }
-
-    fn check_dots(isa: Isa, a: &Array2<f32>, b: &Array2<f32>) {
-        let want = naive(a, b);
-        let mut out = vec![f32::NAN; a.nrows() * b.nrows()];
-        let mut prefetch = Prefetch::default();
-        prefetch.set([a.view(), b.view()]);
-        dots(
-            isa,
-            &Rows::new(a.view()).unwrap(),
-            &Rows::new(b.view()).unwrap(),
-            &mut out,
-            &mut prefetch,
-        );
-        let scale = a.ncols().max(1) as f64;
-        for ((i, j), &w) in want.indexed_iter() {
-            let got = f64::from(out[i * b.nrows() + j]);
-            assert!(
-                (got - w).abs() <= 1e-6 * scale,
-                "{isa:?} {}x{} . {}x{} [{i},{j}]: {got} vs {w}",
-                a.nrows(),
-                a.ncols(),
-                b.nrows(),
-                b.ncols()
-            );
-        }
-    }
-
-    #[test]
-    fn every_kernel_matches_the_scalar_product_on_every_edge_shape() {
-        for isa in Isa::all_available() {
-            for dim in 0..=70 {
-                for (m, n) in [
-                    (1, 1),
-                    (1, 9),
-                    (9, 1),
-                    (5, 7),
-                    (8, 8),
-                    (3, 13),
-                    (17, 19),
-                    (18, 18),
-                    (19, 17),
-                    (30, 30),
-                    (2, 11),
-                    (13, 2),
-                ] {
-                    let a = matrix(m, dim, (m * 100 + dim) as u64);
-                    let b = matrix(n, dim, (n * 1000 + dim + 7) as u64);
-                    check_dots(isa, &a, &b);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn sums_of_squares_agree() {
-        for isa in Isa::all_available() {
-            for len in [0, 1, 31, 32, 33, 100] {
-                let x: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 3.0).collect();
-                let want: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-                assert!((isa.sum_of_squares(&x) - want).abs() <= 1e-12 * want.max(1.0));
-            }
-        }
-    }
-
-    #[test]
-    fn reduce16_and_reduce8_sum_each_input() {
-        // Through the kernels: one-hot rows make each tile entry a single product.
-        for isa in Isa::all_available() {
-            let a = Array2::from_shape_fn((4, 16), |(i, k)| (i * 16 + k) as f32);
-            let b = Array2::from_shape_fn((4, 16), |(j, k)| if k == j { 1.0 } else { 0.5 });
-            check_dots(isa, &a, &b);
-        }
-    }
 
     #[test]
     fn strided_and_empty_inputs() {
@@ -578,9 +258,6 @@ mod tests {
         let b = matrix(7, 40, 2);
         // Every other row, reversed: any row stride is read in place.
         let a_view = a.slice(s![..;-2, ..]);
-        let rows = Rows::new(a_view).unwrap();
-        assert_eq!(rows.row(1), a.row(3).to_slice().unwrap());
-        assert!(rows.row(3).is_empty());
         // Columns not contiguous: copied.
         let t = b.t().to_owned();
         let mut scratch = Scratch::default();

@@ -6,36 +6,47 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
 
 use crate::error::{KernelError, Result};
-use crate::similarity::Isa;
+use crate::simd::{Isa, Vectorized};
 
-/// Sum of squares of `a`, accumulated in `f64`.
+/// Sum of squares of `a`, accumulated in `f64`, compiled for the process's instruction set.
 pub(crate) fn sum_of_squares(a: ArrayView1<'_, f32>) -> f64 {
+    sum_of_squares_on(Isa::detect(), a)
+}
+
+/// [`sum_of_squares`] on instruction set `isa`.
+fn sum_of_squares_on(isa: Isa, a: ArrayView1<'_, f32>) -> f64 {
     match a.as_slice() {
-        Some(s) => Isa::detect().sum_of_squares(s),
+        Some(s) => isa.vectorize(SumOfSquares(s)),
         None => a.iter().map(|&x| f64::from(x) * f64::from(x)).sum(),
     }
 }
 
-/// Sum of squares of `s` in `f64`, in 32 independent lanes so that it vectorises (and does not
-/// wait on one chain of additions); with `FMA`, each square is added with one rounding (for
+/// Sum of squares of a slice in `f64`, in 32 independent lanes so that it vectorises (and does
+/// not wait on one chain of additions); with FMA, each square is added with one rounding (for
 /// targets with FMA instructions; elsewhere `mul_add` is a slow library call).
-#[inline(always)]
-pub(crate) fn sum_of_squares_lanes<const FMA: bool>(s: &[f32]) -> f64 {
-    const L: usize = 32;
-    let mut acc = [0.0_f64; L];
-    let mut chunks = s.chunks_exact(L);
-    for chunk in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(chunk) {
-            let x = f64::from(x);
-            *a = if FMA { x.mul_add(x, *a) } else { *a + x * x };
+struct SumOfSquares<'s>(&'s [f32]);
+
+impl Vectorized for SumOfSquares<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run<const FMA: bool>(self) -> f64 {
+        const L: usize = 32;
+        let mut acc = [0.0_f64; L];
+        let mut chunks = self.0.chunks_exact(L);
+        for chunk in &mut chunks {
+            for (a, &x) in acc.iter_mut().zip(chunk) {
+                let x = f64::from(x);
+                *a = if FMA { x.mul_add(x, *a) } else { *a + x * x };
+            }
         }
+        let tail: f64 = chunks
+            .remainder()
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum();
+        acc.iter().sum::<f64>() + tail
     }
-    let tail: f64 = chunks
-        .remainder()
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum();
-    acc.iter().sum::<f64>() + tail
 }
 
 fn dot_f64(a: ArrayView1<'_, f32>, b: ArrayView1<'_, f32>) -> f64 {
@@ -142,6 +153,24 @@ pub fn dot_rows(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Result<Array1
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn sums_of_squares_agree_on_every_instruction_set() {
+        // Odd lengths around the 32 lanes; exact f64 sums of f32 squares (each square is exact
+        // in f64, so any order of addition gives the same result here up to 1e-12).
+        for isa in Isa::all_available() {
+            for len in [0, 1, 7, 31, 32, 33, 63, 100, 1001] {
+                let x: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 3.0).collect();
+                let want: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+                let got = sum_of_squares_on(isa, ArrayView1::from(&x[..]));
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.max(1.0),
+                    "{}",
+                    isa.name()
+                );
+            }
+        }
+    }
 
     #[test]
     fn norm_normalize_dot() {

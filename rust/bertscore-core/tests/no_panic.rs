@@ -4,7 +4,7 @@
 
 use bertscore_core::{
     idf_weights, multi_ref_max, pair_indices, rescale, score_all_pairs, score_indexed, score_pairs,
-    KernelError, Ragged, ScoreOptions, Text,
+    EmbeddedText, KernelError, Ragged, ScoreOptions,
 };
 use ndarray::{Array1, Array2};
 use proptest::collection::vec;
@@ -87,9 +87,9 @@ proptest! {
         let cw: Vec<_> = cands.iter().map(|t| t.weights.clone().map(Array1::from)).collect();
         let rw: Vec<_> = refs.iter().map(|t| t.weights.clone().map(Array1::from)).collect();
         let ct: Vec<_> = ce.iter().zip(&cw)
-            .map(|(e, w)| Text::with_weights(e.view(), w.as_ref().map(|w| w.view()))).collect();
+            .map(|(e, w)| EmbeddedText::with_weights(e.view(), w.as_ref().map(|w| w.view()))).collect();
         let rt: Vec<_> = re.iter().zip(&rw)
-            .map(|(e, w)| Text::with_weights(e.view(), w.as_ref().map(|w| w.view()))).collect();
+            .map(|(e, w)| EmbeddedText::with_weights(e.view(), w.as_ref().map(|w| w.view()))).collect();
         let opts = ScoreOptions { normalize, num_threads: None };
         prop_assert_eq!(finite_or_error(score_pairs(&ct, &rt, &opts)), Ok(()));
         if let Ok(m) = score_all_pairs(&ct, &rt, &opts) {

@@ -1,8 +1,8 @@
 //! Property tests of the scoring kernels on random ragged inputs.
 
 use bertscore_core::{
-    multi_ref_max, score_all_pairs, score_indexed, score_pair, score_pairs, PairScore, Ragged,
-    ScoreOptions, Text,
+    multi_ref_max, score_all_pairs, score_indexed, score_pair, score_pairs, EmbeddedText,
+    PairScore, Ragged, ScoreOptions,
 };
 use ndarray::{Array1, Array2, Axis};
 use proptest::collection::vec;
@@ -16,8 +16,8 @@ struct OwnedText {
 }
 
 impl OwnedText {
-    fn text(&self) -> Text<'_> {
-        Text::with_weights(self.emb.view(), self.weights.as_ref().map(|w| w.view()))
+    fn text(&self) -> EmbeddedText<'_> {
+        EmbeddedText::with_weights(self.emb.view(), self.weights.as_ref().map(|w| w.view()))
     }
 }
 
@@ -128,8 +128,8 @@ proptest! {
 
     #[test]
     fn batch_equals_one_by_one(texts in texts_strategy(), normalize in any::<bool>()) {
-        let cands: Vec<Text<'_>> = texts.iter().map(OwnedText::text).collect();
-        let refs: Vec<Text<'_>> = texts.iter().rev().map(OwnedText::text).collect();
+        let cands: Vec<EmbeddedText<'_>> = texts.iter().map(OwnedText::text).collect();
+        let refs: Vec<EmbeddedText<'_>> = texts.iter().rev().map(OwnedText::text).collect();
         let s = score_pairs(&cands, &refs, &opts(normalize)).unwrap();
         for k in 0..cands.len() {
             let want = score_pair(&cands[k], &refs[k], normalize).unwrap();
@@ -165,7 +165,7 @@ proptest! {
 
     #[test]
     fn all_pairs_equals_one_to_one(texts in texts_strategy(), normalize in any::<bool>()) {
-        let all: Vec<Text<'_>> = texts.iter().map(OwnedText::text).collect();
+        let all: Vec<EmbeddedText<'_>> = texts.iter().map(OwnedText::text).collect();
         let (cands, refs) = all.split_at(all.len() / 2);
         let m = score_all_pairs(cands, refs, &opts(normalize)).unwrap();
         prop_assert_eq!(m.precision.dim(), (cands.len(), refs.len()));
@@ -263,7 +263,7 @@ proptest! {
     /// dims, 1-token and empty texts, with and without weights.
     #[test]
     fn kernels_match_a_scalar_reference(texts in wide_texts_strategy(), normalize in any::<bool>()) {
-        let all: Vec<Text<'_>> = texts.iter().map(OwnedText::text).collect();
+        let all: Vec<EmbeddedText<'_>> = texts.iter().map(OwnedText::text).collect();
         let m = score_all_pairs(&all, &all, &opts(normalize)).unwrap();
         let dim = texts[0].emb.ncols().max(1) as f64;
         // Raw dot products reach 9 * dim; cosines 1.
@@ -307,7 +307,7 @@ fn big_texts(n: usize, dim: usize, seed: u64) -> Vec<OwnedText> {
 #[test]
 fn parallel_equals_serial() {
     let texts = big_texts(120, 96, 7);
-    let all: Vec<Text<'_>> = texts.iter().map(OwnedText::text).collect();
+    let all: Vec<EmbeddedText<'_>> = texts.iter().map(OwnedText::text).collect();
     let (cands, refs) = all.split_at(60);
     let serial = ScoreOptions {
         normalize: true,
@@ -326,5 +326,18 @@ fn parallel_equals_serial() {
             score_all_pairs(cands, refs, &serial).unwrap(),
             score_all_pairs(cands, refs, &parallel).unwrap()
         );
+    }
+}
+
+/// `make test-rust` runs this file again with `RUST_BERTSCORE_ISA=portable`: every property
+/// above then holds on the scalar path too, on any CPU.
+#[test]
+fn the_isa_env_var_caps_the_instruction_set() {
+    let isa = bertscore_core::active_isa();
+    assert!(["avx512", "avx2", "portable"].contains(&isa), "{isa}");
+    let forced = std::env::var(bertscore_core::ISA_ENV)
+        .is_ok_and(|v| v.trim().eq_ignore_ascii_case("portable"));
+    if forced {
+        assert_eq!(isa, "portable");
     }
 }

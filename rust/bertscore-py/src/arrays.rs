@@ -2,7 +2,7 @@
 //! float64 converted to float32 (after the GIL is released); anything else is a TypeError, a
 //! wrong number of dimensions a ValueError, both naming the argument.
 
-use bertscore_core::Text;
+use bertscore_core::EmbeddedText;
 use ndarray::{ArrayView, CowArray, Dimension, Ix1, Ix2};
 use numpy::prelude::*;
 use numpy::{PyArray, PyArray1, PyReadonlyArray, PyReadonlyArray1, PyUntypedArray};
@@ -180,7 +180,7 @@ pub(crate) struct TextViews<'a> {
     weights: Vec<Option<FloatView<'a, Ix1>>>,
 }
 
-/// float32 texts, borrowed or converted, from which [`Text`]s are made.
+/// float32 texts, borrowed or converted, from which [`EmbeddedText`]s are made.
 pub(crate) struct F32Texts<'a> {
     embeddings: Vec<CowArray<'a, f32, Ix2>>,
     weights: Vec<Option<CowArray<'a, f32, Ix1>>>,
@@ -261,11 +261,11 @@ impl<'a> TextViews<'a> {
 }
 
 impl F32Texts<'_> {
-    pub(crate) fn texts(&self) -> Vec<Text<'_>> {
+    pub(crate) fn texts(&self) -> Vec<EmbeddedText<'_>> {
         self.embeddings
             .iter()
             .zip(&self.weights)
-            .map(|(e, w)| Text::with_weights(e.view(), w.as_ref().map(|w| w.view())))
+            .map(|(e, w)| EmbeddedText::with_weights(e.view(), w.as_ref().map(|w| w.view())))
             .collect()
     }
 }

@@ -107,7 +107,10 @@ impl From<CoreError> for PyErr {
             | K::InvalidNumDocs { .. }
             | K::InvalidArgument { .. }
             | K::InvalidThreads(_)
-            | K::InvalidThreadsEnv { .. } => invalid(message),
+            | K::InvalidThreadsEnv { .. }
+            | K::TooFewSegments { .. }
+            | K::NonFiniteScore { .. }
+            | K::InvalidParameter { .. } => invalid(message),
         }
     }
 }

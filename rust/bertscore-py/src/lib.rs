@@ -9,6 +9,7 @@
 
 mod arrays;
 mod errors;
+mod stats;
 
 use bertscore_core as core;
 use bertscore_core::{Ragged, ScoreMatrix, ScoreOptions, Scores};
@@ -499,6 +500,42 @@ fn idf_default(num_docs: i64) -> PyResult<f64> {
         .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))
 }
 
+/// The thread count the user set (set_num_threads, else RUST_BERTSCORE_NUM_THREADS), or None.
+#[pyfunction]
+fn requested_num_threads(py: Python<'_>) -> PyResult<Option<usize>> {
+    detach(py, core::requested_num_threads)
+}
+
+/// The instruction set of the kernels in this process: "avx512", "avx2" or "portable".
+#[pyfunction]
+fn active_isa() -> &'static str {
+    core::active_isa()
+}
+
+/// `ln((num_docs + 1) / (df + 1))` for each document frequency `df`.
+#[pyfunction]
+fn idf_from_frequencies<'py>(
+    py: Python<'py>,
+    df: &Bound<'py, PyAny>,
+    num_docs: i64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let m = usize::try_from(num_docs)
+        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))?;
+    let df = index_array(df, "df")?;
+    let values = df
+        .as_array()
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| match usize::try_from(n) {
+            Ok(n) if n <= m => Ok(core::idf_value(n, m)),
+            _ => Err(crate::errors::invalid(format!(
+                "df[{i}] must be in 0..={m} (num_docs), got {n}"
+            ))),
+        })
+        .collect::<PyResult<Vec<f64>>>()?;
+    Ok(values.into_pyarray(py))
+}
+
 /// Sets the size of the shared thread pool.
 #[pyfunction]
 fn set_num_threads(py: Python<'_>, n: i64) -> PyResult<()> {
@@ -532,6 +569,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(idf_default, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::bootstrap_ci, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::paired_bootstrap, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::paired_permutation, m)?)?;
     m.add("NUM_THREADS_ENV", core::NUM_THREADS_ENV)?;
+    m.add_function(wrap_pyfunction!(requested_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(active_isa, m)?)?;
+    m.add_function(wrap_pyfunction!(idf_from_frequencies, m)?)?;
+    m.add("ISA_ENV", core::ISA_ENV)?;
     Ok(())
 }

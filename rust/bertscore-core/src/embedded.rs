@@ -1,4 +1,4 @@
-//! [`Text`]: one text's token embeddings and optional per-token weights, borrowed.
+//! [`EmbeddedText`]: one text's token embeddings and optional per-token weights, borrowed.
 
 use ndarray::{ArrayView1, ArrayView2};
 
@@ -7,14 +7,14 @@ use ndarray::{ArrayView1, ArrayView2};
 ///
 /// Nothing is copied: the views borrow the caller's memory, whatever its strides.
 #[derive(Clone, Copy, Debug)]
-pub struct Text<'a> {
+pub struct EmbeddedText<'a> {
     /// Token embeddings, one row per token.
     pub embeddings: ArrayView2<'a, f32>,
     /// Per-token weights (`None`: every token weighs 1).
     pub weights: Option<ArrayView1<'a, f32>>,
 }
 
-impl<'a> Text<'a> {
+impl<'a> EmbeddedText<'a> {
     /// An unweighted text.
     pub fn new(embeddings: ArrayView2<'a, f32>) -> Self {
         Self {
@@ -36,8 +36,8 @@ impl<'a> Text<'a> {
 
     /// The same views, borrowed for a shorter lifetime (views are invariant in their lifetime, so
     /// texts of different origins are combined through this).
-    pub fn reborrow(&self) -> Text<'_> {
-        Text {
+    pub fn reborrow(&self) -> EmbeddedText<'_> {
+        EmbeddedText {
             embeddings: self.embeddings.view(),
             weights: self.weights.as_ref().map(|w| w.view()),
         }

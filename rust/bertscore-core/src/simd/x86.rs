@@ -1,11 +1,12 @@
-//! x86-64 micro-kernels of the similarity product, chosen at run time by
-//! [`Isa::detect`](crate::similarity::Isa::detect).
+//! x86-64 code: the micro-kernels of the similarity product (`dots_avx512`, `dots_avx2`) and
+//! the target-feature wrappers of [`Isa::vectorize`](super::Isa::vectorize), chosen at run time
+//! by [`Isa::detect`](super::Isa::detect).
 //!
 //! Both kernels work in dot-product form: a tile of `MR x NR` dot products of `a`'s rows with
 //! `b`'s rows is accumulated in `MR * NR` vector registers, each holding lane-wise partial sums
 //! over the embedding dim (f32 FMA), so rows are read as they are stored, without packing or
 //! transposing. At the end of the dim the registers are summed across lanes all at once by a
-//! transpose-and-add network (`reduce16` / `reduce8`), which leaves the tile's dot products in
+//! transpose-and-add network (`hsum16` / `hsum8`), which leaves the tile's dot products in
 //! one register. A tile is up to `LANES` dot products: 4 x 4 for AVX-512 (16 lanes, 16 of the
 //! 32 registers), 2 x 4 for AVX2 (8 lanes, 8 of the 16 registers), other shapes of the same size
 //! for the edge strips. The dim's last `dim % LANES` values are read with masked loads.
@@ -14,8 +15,8 @@
 //! `k + LANES <= len`, or a masked load of the remaining `len - k` values (masked-out lanes are
 //! not accessed); row slices come from [`Rows::row`], which checks the row index. The caller
 //! guarantees, through `#[target_feature]` and runtime detection, that the CPU has the
-//! instructions. Results are checked against a scalar implementation by the tests of
-//! `similarity.rs` (every dim from 0 to 70, every edge shape) and `tests/properties.rs`.
+//! instructions. Results are checked against the scalar path by the tests of `simd/tests.rs`
+//! (every dim from 0 to 70, every edge shape), `similarity.rs` and `tests/properties.rs`.
 
 use std::arch::x86_64::{
     __m256, __m256d, __m512, __m512d, _mm256_add_ps, _mm256_castpd_ps, _mm256_castps_pd,
@@ -29,9 +30,27 @@ use std::arch::x86_64::{
 
 use std::ops::Range;
 
-use crate::similarity::{Prefetch, Rows};
+use super::{Prefetch, Rows, Vectorized};
 
-/// The lane permutation of the last two steps of `reduce16` and `reduce8`.
+/// Runs `work` with AVX-512F and FMA enabled.
+///
+/// # Safety
+/// The CPU must support AVX-512F and FMA.
+#[target_feature(enable = "avx512f,fma")]
+pub(super) unsafe fn vectorize_avx512<V: Vectorized>(work: V) -> V::Output {
+    work.run::<true>()
+}
+
+/// Runs `work` with AVX2 and FMA enabled.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn vectorize_avx2<V: Vectorized>(work: V) -> V::Output {
+    work.run::<true>()
+}
+
+/// The lane permutation of the last two steps of `hsum16` and `hsum8`.
 const SWAP_1_2: [usize; 4] = [0, 2, 1, 3];
 
 /// What the tiles of one block share.
@@ -121,7 +140,7 @@ fn tile_rows<'r, 'x: 'r, 'y: 'r, const MR: usize, const NR: usize>(
 /// The CPU must support AVX-512F. `a` and `b` have the same dim (at least 1) and
 /// `out.len() == a.len() * b.len()`.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn dots_avx512(
+pub(super) unsafe fn dots_avx512(
     a: &Rows<'_>,
     b: &Rows<'_>,
     out: &mut [f32],
@@ -208,7 +227,7 @@ unsafe fn tile16<const MR: usize, const NR: usize>(
             }
         }
     }
-    // Fed so that entry (r, c) lands in lane l = r * NR + c; reduce16 sums input
+    // Fed so that entry (r, c) lands in lane l = r * NR + c; hsum16 sums input
     // 4 s(l / 4) + s(l % 4) into lane l.
     let mut inputs = [_mm512_setzero_ps(); 16];
     for (r, acc_r) in acc.iter().enumerate() {
@@ -219,7 +238,7 @@ unsafe fn tile16<const MR: usize, const NR: usize>(
     }
     let mut out = [0.0_f32; 16];
     // SAFETY: out has 16 values.
-    unsafe { _mm512_storeu_ps(out.as_mut_ptr(), reduce16(inputs)) };
+    unsafe { _mm512_storeu_ps(out.as_mut_ptr(), hsum16(inputs)) };
     out
 }
 
@@ -228,7 +247,7 @@ unsafe fn tile16<const MR: usize, const NR: usize>(
 /// reductions.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn reduce16(v: [__m512; 16]) -> __m512 {
+fn hsum16(v: [__m512; 16]) -> __m512 {
     // Halves: b[p] = [v[p] 8 partial sums | v[p + 8] 8 partial sums].
     let b: [__m512; 8] = std::array::from_fn(|p| {
         let lo = _mm512_shuffle_f32x4::<0b0100_0100>(v[p], v[p + 8]);
@@ -263,7 +282,7 @@ fn reduce16(v: [__m512; 16]) -> __m512 {
 /// The CPU must support AVX2 and FMA. `a` and `b` have the same dim (at least 1) and
 /// `out.len() == a.len() * b.len()`.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn dots_avx2(
+pub(super) unsafe fn dots_avx2(
     a: &Rows<'_>,
     b: &Rows<'_>,
     out: &mut [f32],
@@ -357,7 +376,7 @@ unsafe fn tile8<const MR: usize, const NR: usize>(
             }
         }
     }
-    // Fed so that entry (r, c) lands in lane l = r * NR + c; reduce8 sums input
+    // Fed so that entry (r, c) lands in lane l = r * NR + c; hsum8 sums input
     // 4 (l / 4) + s(l % 4) into lane l.
     let mut inputs = [_mm256_setzero_ps(); 8];
     for (r, acc_r) in acc.iter().enumerate() {
@@ -368,7 +387,7 @@ unsafe fn tile8<const MR: usize, const NR: usize>(
     }
     let mut out = [0.0_f32; 8];
     // SAFETY: out has 8 values.
-    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), reduce8(inputs)) };
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), hsum8(inputs)) };
     out
 }
 
@@ -376,7 +395,7 @@ unsafe fn tile8<const MR: usize, const NR: usize>(
 /// of `v[4 q + s(r)]`, where `s` swaps 1 and 2.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn reduce8(v: [__m256; 8]) -> __m256 {
+fn hsum8(v: [__m256; 8]) -> __m256 {
     // Halves: b[p] = [v[p] 4 partial sums | v[p + 4] 4 partial sums].
     let b: [__m256; 4] = std::array::from_fn(|p| {
         let lo = _mm256_permute2f128_ps::<0x20>(v[p], v[p + 4]);

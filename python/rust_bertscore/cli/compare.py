@@ -1,0 +1,249 @@
+"""``rust-bertscore compare``: BERTScore of several systems over the same references, each
+tested against the first (the baseline) by paired bootstrap resampling or paired approximate
+randomisation, as sacrebleu's ``--paired-bs`` / ``--paired-ar`` tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..compare import DEFAULT_SEED, Comparison
+from ..scores import BERTScorer
+from .common import CliError, add_common_flags, add_model_flags, debug, positive_int
+from .inputs import read_lines
+
+EPILOG = """\
+examples:
+  rust-bertscore compare -r refs.txt -c base.txt -c sysA.txt -c sysB.txt
+  rust-bertscore compare -r refs.txt -c base.txt -c new.txt --paired-ar --lang en
+  rust-bertscore compare -r refs.txt -c base.txt -c new.txt -n 10000 --format json
+
+output (text): the test and its settings, the scorer's hash, then a row per system with the
+  mean P, R and F1 and their bootstrap intervals; under every system but the first, its
+  difference from the first (the baseline) and the p-value, starred below 0.05.
+  --paired-bs (default): one-sided p of "not better than the baseline" (Koehn 2004);
+  --paired-ar: two-sided p of "scores the same as the baseline".
+json: {"hash", "model", ..., "test", "seed", "baseline", "systems": [{"name", "P": {"mean",
+  "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high", "p_value"}, "R", "F1"}]};
+tsv: a header and a row per system (the baseline's delta and p cells are empty).
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``compare`` and return its parser."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare systems against a baseline: intervals and paired significance tests",
+        description="Score every candidate file against the same references and test each "
+        "system against the first (the baseline): mean P/R/F1 with bootstrap intervals and "
+        "paired p-values. Files hold one text per line, in step with the references.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inputs = p.add_argument_group("input")
+    inputs.add_argument(
+        "-r",
+        "--ref",
+        required=True,
+        nargs="+",
+        action="extend",
+        metavar="FILE",
+        help="reference file(s); several give each candidate several references",
+    )
+    inputs.add_argument(
+        "-c",
+        "--cand",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="a system's candidate file; repeat for every system, the baseline first",
+    )
+    tests = p.add_argument_group("test")
+    which = tests.add_mutually_exclusive_group()
+    which.add_argument(
+        "--paired-bs",
+        dest="test",
+        action="store_const",
+        const="paired-bs",
+        help="paired bootstrap resampling (the default)",
+    )
+    which.add_argument(
+        "--paired-ar",
+        dest="test",
+        action="store_const",
+        const="paired-ar",
+        help="paired approximate randomisation",
+    )
+    tests.add_argument(
+        "-n",
+        "--n-samples",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="bootstrap resamples (paired-bs, 1000) or randomisation trials (paired-ar, 10000)",
+    )
+    tests.add_argument(
+        "--seed",
+        type=_seed,
+        default=DEFAULT_SEED,
+        help=f"seed of the resamples and trials ({DEFAULT_SEED}); the same seed gives the same "
+        "table",
+    )
+    tests.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=0.95,
+        help="coverage of the intervals, in (0, 1) (0.95)",
+    )
+    model = p.add_argument_group("model")
+    add_model_flags(model)
+    model.add_argument(
+        "-b", "--batch_size", type=positive_int, default=64, help="pairs per batch, as score (64)"
+    )
+    scoring = p.add_argument_group("scoring")
+    scoring.add_argument(
+        "--idf", action="store_true", help="weight tokens by IDF over the references"
+    )
+    scoring.add_argument(
+        "--batch-independent",
+        action="store_true",
+        help="score every pair on its own, without bert_score's batch padding floor",
+    )
+    scoring.add_argument(
+        "--rescale_with_baseline",
+        action="store_true",
+        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
+    )
+    scoring.add_argument(
+        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    )
+    output = p.add_argument_group("output")
+    output.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text, laid out as sacrebleu's paired tables)",
+    )
+    add_common_flags(output)
+    p.set_defaults(run=run, test="paired-bs")
+    return p
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**64), got {value}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text}")
+    return value
+
+
+def read_inputs(
+    cand_files: list[str], ref_files: list[str]
+) -> tuple[dict[str, list[str]], list[str] | list[list[str]]]:
+    """The systems' candidates (keyed by file name, as given) and the references, checked: at
+    least two distinct systems, every file as long as the first reference file."""
+    if len(cand_files) < 2:
+        raise CliError(
+            f"compare needs at least 2 systems (a baseline and one more): give -c at least "
+            f"twice, got {len(cand_files)}"
+        )
+    seen: set[str] = set()
+    for name in cand_files:
+        if name in seen:
+            raise CliError(f"candidate file {name} given twice: every system needs its own -c")
+        seen.add(name)
+    ref_lists = [read_lines(Path(r)) for r in ref_files]
+    n = len(ref_lists[0])
+    if n < 2:
+        raise CliError(f"{ref_files[0]}: {n} line(s), the tests need at least 2 segments")
+    for path, lines in zip(ref_files[1:], ref_lists[1:]):
+        if len(lines) != n:
+            raise CliError(
+                f"{path} has {len(lines)} lines but {ref_files[0]} has {n}: every reference "
+                "file needs one line per segment"
+            )
+    systems: dict[str, list[str]] = {}
+    for path in cand_files:
+        lines = read_lines(Path(path))
+        if len(lines) != n:
+            raise CliError(
+                f"{path} has {len(lines)} lines but the references ({ref_files[0]}) have {n}: "
+                "every system needs one candidate per reference line"
+            )
+        systems[path] = lines
+    refs: list[str] | list[list[str]] = (
+        ref_lists[0] if len(ref_lists) == 1 else [list(group) for group in zip(*ref_lists)]
+    )
+    return systems, refs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the systems, run the test, write the table; returns the exit code."""
+    systems, refs = read_inputs(args.cand, args.ref)
+    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
+        raise CliError(f"baseline file {args.baseline_path}: no such file")
+    flat_refs = [r for group in refs for r in ([group] if isinstance(group, str) else group)]
+    start = time.perf_counter()
+    scorer = BERTScorer(
+        model_type=args.model,
+        num_layers=args.num_layers,
+        batch_size=args.batch_size,
+        idf=args.idf,
+        idf_sents=flat_refs if args.idf else None,
+        device=args.device,
+        lang=args.lang,
+        rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path,
+        precision=args.precision,
+        batch_independent=args.batch_independent,
+    )
+    if args.rescale_with_baseline:
+        try:
+            scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
+        except ValueError as e:
+            raise CliError(f"{e}; pass --baseline_path FILE") from None
+    debug(args, f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision}")
+    table = scorer.compare(
+        systems,
+        refs,
+        test=args.test,
+        n_samples=args.n_samples,
+        seed=args.seed,
+        confidence=args.confidence,
+        batch_size=args.batch_size,
+    )
+    debug(args, f"scored and tested {len(systems)} systems in {time.perf_counter() - start:.2f} s")
+    if args.format == "json":
+        doc = {
+            "hash": scorer.hash,
+            "model": scorer.model_type,
+            "num_layers": scorer.num_layers,
+            "idf": scorer.idf,
+            "rescale_with_baseline": scorer.rescale_with_baseline,
+            **table.to_dict(),
+        }
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    elif args.format == "tsv":
+        sys.stdout.write(table.format_tsv())
+    else:
+        sys.stdout.write(table.format_text())
+    return 0
+
+
+__all__ = ["Comparison", "add_parser", "read_inputs", "run"]
