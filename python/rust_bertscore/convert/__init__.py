@@ -3,7 +3,9 @@
 Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
 NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
 transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa, DistilBERT and DeBERTa (v1,
-v2/v3) families, and of the T5 / mT5 / ByT5 encoder (see ``_t5.py``).
+v2/v3) families, and of the T5 / mT5 / ByT5 encoder (see ``_t5.py``); the further families
+(ALBERT, MPNet, BART/mBART, Longformer, Pegasus, Blenderbot, LED, ProphetNet, SqueezeBERT, BigBird
+and BERT with relative positions) are listed in ``_families.py`` and ``_checkpoint.py``.
 
 Graph contract
 --------------

@@ -22,7 +22,14 @@ from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
 from ._encoders import INPUT_IDS, LayerNames
 
 POSITION_OFFSET = 2
-"""BART's learned positions start at row 2 of ``embed_positions`` (a fairseq legacy)."""
+"""BART's learned positions start at row 2 of ``embed_positions`` (a fairseq legacy);
+BlenderbotSmall's at row 0 (see :func:`position_offset`)."""
+
+
+def position_offset(config: dict[str, Any]) -> int:
+    """The first row of ``embed_positions`` used: 0 for BlenderbotSmall, else 2."""
+    return 0 if config.get("model_type") == "blenderbot-small" else POSITION_OFFSET
+
 
 LAYER_NORM_EPS = 1e-5
 """transformers builds BART's LayerNorms with PyTorch's default eps; config.json has none."""
@@ -67,7 +74,8 @@ def build_bart(
     doc: str,
     fused: bool,
 ) -> onnx.ModelProto:
-    """The encoder graph of a BART or mBART checkpoint (see ``convert.export_onnx``).
+    """The encoder graph of a BART, mBART or BlenderbotSmall checkpoint (see
+    ``convert.export_onnx``). BlenderbotSmall is BART's maths with positions from row 0.
 
     Hidden state 0: ``layernorm_embedding(embed_tokens[ids] * scale + embed_positions[2 + t])``,
     ``scale = sqrt(d_model)`` when ``scale_embedding``, else 1. BART's layers are post-LayerNorm
@@ -82,7 +90,8 @@ def build_bart(
     if heads <= 0 or hidden % heads:
         raise CheckpointError(f"d_model {hidden} is not a multiple of the number of heads {heads}")
     vocab = _int_field(config, "vocab_size")
-    n_positions = _int_field(config, "max_position_embeddings") + POSITION_OFFSET
+    offset = position_offset(config)
+    n_positions = _int_field(config, "max_position_embeddings") + offset
     ffn = _int_field(config, "encoder_ffn_dim")
     activation = str(config.get("activation_function", "gelu"))
     depth = model_depth(config)
@@ -102,7 +111,7 @@ def build_bart(
     )
     x = g.op(
         "Add",
-        [word, position_rows(g, positions, POSITION_OFFSET, "embed_positions")],
+        [word, position_rows(g, positions, offset, "embed_positions")],
         "embeddings/add_position",
     )
 

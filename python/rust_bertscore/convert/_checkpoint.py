@@ -33,6 +33,15 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "mt5": "t5",
     "deberta": "deberta",
     "deberta-v2": "deberta-v2",
+    "longformer": "longformer",
+    "pegasus": "pegasus",
+    "big_bird": "bert",
+    "blenderbot": "blenderbot",
+    "blenderbot-small": "blenderbot-small",
+    "squeezebert": "squeezebert",
+    "led": "led",
+    "prophetnet": "prophetnet",
+    "xlm-prophetnet": "prophetnet",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -47,11 +56,20 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "t5",
     "deberta",
     "deberta-v2",
+    "longformer",
+    "pegasus",
+    "blenderbot",
+    "blenderbot-small",
+    "squeezebert",
+    "led",
+    "prophetnet",
 )
-"""The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators), ``roberta`` (RoBERTa,
-XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and ``mbart``, and
-``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1) and ``deberta-v2`` (DeBERTa
-v2, v3, mDeBERTa-v3)."""
+"""The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
+(RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
+``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
+(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
+``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
+``squeezebert`` (BERT with grouped 1x1 convolutions)."""
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -64,9 +82,14 @@ _PREFIXES = (
     "mpnet.",
     "model.",
     "deberta.",
+    "longformer.",
+    "prophetnet.",
 )
 
 _CHUNK = 1 << 20
+
+# model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
+_SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
 
 
 def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -130,8 +153,8 @@ def model_family(config: dict[str, Any]) -> str:
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
-            f"DistilBERT, ALBERT, MPNet, BART, mBART, T5 and DeBERTa families (model_type one of "
-            f"{supported})"
+            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
+            f"Blenderbot, SqueezeBERT, LED and ProphetNet families (model_type one of {supported})"
         ) from None
 
 
@@ -165,7 +188,9 @@ def model_depth(config: dict[str, Any]) -> int:
     CheckpointError
         If neither field holds an integer.
     """
-    if config.get("model_type") in ("bart", "mbart"):  # bert_score runs the encoder only
+    if config.get("model_type") in ("prophetnet", "xlm-prophetnet"):  # the encoder's depth
+        return _int_field(config, "num_encoder_layers")
+    if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
         return _int_field(config, "encoder_layers", "num_hidden_layers")
     return _int_field(config, "num_hidden_layers", "n_layers", "num_layers")
 
@@ -191,8 +216,10 @@ def max_positions(config: dict[str, Any]) -> int | None:
     family = model_family(config)
     if family == "t5":
         return None
+    if family == "led":  # the encoder's own table
+        return _int_field(config, "max_encoder_position_embeddings")
     n_positions = _int_field(config, "max_position_embeddings")
-    if family == "roberta":
+    if family in ("roberta", "longformer"):
         return n_positions - _int_field(config, "pad_token_id") - 1
     if family == "mpnet":  # RoBERTa's positions with padding_idx fixed at 1 in transformers' code
         return n_positions - 2

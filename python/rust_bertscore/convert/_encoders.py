@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ._bigbird import check_bigbird
 from ._checkpoint import (
     CheckpointError,
     WeightStore,
@@ -20,6 +21,7 @@ from ._checkpoint import (
 )
 from ._deberta import DebertaSpec, deberta_spec, deberta_states
 from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
+from ._relative_key import DISTANCE_TABLE, RELATIVE_TYPES, add_relative_scores, distance_rows
 
 INPUT_IDS = "input_ids"
 ATTENTION_MASK = "attention_mask"
@@ -85,6 +87,8 @@ class EncoderSpec:
     activation: str
     pad_token_id: int
     layers: LayerNames
+    position_embedding_type: str = "absolute"
+    """``absolute``, or BERT's ``relative_key`` / ``relative_key_query`` (``_relative_key``)."""
 
     @property
     def head_dim(self) -> int:
@@ -114,11 +118,16 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
             layers=DISTILBERT_LAYER,
         )
     else:
+        if model_type == "big_bird":
+            check_bigbird(config)
         position_type = config.get("position_embedding_type", "absolute")
-        if position_type != "absolute":
+        if position_type != "absolute" and (
+            family != "bert" or position_type not in RELATIVE_TYPES
+        ):
             raise ValueError(
                 f"unsupported position_embedding_type {position_type!r} for model_type "
-                f"{model_type!r}: only 'absolute' position embeddings are converted"
+                f"{model_type!r}: only 'absolute' position embeddings are converted (and "
+                "'relative_key' / 'relative_key_query' for BERT)"
             )
         hidden = _int_field(config, "hidden_size")
         embedding_size = hidden
@@ -144,6 +153,7 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
             activation=str(config.get("hidden_act", "gelu")),
             pad_token_id=int(config.get("pad_token_id") or 0),
             layers=BERT_LAYER,
+            position_embedding_type=str(position_type),
         )
     if spec.heads <= 0 or spec.hidden % spec.heads:
         raise CheckpointError(
@@ -161,7 +171,6 @@ def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: st
         "embeddings.word_embeddings",
         w.get("embeddings.word_embeddings.weight", (spec.vocab_size, e)),
     )
-    table = w.get("embeddings.position_embeddings.weight", (spec.n_positions, e))
     x = g.op("Gather", [word, INPUT_IDS], "embeddings/word", axis=0)
     if spec.family != "distilbert":
         # bert_score passes no token_type_ids: every token takes row 0 of the table.
@@ -169,6 +178,10 @@ def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: st
         x = g.op(
             "Add", [x, g.weight("embeddings.token_type_0", token_types[0])], "embeddings/add_type"
         )
+    if spec.position_embedding_type != "absolute":
+        # relative_key(_query): no absolute position term, the attention scores carry positions
+        return _embedding_norm(g, spec, w, x)
+    table = w.get("embeddings.position_embeddings.weight", (spec.n_positions, e))
     positions = g.weight("embeddings.position_embeddings", table)
     if spec.family == "roberta":
         # transformers: mask = input_ids != padding_idx; ids = cumsum(mask) * mask + padding_idx.
@@ -213,6 +226,12 @@ def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: st
             "embeddings/position",
         )
     x = g.op("Add", [x, pos], "embeddings/add_position")
+    return _embedding_norm(g, spec, w, x)
+
+
+def _embedding_norm(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str) -> str:
+    """The embeddings' LayerNorm, then ELECTRA's projection when it has one."""
+    e = spec.embedding_size
     x = g.layer_norm(
         x,
         w.get("embeddings.LayerNorm.weight", (e,)),
@@ -252,8 +271,12 @@ def _layer(
     i: int,
     *,
     fused: bool = False,
+    distance: str | None = None,
 ) -> str:
     """One post-LayerNorm transformer layer (identical maths in BERT, RoBERTa and DistilBERT).
+
+    ``distance`` (unfused only): the :func:`~._relative_key.distance_rows` of a BERT with
+    relative position scores.
 
     ``bias`` is the additive mask of :func:`_mask_bias`, or with ``fused`` the int32 mask of
     :func:`_mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which takes the three
@@ -313,6 +336,18 @@ def _layer(
         k = heads(lin(x, names.key, h, h), [0, 2, 3, 1], "k")
         v = heads(lin(x, names.value, h, h), [0, 2, 1, 3], "v")
         scores = g.op("MatMul", [q, k], f"{pre}attention/scores")
+        if distance is not None:
+            scores = add_relative_scores(
+                g,
+                scores,
+                q,
+                k,
+                w.get(f"{pre}{DISTANCE_TABLE}", (2 * spec.n_positions - 1, d)),
+                distance,
+                kind=spec.position_embedding_type,
+                scale=q_scale,
+                name=f"{pre}attention.self",
+            )
         scores = g.op("Add", [scores, bias], f"{pre}attention/masked_scores")
         probs = g.op("Softmax", [scores], f"{pre}attention/probs", axis=-1)
         ctx = g.op("MatMul", [probs, v], f"{pre}attention/context")
@@ -409,10 +444,14 @@ def build_model(
     else:
         x = _embeddings(g, spec, weights, ATTENTION_MASK)
         states = [x]
+        distance = None
+        if n_build and spec.position_embedding_type != "absolute":
+            fused = False  # no fused variant: the scores carry query- and key-dependent terms
+            distance = distance_rows(g, INPUT_IDS, spec.n_positions)
         if n_build:
             bias = _mask_index(g, ATTENTION_MASK) if fused else _mask_bias(g, ATTENTION_MASK)
             for i in range(n_build):
-                x = _layer(g, spec, weights, x, bias, i, fused=fused)
+                x = _layer(g, spec, weights, x, bias, i, fused=fused, distance=distance)
                 states.append(x)
     if all_layers:
         axis0 = g.ints("axis_0", [0])

@@ -1,4 +1,5 @@
-"""The encoder families built outside ``_encoders``: ALBERT, MPNet, BART and mBART."""
+"""The encoder families built outside ``_encoders``: ALBERT, MPNet, BART, mBART, Longformer,
+Pegasus, Blenderbot(Small), SqueezeBERT, LED and ProphetNet."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from ._albert import GROUP_PREFIX, build_albert
 from ._bart import bart_layer_names, build_bart
 from ._blocks import layers_to_build
 from ._checkpoint import WeightStore, model_depth
+from ._led import build_led
+from ._longformer import build_longformer
 from ._mpnet import build_mpnet
+from ._pegasus import build_pegasus
+from ._prophetnet import build_prophetnet
+from ._squeezebert import SQUEEZEBERT_LAYER, build_squeezebert
 
 Builder = Callable[..., onnx.ModelProto]
 
@@ -21,6 +27,13 @@ FAMILY_BUILDERS: dict[str, Builder] = {
     "mpnet": build_mpnet,
     "bart": build_bart,
     "mbart": build_bart,
+    "longformer": build_longformer,
+    "pegasus": build_pegasus,
+    "blenderbot": build_pegasus,
+    "blenderbot-small": build_bart,
+    "squeezebert": build_squeezebert,
+    "led": build_led,
+    "prophetnet": build_prophetnet,
 }
 """Family (see ``SUPPORTED_MODEL_TYPES``) -> the function that builds its graph."""
 
@@ -50,4 +63,5 @@ def ffn_out_nodes(i: int) -> tuple[str, ...]:
     return (
         f"{bart_layer_names(i).prefix}{bart_layer_names(i).ffn_out}/MatMul",
         albert if i == 0 else f"{albert}_{i}",
+        f"{SQUEEZEBERT_LAYER.prefix.format(i=i)}{SQUEEZEBERT_LAYER.ffn_out}/MatMul",
     )

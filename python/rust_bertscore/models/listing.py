@@ -57,18 +57,7 @@ _FAMILY_RULES: tuple[tuple[str, str], ...] = (
 
 # Checkpoints this version cannot score although their model_type converts: a tokenizer it does
 # not reproduce (the model would get the wrong ids) or a config option the converter refuses.
-_NOT_REPRODUCED: dict[str, str] = {
-    "vinai/bertweet-base": "BertweetTokenizer (fastBPE codes) is not implemented",
-    "zhiheng-huang/bert-base-uncased-embedding-relative-key": (
-        "position_embedding_type 'relative_key' is not converted"
-    ),
-    "zhiheng-huang/bert-base-uncased-embedding-relative-key-query": (
-        "position_embedding_type 'relative_key_query' is not converted"
-    ),
-    "zhiheng-huang/bert-large-uncased-whole-word-masking-embedding-relative-key-query": (
-        "position_embedding_type 'relative_key_query' is not converted"
-    ),
-}
+_NOT_REPRODUCED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,10 @@ LAYOUT_CLS_SEP = "cls_sep"
 """``[CLS] X [SEP]`` (BERT, RoBERTa, DeBERTa, ALBERT, BART, MPNet, XLM-R ...)."""
 LAYOUT_EOS = "eos"
 """``X </s>``, the ``</s>`` not doubled when X already ends with it (T5, mT5, ByT5)."""
+LAYOUT_EOS_ALWAYS = "eos_always"
+"""``X </s>``, always (PegasusTokenizer)."""
+LAYOUT_BARE = "bare"
+"""``X``: no special tokens at all (BlenderbotSmallTokenizer)."""
 LAYOUT_MBART = "mbart"
 """``X </s> [src_lang]`` (MBartTokenizer)."""
 LAYOUT_MBART50 = "mbart50"
@@ -94,7 +98,7 @@ class TokenizerClass:
         One of the ``LAYOUT_*`` constants.
     sentencepiece : str or None
         The SentencePiece convention (``"plain"``, ``"albert"``, ``"deberta-v2"``,
-        ``"fairseq"``) when the slow class runs a SentencePiece model, else None.
+        ``"fairseq"``, ``"pegasus"``) when the slow class runs a SentencePiece model, else None.
     model_files : tuple of str
         The SentencePiece model's usual file names.
     prefix_space : bool
@@ -122,6 +126,7 @@ _CLASSES = [
     TokenizerClass("BartTokenizer"),
     TokenizerClass("DebertaTokenizer"),
     TokenizerClass("LongformerTokenizer"),
+    TokenizerClass("LEDTokenizer"),
     TokenizerClass("BertTokenizer"),
     TokenizerClass("MPNetTokenizer"),
     TokenizerClass(
@@ -145,6 +150,24 @@ _CLASSES = [
         has_cls_sep=False,
     ),
     TokenizerClass("ByT5Tokenizer", layout=LAYOUT_EOS, has_cls_sep=False),
+    TokenizerClass(
+        "PegasusTokenizer",
+        layout=LAYOUT_EOS_ALWAYS,
+        sentencepiece="pegasus",
+        model_files=("spiece.model",),
+        has_cls_sep=False,
+    ),
+    TokenizerClass("BigBirdTokenizer", sentencepiece="plain", model_files=("spiece.model",)),
+    TokenizerClass("BlenderbotTokenizer", layout=LAYOUT_EOS_ALWAYS),
+    TokenizerClass("BlenderbotSmallTokenizer", layout=LAYOUT_BARE, has_cls_sep=False),
+    TokenizerClass("BertweetTokenizer"),
+    TokenizerClass("ProphetNetTokenizer", layout=LAYOUT_EOS_ALWAYS),
+    TokenizerClass(
+        "XLMProphetNetTokenizer",
+        layout=LAYOUT_EOS_ALWAYS,
+        sentencepiece="xlm-prophetnet",
+        model_files=("prophetnet.tokenizer",),
+    ),
     TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
@@ -171,11 +194,18 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "deberta": "DebertaTokenizer",
     "deberta-v2": "DebertaV2Tokenizer",
     "longformer": "LongformerTokenizer",
+    "led": "LEDTokenizer",
+    "prophetnet": "ProphetNetTokenizer",
+    "xlm-prophetnet": "XLMProphetNetTokenizer",
     "mpnet": "MPNetTokenizer",
     "albert": "AlbertTokenizer",
     "t5": "T5Tokenizer",
     "mt5": "MT5Tokenizer",
     "mbart": "MBartTokenizer",
+    "pegasus": "PegasusTokenizer",
+    "big_bird": "BigBirdTokenizer",
+    "blenderbot": "BlenderbotTokenizer",
+    "blenderbot-small": "BlenderbotSmallTokenizer",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""
@@ -187,6 +217,8 @@ SENTENCEPIECE_FILES: tuple[str, ...] = ("spiece.model", "spm.model", "sentencepi
 def tokenizer_class(tok_config: dict, config: dict) -> TokenizerClass:
     """The slow tokenizer class bert_score would load, as far as it matters here."""
     name = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    if not name:  # AutoTokenizer's next guess: config.json's tokenizer_class (vinai/bertweet-base)
+        name = str(config.get("tokenizer_class") or "").removesuffix("Fast")
     if not name:
         name = MODEL_TYPE_TOKENIZERS.get(str(config.get("model_type", "")), "")
     return TOKENIZER_CLASSES.get(name) or TokenizerClass(name or "PreTrainedTokenizer")

@@ -12,6 +12,12 @@ between added tokens, and differ in what they do before and after:
   bert_score's table).
 - mBART (``"fairseq"``): fairseq's ids, i.e. ``<s> <pad> </s> <unk>`` = 0..3, every other piece
   one above its SentencePiece id, then the language codes, then ``<mask>``.
+- XLM-ProphetNet (``"xlm-prophetnet"``): ``[PAD] [CLS] [SEP] [UNK] [MASK]`` = 0..4,
+  ``[unused0..9]`` = 5..14, every other piece 12 above its SentencePiece id (the unknown piece,
+  id 0, gives ``[UNK]``).
+- Pegasus (``"pegasus"``): every piece ``offset`` (103) above its SentencePiece id; ids below
+  ``offset + 2`` go to ``<pad>`` 0, ``</s>`` 1, ``<mask_1>`` 2, ``<mask_2>`` 3 and
+  ``<unk_2> .. <unk_{offset-1}>`` 4.. (PegasusTokenizer's ``added_tokens_decoder``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,16 @@ from .added_tokens import AddedToken, AddedTokenSplitter
 SPIECE_UNDERLINE = "\u2581"
 
 _FAIRSEQ_SPECIALS = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+
+XLM_PROPHETNET_IDS: dict[str, int] = {
+    "[PAD]": 0,
+    "[CLS]": 1,
+    "[SEP]": 2,
+    "[UNK]": 3,
+    "[MASK]": 4,
+    **{f"[unused{i}]": 5 + i for i in range(10)},
+}
+"""XLMProphetNetTokenizer's fixed ids (its ``fairseq_tokens_to_ids``)."""
 
 
 def _load_processor(path: Path) -> object:
@@ -65,6 +81,33 @@ def _split_on_punctuation(text: str) -> list[str]:
     return ["".join(x) for x in out]
 
 
+def pegasus_offset(tok_config: dict) -> int:
+    """PegasusTokenizer's ``offset`` (default 103): the ids below the first piece's."""
+    value = tok_config.get("offset", 103)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"tokenizer_config.json offset must be an int >= 2, got {value!r}")
+    return value
+
+
+def pegasus_added_ids(tok_config: dict, offset: int) -> dict[str, int]:
+    """The tokens PegasusTokenizer places below its pieces, by text: pad, eos, then (when
+    ``mask_token_sent`` is set) ``<mask_1>`` and the mask token, then ``<unk_2> ..
+    <unk_{offset-1}>``."""
+
+    def name(key: str, default: str | None) -> str | None:
+        value = tok_config.get(key, default)
+        if isinstance(value, dict):
+            value = value.get("content")
+        return value if isinstance(value, str) else None
+
+    texts = [name("pad_token", "<pad>"), name("eos_token", "</s>")]
+    mask_sent = name("mask_token_sent", "<mask_1>")
+    if mask_sent is not None:
+        texts += [mask_sent, name("mask_token", "<mask_2>")]
+    texts += [f"<unk_{i}>" for i in range(2, offset)]
+    return {text: i for i, text in enumerate(texts) if text is not None}
+
+
 class SentencePieceIds:
     """Token ids of text without special tokens around it, by a slow tokenizer's rules.
 
@@ -73,7 +116,8 @@ class SentencePieceIds:
     model_path : Path
         The ``.model`` file.
     convention : str
-        ``"plain"``, ``"albert"``, ``"deberta-v2"`` or ``"fairseq"``.
+        ``"plain"``, ``"albert"``, ``"deberta-v2"``, ``"fairseq"``, ``"pegasus"`` or
+        ``"xlm-prophetnet"``.
     tok_config : dict
         ``tokenizer_config.json`` (``do_lower_case``, ``keep_accents``, ``remove_space``,
         ``split_by_punct``, ``legacy``).
@@ -95,7 +139,14 @@ class SentencePieceIds:
         language_codes: Sequence[str] = (),
         sentinel_count: int = 0,
     ) -> None:
-        if convention not in ("plain", "albert", "deberta-v2", "fairseq"):
+        if convention not in (
+            "plain",
+            "albert",
+            "deberta-v2",
+            "fairseq",
+            "pegasus",
+            "xlm-prophetnet",
+        ):
             raise ValueError(f"unknown SentencePiece convention {convention!r}")
         if convention == "plain" and tok_config.get("legacy") is False:
             raise ValueError(
@@ -115,6 +166,13 @@ class SentencePieceIds:
         self.split_by_punct = bool(tok_config.get("split_by_punct", False))
         self._added_ids: dict[str, int] = {}
         self._fairseq_extra = 0
+        self._offset = 0
+        if convention == "pegasus":
+            self._offset = pegasus_offset(tok_config)
+            self._added_ids.update(pegasus_added_ids(tok_config, self._offset))
+        if convention == "xlm-prophetnet":
+            self._offset = 12
+            self._added_ids.update(XLM_PROPHETNET_IDS)
         if convention == "fairseq":
             # MBartTokenizer: language codes after the pieces (offset 1), then <mask>
             for i, code in enumerate(language_codes):
@@ -142,7 +200,7 @@ class SentencePieceIds:
         """The slow tokenizer's ``vocab_size``: ids below it come from the model file."""
         if self.convention == "fairseq":
             return self.piece_count + self._fairseq_extra
-        return self.piece_count
+        return self.piece_count + self._offset
 
     @property
     def vocab_size(self) -> int:
@@ -155,10 +213,15 @@ class SentencePieceIds:
         if self.convention == "fairseq" and piece in _FAIRSEQ_SPECIALS:
             return _FAIRSEQ_SPECIALS[piece]
         sp_id = int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
+        if self.convention == "pegasus":
+            known = self._sp.IdToPiece(sp_id) == piece  # type: ignore[attr-defined]
+            return sp_id + self._offset if known else None
         if sp_id == 0 and self._sp.IdToPiece(0) != piece:  # type: ignore[attr-defined]
             return None  # PieceToId answers 0 (the unknown piece) for pieces it lacks
         if self.convention == "fairseq":
             return sp_id + 1 if sp_id else None
+        if self.convention == "xlm-prophetnet":
+            return sp_id + self._offset if sp_id else None
         return sp_id
 
     def token_to_id(self, token: str) -> int | None:
@@ -172,7 +235,7 @@ class SentencePieceIds:
         for text, i in self._added_ids.items():
             if i == token_id:
                 return text
-        sp_id = token_id - 1 if self.convention == "fairseq" else token_id
+        sp_id = token_id - 1 if self.convention == "fairseq" else token_id - self._offset
         if 0 <= sp_id < self.piece_count:
             return str(self._sp.IdToPiece(sp_id))  # type: ignore[attr-defined]
         return None
@@ -183,7 +246,10 @@ class SentencePieceIds:
                 return _FAIRSEQ_SPECIALS[piece]
             sp_id = int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
             return sp_id + 1 if sp_id else _FAIRSEQ_SPECIALS["<unk>"]
-        return int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
+        if self.convention == "xlm-prophetnet":
+            sp_id = int(self._sp.PieceToId(piece))  # type: ignore[attr-defined]
+            return sp_id + self._offset if sp_id else XLM_PROPHETNET_IDS["[UNK]"]
+        return int(self._sp.PieceToId(piece)) + self._offset  # type: ignore[attr-defined]
 
     def _albert_text(self, text: str) -> str:
         if self.remove_space:

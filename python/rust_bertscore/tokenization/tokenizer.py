@@ -22,11 +22,14 @@ from typing import Protocol
 from tokenizers import Tokenizer
 
 from ..convert import max_positions
+from ..convert._bigbird import full_attention_limit
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
 from .classes import (
+    LAYOUT_BARE,
     LAYOUT_EOS,
+    LAYOUT_EOS_ALWAYS,
     LAYOUT_MBART,
     LAYOUT_MBART50,
     SENTENCEPIECE_FILES,
@@ -43,7 +46,15 @@ PREFIX_SPACE_CLASSES = frozenset(c.name for c in TOKENIZER_CLASSES.values() if c
 PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2"})
 
 # Byte-level BPE classes whose own ``add_prefix_space`` option (tokenizer_config.json) adds it.
-_OWN_PREFIX_SPACE_CLASSES = frozenset({"BartTokenizer", "DebertaTokenizer", "LongformerTokenizer"})
+_OWN_PREFIX_SPACE_CLASSES = frozenset(
+    {
+        "BartTokenizer",
+        "DebertaTokenizer",
+        "LongformerTokenizer",
+        "BlenderbotTokenizer",
+        "LEDTokenizer",
+    }
+)
 
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
 _NO_LIMIT = 10**12
@@ -52,6 +63,7 @@ TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
     "vocab.txt",
     "vocab.json",
+    "prophetnet.tokenizer",
     *SENTENCEPIECE_FILES,
 )
 """Files any one of which holds a tokenizer's vocabulary (ByT5 needs none)."""
@@ -135,6 +147,7 @@ class TextTokenizer:
         self._prefix, self._suffix = self._frame(tok_config, names["eos_token"])
         self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
         self.max_length = _max_length(tok_config, config)
+        self.full_attention_limit = full_attention_limit(config)
         self.vocab_size = int(self._source.vocab_size)
         self.base_vocab_size = int(self._source.base_vocab_size)
 
@@ -150,10 +163,13 @@ class TextTokenizer:
     def _frame(self, tok_config: dict, eos_names: list[str | None]) -> tuple[list[int], list[int]]:
         """The ids before and after a text (``build_inputs_with_special_tokens``)."""
         layout = self.tokenizer_class.layout
-        if layout not in (LAYOUT_EOS, LAYOUT_MBART, LAYOUT_MBART50):
+        if layout == LAYOUT_BARE:
+            return [], []
+        if layout not in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS, LAYOUT_MBART, LAYOUT_MBART50):
             return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
-        eos = self._special_id("eos_token", [*eos_names, "</s>"])
-        if layout == LAYOUT_EOS:
+        # ProphetNetTokenizer has no eos_token: it appends its [SEP]
+        eos = self._special_id("eos_token", [*eos_names, "</s>", "[SEP]"])
+        if layout in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS):
             return [], [eos]
         lang = str(tok_config.get("src_lang") or "en_XX")
         if lang not in self.tokenizer_class.language_codes:
@@ -187,7 +203,22 @@ class TextTokenizer:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
             for i, ids in zip(todo, encoded):
                 out[i] = self._build(ids)
+        if self.full_attention_limit is not None:
+            self._check_full_attention(texts, out)
         return out
+
+    def _check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
+        """``ValueError`` for a text longer than a block-sparse BigBird's full-attention limit."""
+        limit = self.full_attention_limit
+        for i, row in enumerate(ids):
+            if limit is not None and len(row) > limit:
+                start = texts[i].strip()[:40]
+                raise ValueError(
+                    f"text {i} ({start!r}...) has {len(row)} tokens: the BigBird model in "
+                    f"{self.model_dir} runs full attention on at most {limit} tokens and "
+                    "block-sparse attention past that, which this package does not implement "
+                    "(shorten or split the text)"
+                )
 
     def _build(self, ids: list[int]) -> list[int]:
         """Truncate (keeping room for the special tokens) and add the special tokens."""
@@ -245,6 +276,17 @@ def _load_source(
     """The back end for a checkpoint, and the ``tokenizers.Tokenizer`` when it is that one."""
     if cls.name == "ByT5Tokenizer":
         return ByteIds(), None
+    if cls.name == "BertweetTokenizer":
+        from .word_bpe import BertweetIds
+
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        return BertweetIds(model_dir, added, tok_config), None
+    if cls.name == "BlenderbotSmallTokenizer":
+        from .word_bpe import BlenderbotSmallIds
+
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        unk = _token_text(special_map.get("unk_token")) or _token_text(tok_config.get("unk_token"))
+        return BlenderbotSmallIds(model_dir, added, unk or "__unk__"), None
     if cls.sentencepiece is not None:
         for name in cls.model_files:
             if (model_dir / name).is_file():
@@ -309,6 +351,8 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
     from tokenizers import models, normalizers, pre_tokenizers
 
     vocab_txt = model_dir / "vocab.txt"
+    if not vocab_txt.is_file():  # ProphetNetTokenizer's WordPiece vocabulary
+        vocab_txt = model_dir / "prophetnet.tokenizer"
     if vocab_txt.is_file():
         unk = _token_text(tok_config.get("unk_token")) or "[UNK]"
         tokenizer = Tokenizer(
@@ -395,7 +439,8 @@ def has_tokenizer_files(model_dir: Path) -> bool:
 
 
 def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
-    cls = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    cls = str(tok_config.get("tokenizer_class") or config.get("tokenizer_class") or "")
+    cls = cls.removesuffix("Fast")
     if cls:
         if cls in _OWN_PREFIX_SPACE_CLASSES:
             return bool(tok_config.get("add_prefix_space", False))
