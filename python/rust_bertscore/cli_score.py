@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import TextIO
 
 import numpy as np
@@ -31,8 +28,8 @@ from .cli_common import (
     progress_bar,
 )
 from .cli_inputs import Source, open_source
+from .corpus import document_frequencies, idf_dict
 from .scores import BERTScorer
-from .tokens import TextTokenizer
 
 DEFAULT_CHUNK_LINES = 1024
 """Candidates read and scored per round."""
@@ -138,48 +135,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--use_fast_tokenizer", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run)
     return p
-
-
-# -- IDF over a stream of references ------------------------------------------------------------
-
-
-def document_frequencies(
-    tokenizer: TextTokenizer, ref_chunks: Iterable[list[str]], progress: object = None
-) -> tuple[np.ndarray, int]:
-    """Count, for every token id, the references whose token ids contain it.
-
-    Returns
-    -------
-    (df, m) : (np.ndarray, int)
-        ``df[id]`` = number of references holding ``id`` (special tokens included, as
-        bert_score counts them); ``m`` = number of references.
-    """
-    df = np.zeros(max(tokenizer.vocab_size, 1), dtype=np.int64)
-    m = 0
-    for chunk in ref_chunks:
-        ids = tokenizer.encode(chunk)
-        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
-        flat = np.fromiter((i for t in ids for i in t), np.int64, int(lengths.sum()))
-        top = int(flat.max()) + 1 if len(flat) else 0
-        if top > len(df):
-            df = np.concatenate([df, np.zeros(top - len(df), dtype=np.int64)])
-        # One count per (reference, id): unique keys doc * size + id.
-        docs = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-        keys = np.unique(docs * len(df) + flat)
-        df += np.bincount(keys % len(df), minlength=len(df))
-        m += len(ids)
-        if progress is not None:
-            progress.update(len(ids))  # type: ignore[attr-defined]
-    return df, m
-
-
-def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
-    """bert_score's ``get_idf_dict`` from counts: ``ln((m+1)/(df+1))``, unseen ids ``ln(m+1)``."""
-    unseen = math.log(m + 1)
-    out: defaultdict[int, float] = defaultdict(lambda: unseen)
-    for token_id in np.flatnonzero(df).tolist():
-        out[token_id] = math.log((m + 1) / (int(df[token_id]) + 1))
-    return out
 
 
 # BERTScorer has no public way (bert_score's has none either) to reach its tokenizer or to take a
