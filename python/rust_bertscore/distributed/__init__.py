@@ -23,7 +23,14 @@ from .plan import ScorePlan
 from .summary import Summary
 
 _RAY = ("score_dataset", "summarize", "plan_dataset", "number_rows")
-_SPARK = ("score_spark", "summarize_spark", "plan_spark", "map_in_pandas", "score_schema")
+_SPARK = (
+    "score_spark",
+    "summarize_spark",
+    "plan_spark",
+    "map_in_pandas",
+    "score_schema",
+    "number_rows_spark",
+)
 
 __all__ = [
     "SCORE_COLUMNS",

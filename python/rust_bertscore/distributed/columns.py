@@ -6,7 +6,7 @@ works with any of them without importing pandas or pyarrow itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Union
 
 import numpy as np
@@ -55,16 +55,25 @@ def num_rows(batch: Batch) -> int:
     return len(next(iter(batch.values()))) if batch else 0
 
 
-def check_columns(names: Sequence[str], wanted: Mapping[str, str | None], where: str) -> None:
-    """Raise a ``KeyError``-free ``ValueError`` naming every wanted column that is missing.
-
-    ``wanted`` maps a role ("candidate column") to a column name (None: not used).
-    """
-    have = set(names)
-    missing = [f"{role} {name!r}" for role, name in wanted.items() if name and name not in have]
+def check_input_columns(
+    columns: list[str], cand_col: str, ref_col: str, score_cols: tuple[str, ...]
+) -> None:
+    """Before any work: the dataset has the candidate and reference columns and none named
+    like a score column."""
+    missing = [
+        f"{role} {name!r}"
+        for role, name in (("candidate column", cand_col), ("reference column", ref_col))
+        if name not in columns
+    ]
     if missing:
         raise ValueError(
-            f"{where} has no {' and no '.join(missing)}; its columns are {list(names)}"
+            f"the dataset has no {' and no '.join(missing)}; its columns are {columns}"
+        )
+    taken = [c for c in score_cols if c in columns]
+    if taken:
+        raise ValueError(
+            f"the dataset already has a column {taken[0]!r}: pass score_cols=(...) with other "
+            "names for the scores"
         )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..scores import SCORE_BATCH_SIZE
-from .columns import Batch, column
+from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import PlanBuilder, ScorePlan, batch_statistics, count_pairs, load_tokenizer
 from .summary import Summary, partial_sums
@@ -209,7 +209,8 @@ def score_dataset(
     options = check_options(options)
     # Names and options are checked before any work.
     columns = list(ds.columns())
-    _check_input_columns(columns, cand_col, ref_col, score_cols)
+    check_input_columns(columns, cand_col, ref_col, score_cols)
+    pool = _actor_pool(concurrency)
     idf = bool(options.get("idf", False))
     floors = not bool(options.get("batch_independent", False))
     drop_index = False
@@ -248,7 +249,7 @@ def score_dataset(
         fn_constructor_kwargs=kwargs,
         batch_size=rows_per_batch,
         batch_format="pandas",
-        concurrency=concurrency,
+        compute=pool,
         num_cpus=num_cpus,
         num_gpus=num_gpus,
     )
@@ -257,24 +258,18 @@ def score_dataset(
     return scored
 
 
-def _check_input_columns(
-    columns: list[str], cand_col: str, ref_col: str, score_cols: tuple[str, ...]
-) -> None:
-    missing = [
-        f"{role} {name!r}"
-        for role, name in (("candidate column", cand_col), ("reference column", ref_col))
-        if name not in columns
-    ]
-    if missing:
+def _actor_pool(concurrency: int | tuple[int, int]) -> Any:
+    """Ray's actor pool of ``concurrency`` actors (an int, or a (min, max) range)."""
+    import ray.data
+
+    if isinstance(concurrency, tuple):
+        low, high = concurrency
+        return ray.data.ActorPoolStrategy(min_size=int(low), max_size=int(high))
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(
-            f"the dataset has no {' and no '.join(missing)}; its columns are {columns}"
+            f"concurrency must be a positive int or a (min, max) pair, got {concurrency!r}"
         )
-    taken = [c for c in score_cols if c in columns]
-    if taken:
-        raise ValueError(
-            f"the dataset already has a column {taken[0]!r}: pass score_cols=(...) with other "
-            "names for the scores"
-        )
+    return ray.data.ActorPoolStrategy(size=concurrency)
 
 
 def summarize(ds: ray.data.Dataset, score_cols: tuple[str, str, str] = SCORE_COLUMNS) -> Summary:
