@@ -139,8 +139,11 @@ def ref_groups(values: list, col: str, index: np.ndarray) -> list[list[str]]:
 
 
 def _text(value: object, col: str, row: int) -> str:
-    if value is None:
-        raise DistributedInputError(f"row {row}: column {col!r} holds None, expected a str")
+    if value is None or (isinstance(value, float) and value != value):
+        raise DistributedInputError(
+            f"row {row}: column {col!r} holds a missing value ({value}), expected a str: drop "
+            "or fill missing texts first"
+        )
     try:
         return check_text(value, f"column {col!r}")
     except (TypeError, ValueError) as e:
