@@ -17,6 +17,7 @@ from typing import TextIO
 
 import numpy as np
 
+from . import cli_ray
 from .cli_batches import scored_chunks
 from .cli_common import (
     CliError,
@@ -130,6 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help=f"candidates read and scored at a time ({DEFAULT_CHUNK_LINES})",
     )
     add_common_flags(output)
+    cli_ray.add_flags(p.add_argument_group("cluster"))
     # Accepted for bert-score compatibility; they change nothing here.
     p.add_argument("--nthreads", type=positive_int, default=4, help=argparse.SUPPRESS)
     p.add_argument("--use_fast_tokenizer", action="store_true", help=argparse.SUPPRESS)
@@ -270,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
         f"{scorer.device} (loaded in {time.perf_counter() - start:.2f} s)",
     )
     debug(args, f"scoring {source.num_cands} candidates: {source.description}")
-    if args.idf:
+    use_ray = args.ray or args.ray_address is not None
+    if args.idf and not use_ray:  # on Ray the engine counts document frequencies itself
         with progress_bar(source.num_refs, desc="idf", quiet=args.quiet) as bar:
             df, m = document_frequencies(scorer.tokenizer, source.ref_chunks(IDF_CHUNK), bar)
         scorer.set_idf_dict(idf_dict(df, m))
@@ -282,7 +285,12 @@ def run(args: argparse.Namespace) -> int:
     count = 0
     start = time.perf_counter()
     with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
-        for P, R, F in scored_chunks(scorer, source, args.chunk_size, args.batch_size):
+        chunks = (
+            cli_ray.ray_scored_chunks(args, source)
+            if use_ray
+            else scored_chunks(scorer, source, args.chunk_size, args.batch_size)
+        )
+        for P, R, F in chunks:
             writer.pairs(count, P, R, F)
             sums += [x.sum(dtype=np.float64) for x in (P, R, F)]
             count += len(P)
