@@ -48,7 +48,7 @@ def test_2000_pairs_with_idf_two_actors_equal_score(cluster, minilm_dir):
     ds = _dataset(cands, refs, blocks=8)
     scored = score_dataset(
         ds, "hyp", "ref", model_type=str(minilm_dir), idf=True, concurrency=2, index_col="row"
-    )
+    ).materialize()  # scored once, read twice
     out = scored.to_pandas()
     _check(out, expected_scores(str(minilm_dir), 2000), atol=1e-6)
     summary = summarize(scored)

@@ -68,7 +68,9 @@ def test_2000_pairs_with_idf_equal_score(spark, minilm_dir):
     in-process score() call with idf; the summary is a Spark aggregation."""
     cands, refs = shuffled_rows(2000)
     df = spark.createDataFrame(pd.DataFrame({"hyp": cands, "ref": refs}))
-    scored = score_spark(df, "hyp", "ref", model_type=str(minilm_dir), idf=True, index_col="row")
+    scored = score_spark(
+        df, "hyp", "ref", model_type=str(minilm_dir), idf=True, index_col="row"
+    ).cache()  # scored once, read twice
     out = scored.toPandas()
     want = expected_scores(str(minilm_dir), 2000)
     _check(out, want, atol=1e-6)
