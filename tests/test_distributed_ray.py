@@ -3,6 +3,11 @@ bert_score's padding floor included) for any number of actors and blocks."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -120,3 +125,40 @@ def test_bad_column_names_fail_before_any_work(cluster):
         score_dataset(ds, "hyp", "ref", score_cols=("P", "R", "ref"))
     with pytest.raises(ValueError, match="concurrency must be"):
         score_dataset(ds, "hyp", "ref", concurrency=0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rust_bertscore", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=900,
+    )
+
+
+def _numbers(stdout: str) -> tuple[np.ndarray, str]:
+    lines = stdout.strip().splitlines()
+    rows = np.array([[float(x) for x in line.split("\t")] for line in lines[:-1]])
+    return rows, lines[-1].split(" P: ")[0]
+
+
+def test_cli_on_a_running_cluster_prints_the_plain_output(cluster, minilm_dir, tmp_path):
+    """``score --ray-address`` on JSONL rows with reference lists of different lengths, idf
+    and batches of 7 pairs: the plain command's lines (same hash, numbers within 1e-6)."""
+    case = floor_case("mismatched_multi_ref_L6_b7")
+    path = tmp_path / "pairs.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for cand, refs in zip(case["cands"], case["refs"]):
+            f.write(json.dumps({"cand": cand, "ref": refs}) + "\n")
+    args = ["score", "--jsonl", str(path), "-m", str(minilm_dir), "-b", "7", "--idf", "-s", "-q"]
+    plain = _cli(*args)
+    assert plain.returncode == 0, plain.stderr
+    address = ray.get_runtime_context().gcs_address
+    on_ray = _cli(*args, "--ray-address", address)
+    assert on_ray.returncode == 0, on_ray.stderr
+    got, got_hash = _numbers(on_ray.stdout)
+    want, want_hash = _numbers(plain.stdout)
+    assert got_hash == want_hash
+    assert got.shape == (len(case["cands"]), 3)
+    np.testing.assert_allclose(got, want, atol=1.5e-6)
