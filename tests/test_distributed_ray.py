@@ -20,7 +20,10 @@ from rust_bertscore import score  # noqa: E402
 from rust_bertscore.distributed import score_dataset, summarize  # noqa: E402
 
 # Ray's own deprecation notices (raised inside ray.data) are not this package's concern.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+    pytest.mark.filterwarnings("ignore::rust_bertscore.errors.RustBertScoreWarning"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from rust_bertscore.distributed import (  # noqa: E402
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning:pyspark"),
+    pytest.mark.filterwarnings("ignore::rust_bertscore.errors.RustBertScoreWarning"),
 ]
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .tokens import TextTokenizer
+from .tokenization.tokenizer import TextTokenizer
 
 
 def document_frequencies(

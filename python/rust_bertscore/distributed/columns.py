@@ -11,16 +11,13 @@ from typing import Any, Union
 
 import numpy as np
 
+from ..errors import DistributedInputError
 from ..text import check_text
 
 Batch = Any
 """A pandas DataFrame, a pyarrow Table or a mapping of column name to NumPy array."""
 
 RefCell = Union[str, list[str]]
-
-
-class DistributedInputError(ValueError):
-    """A row of a dataset cannot be scored: it names the row (its global index) and the column."""
 
 
 def _kind(batch: Batch) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
-from ..tokens import TextTokenizer
+from ..tokenization.tokenizer import TextTokenizer
 from .columns import Batch, DistributedInputError, column, ref_groups, texts
 
 
@@ -42,8 +42,8 @@ from .columns import Batch, DistributedInputError, column, ref_groups, texts
 def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
     """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
     (memoised per process, so an engine's worker loads it once)."""
-    from ..model_files import resolve_model
-    from ..registry import choose_model
+    from ..models.files import resolve_model
+    from ..models.registry import choose_model
 
     files = resolve_model(choose_model(model_type, lang))
     return TextTokenizer(files.model_dir, files.config())

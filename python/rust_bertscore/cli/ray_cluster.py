@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .cli_common import CliError, debug
-from .cli_inputs import Source
+from .common import CliError, debug
+from .inputs import Source
 
 ROWS_PER_BLOCK = 4096
 """Input rows per Ray block."""
@@ -54,7 +54,7 @@ def ray_scored_chunks(
         raise CliError(
             "--ray needs Ray Data and pandas: pip install 'rust-bertscore[ray]'"
         ) from None
-    from .distributed.ray_engine import score_dataset
+    from ..distributed.ray_engine import score_dataset
 
     if not ray.is_initialized():
         ray.init(

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from .cli_inputs import Chunk, Source
-from .corpus import BatchMaxima, pair_lengths
-from .scores import BERTScorer, Scores
+from ..corpus import BatchMaxima, pair_lengths
+from ..scores import BERTScorer, Scores
+from .inputs import Chunk, Source
 
 
 def aligned_chunk_size(size: int, group_size: int, batch_size: int) -> int:

@@ -17,9 +17,11 @@ from typing import TextIO
 
 import numpy as np
 
-from . import cli_ray
-from .cli_batches import scored_chunks
-from .cli_common import (
+from ..corpus import document_frequencies, idf_dict
+from ..scores import BERTScorer
+from . import ray_cluster as cli_ray
+from .batches import scored_chunks
+from .common import (
     CliError,
     add_common_flags,
     add_model_flags,
@@ -28,9 +30,7 @@ from .cli_common import (
     positive_int,
     progress_bar,
 )
-from .cli_inputs import Source, open_source
-from .corpus import document_frequencies, idf_dict
-from .scores import BERTScorer
+from .inputs import Source, open_source
 
 DEFAULT_CHUNK_LINES = 1024
 """Candidates read and scored per round."""
