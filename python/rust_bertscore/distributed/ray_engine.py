@@ -51,11 +51,14 @@ def _ordered(ds: ray.data.Dataset) -> Iterator[None]:
         options.preserve_order = old
 
 
-def number_rows(ds: ray.data.Dataset, name: str = ROW_INDEX) -> tuple[ray.data.Dataset, int]:
+def number_rows(
+    ds: ray.data.Dataset, name: str = ROW_INDEX, rows_per_block: int = ROWS_PER_BATCH
+) -> tuple[ray.data.Dataset, int]:
     """``ds`` with a column ``name`` of row numbers 0..N-1 in input order, and N.
 
     The dataset is materialised once (in Ray's object store, which spills to disk) in input
-    order, then each block gets its rows' numbers from the counts of the blocks before it.
+    order, then each block gets its rows' numbers from the counts of the blocks before it, and
+    is cut into blocks of at most ``rows_per_block`` rows so that every actor gets work.
     """
     ray = _require_ray()
 
@@ -64,17 +67,24 @@ def number_rows(ds: ray.data.Dataset, name: str = ROW_INDEX) -> tuple[ray.data.D
         return int(block.num_rows)
 
     @ray.remote
-    def _number(block: Any, start: int) -> Any:
+    def _number(block: Any, start: int, pieces: int) -> Any:
         import pyarrow as pa
 
         numbers = np.arange(start, start + block.num_rows, dtype=np.int64)
-        return block.append_column(name, pa.array(numbers))
+        block = block.append_column(name, pa.array(numbers))
+        bounds = np.linspace(0, block.num_rows, pieces + 1).astype(np.int64)
+        parts = [block.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return parts[0] if pieces == 1 else tuple(parts)
 
     with _ordered(ds):
         refs = ds.materialize().to_arrow_refs()
     counts = ray.get([_rows.remote(r) for r in refs])
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    numbered = [_number.remote(r, int(s)) for r, s in zip(refs, starts[:-1])]
+    numbered: list[Any] = []
+    for ref, start, count in zip(refs, starts[:-1].tolist(), counts):
+        pieces = max(1, -(-count // max(1, rows_per_block)))
+        out = _number.options(num_returns=pieces).remote(ref, start, pieces)
+        numbered.extend([out] if pieces == 1 else out)
     return ray.data.from_arrow_refs(numbered), int(starts[-1])
 
 
@@ -220,7 +230,7 @@ def score_dataset(
         if index_col is None or index_col not in columns:
             drop_index = index_col is None
             index_col = index_col or ROW_INDEX
-            ds, n = number_rows(ds, index_col)
+            ds, n = number_rows(ds, index_col, rows_per_batch)
         plan = plan_dataset(
             ds,
             cand_col,
