@@ -225,12 +225,14 @@ def score_dataset(
     floors = not bool(options.get("batch_independent", False))
     drop_index = False
     plan: ScorePlan | None = None
+    n = None
+    if (idf or floors) and index_col is None:
+        index_col, drop_index = ROW_INDEX, True
+    if index_col is not None and index_col not in columns:
+        # Rows numbered here: needed by the plan, or asked for to sort the result.
+        ds, n = number_rows(ds, index_col, rows_per_batch)
     if idf or floors:
-        n = None
-        if index_col is None or index_col not in columns:
-            drop_index = index_col is None
-            index_col = index_col or ROW_INDEX
-            ds, n = number_rows(ds, index_col, rows_per_batch)
+        assert index_col is not None
         plan = plan_dataset(
             ds,
             cand_col,

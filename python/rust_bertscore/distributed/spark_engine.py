@@ -190,12 +190,14 @@ def score_spark(
     floors = not bool(options.get("batch_independent", False))
     drop_index = False
     plan: ScorePlan | None = None
+    n = None
+    if (idf or floors) and index_col is None:
+        index_col, drop_index = ROW_INDEX, True
+    if index_col is not None and index_col not in columns:
+        # Rows numbered here: needed by the plan, or asked for to sort the result.
+        df, n = number_rows_spark(df, index_col)
     if idf or floors:
-        n = None
-        if index_col is None or index_col not in columns:
-            drop_index = index_col is None
-            index_col = index_col or ROW_INDEX
-            df, n = number_rows_spark(df, index_col)
+        assert index_col is not None
         plan = plan_spark(
             df,
             cand_col,
