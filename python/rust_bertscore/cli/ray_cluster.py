@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .common import CliError, debug
+from .common import CliError, debug, positive_int
 from .inputs import Source
 
 ROWS_PER_BLOCK = 4096
@@ -35,7 +35,7 @@ def add_flags(parser: argparse._ActionsContainer) -> None:
     )
     parser.add_argument(
         "--ray-actors",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="scoring actors, one CPU each (default: the cluster's CPUs)",
