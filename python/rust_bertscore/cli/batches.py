@@ -12,12 +12,10 @@ floor flags those give.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-import numpy as np
-
+from ..corpus import BatchMaxima, pair_lengths
 from ..scores import BERTScorer, Scores
-from ..tokenization.tokenizer import TextTokenizer
 from .inputs import Chunk, Source
 
 
@@ -35,50 +33,6 @@ def flattened(chunk: Chunk) -> tuple[list[str], list[str]]:
         refs = [r for group in chunk.refs for r in group]
         return cands, refs
     return list(chunk.cands), [str(r) for r in chunk.refs]
-
-
-def pair_lengths(
-    tokenizer: TextTokenizer, cands: Sequence[str], refs: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Token counts (special tokens included) of each pair's candidate and reference."""
-    texts = list(dict.fromkeys([*cands, *refs]))
-    lengths = dict(zip(texts, (len(ids) for ids in tokenizer.encode(texts))))
-    return (
-        np.fromiter((lengths[t] for t in cands), np.int64, len(cands)),
-        np.fromiter((lengths[t] for t in refs), np.int64, len(refs)),
-    )
-
-
-class BatchMaxima:
-    """The longest candidate and reference of every scoring batch, from a first pass."""
-
-    def __init__(self, batch_size: int) -> None:
-        self.batch_size = batch_size
-        self._cand: list[int] = []
-        self._ref: list[int] = []
-        self.pairs = 0
-
-    def add(self, cand_lengths: np.ndarray, ref_lengths: np.ndarray) -> None:
-        """Take the next pairs' lengths, in input order."""
-        for c, r in zip(cand_lengths.tolist(), ref_lengths.tolist()):
-            batch = self.pairs // self.batch_size
-            if batch == len(self._cand):
-                self._cand.append(c)
-                self._ref.append(r)
-            else:
-                self._cand[batch] = max(self._cand[batch], c)
-                self._ref[batch] = max(self._ref[batch], r)
-            self.pairs += 1
-
-    def floors(
-        self, start: int, cand_lengths: np.ndarray, ref_lengths: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Floor flags (precision side, recall side) of the pairs from flattened index
-        ``start`` on, with these lengths."""
-        batch = (start + np.arange(len(cand_lengths))) // self.batch_size
-        cand_max = np.asarray(self._cand, dtype=np.int64)[batch]
-        ref_max = np.asarray(self._ref, dtype=np.int64)[batch]
-        return ref_lengths < ref_max, cand_lengths < cand_max
 
 
 def scored_chunks(

@@ -13,15 +13,13 @@ import json
 import os
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import TextIO
 
 import numpy as np
 
-from .. import _core
+from ..corpus import document_frequencies, idf_dict
 from ..scores import BERTScorer
-from ..tokenization.tokenizer import TextTokenizer
+from . import ray_cluster as cli_ray
 from .batches import scored_chunks
 from .common import (
     CliError,
@@ -133,55 +131,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help=f"candidates read and scored at a time ({DEFAULT_CHUNK_LINES})",
     )
     add_common_flags(output)
+    cli_ray.add_flags(p.add_argument_group("cluster"))
     # Accepted for bert-score compatibility; they change nothing here.
     p.add_argument("--nthreads", type=positive_int, default=4, help=argparse.SUPPRESS)
     p.add_argument("--use_fast_tokenizer", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run)
     return p
-
-
-# -- IDF over a stream of references ------------------------------------------------------------
-
-
-def document_frequencies(
-    tokenizer: TextTokenizer, ref_chunks: Iterable[list[str]], progress: object = None
-) -> tuple[np.ndarray, int]:
-    """Count, for every token id, the references whose token ids contain it.
-
-    Returns
-    -------
-    (df, m) : (np.ndarray, int)
-        ``df[id]`` = number of references holding ``id`` (special tokens included, as
-        bert_score counts them); ``m`` = number of references.
-    """
-    df = np.zeros(max(tokenizer.vocab_size, 1), dtype=np.int64)
-    m = 0
-    for chunk in ref_chunks:
-        ids = tokenizer.encode(chunk)
-        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
-        flat = np.fromiter((i for t in ids for i in t), np.int64, int(lengths.sum()))
-        top = int(flat.max()) + 1 if len(flat) else 0
-        if top > len(df):
-            df = np.concatenate([df, np.zeros(top - len(df), dtype=np.int64)])
-        # One count per (reference, id): unique keys doc * size + id.
-        docs = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-        keys = np.unique(docs * len(df) + flat)
-        df += np.bincount(keys % len(df), minlength=len(df))
-        m += len(ids)
-        if progress is not None:
-            progress.update(len(ids))  # type: ignore[attr-defined]
-    return df, m
-
-
-def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
-    """bert_score's ``get_idf_dict`` from counts: ``ln((m+1)/(df+1))``, unseen ids ``ln(m+1)``
-    (the kernel's IDF: ``_core.idf_from_frequencies``, ``_core.idf_default``)."""
-    unseen = _core.idf_default(m)
-    out: defaultdict[int, float] = defaultdict(lambda: unseen)
-    seen = np.flatnonzero(df)
-    values = _core.idf_from_frequencies(np.asarray(df, dtype=np.int64)[seen], m)
-    out.update(zip(seen.tolist(), values.tolist()))
-    return out
 
 
 # BERTScorer has no public way (bert_score's has none either) to reach its tokenizer or to take a
@@ -317,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
         f"{scorer.device} (loaded in {time.perf_counter() - start:.2f} s)",
     )
     debug(args, f"scoring {source.num_cands} candidates: {source.description}")
-    if args.idf:
+    use_ray = args.ray or args.ray_address is not None
+    if args.idf and not use_ray:  # on Ray the engine counts document frequencies itself
         with progress_bar(source.num_refs, desc="idf", quiet=args.quiet) as bar:
             df, m = document_frequencies(scorer.tokenizer, source.ref_chunks(IDF_CHUNK), bar)
         scorer.set_idf_dict(idf_dict(df, m))
@@ -329,7 +285,12 @@ def run(args: argparse.Namespace) -> int:
     count = 0
     start = time.perf_counter()
     with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
-        for P, R, F in scored_chunks(scorer, source, args.chunk_size, args.batch_size):
+        chunks = (
+            cli_ray.ray_scored_chunks(args, source)
+            if use_ray
+            else scored_chunks(scorer, source, args.chunk_size, args.batch_size)
+        )
+        for P, R, F in chunks:
             writer.pairs(count, P, R, F)
             sums += [x.sum(dtype=np.float64) for x in (P, R, F)]
             count += len(P)

@@ -1,0 +1,294 @@
+"""The engine-independent first pass: what every worker needs to know about the whole dataset so
+that scoring it in pieces gives the numbers of one ``score()`` call on all its rows.
+
+Two things in bert_score depend on more than a pair itself:
+
+* IDF weights count document frequencies over every reference of the call;
+* the padding floor: bert_score scores the pairs (flattened over reference lists) in consecutive
+  batches of ``batch_size`` and a side is floored when it is shorter than the longest text on
+  that side of its batch.
+
+The engines run this in two cheap passes (tokenizer only, no encoder) over the dataset's rows,
+each row carrying its global index (its position in the input):
+
+1. :func:`count_pairs` per engine batch -> :meth:`PlanBuilder.add_counts`: each row's number of
+   references, giving every row's flattened pair offset (a prefix sum in row order). Skipped
+   when the reference column holds plain strings (one pair per row).
+2. :func:`batch_statistics` per engine batch -> :meth:`PlanBuilder.add_statistics`: the longest
+   candidate and reference of every scoring batch (batch id = flattened index // batch_size) met
+   in the engine batch, and the document frequencies of its references; the builder takes the
+   maximum / sum over engine batches (a map-side partial aggregation, combined on the driver).
+
+The resulting :class:`ScorePlan` is small (a few integers per row and per scoring batch, and one
+count per token id) and goes to every scoring worker with the batch operator.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
+from ..tokenization.tokenizer import TextTokenizer
+from .columns import Batch, DistributedInputError, column, ref_groups, texts
+
+
+@functools.lru_cache(maxsize=4)
+def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
+    """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
+    (memoised per process, so an engine's worker loads it once)."""
+    from ..models.files import resolve_model
+    from ..models.registry import choose_model
+
+    files = resolve_model(choose_model(model_type, lang))
+    return TextTokenizer(files.model_dir, files.config())
+
+
+def row_index(batch: Batch, index_col: str) -> np.ndarray:
+    """The global row numbers of a batch, from its index column."""
+    values = np.asarray(column(batch, index_col))
+    if values.dtype.kind not in "iu":
+        raise DistributedInputError(
+            f"index column {index_col!r} must hold integer row numbers, got {values.dtype}"
+        )
+    return values.astype(np.int64)
+
+
+def flatten(
+    cands: Sequence[str], groups: Sequence[Sequence[str]]
+) -> tuple[list[str], list[str], np.ndarray]:
+    """Pairs as bert_score flattens them, and each row's number of pairs."""
+    flat_cands = [c for c, g in zip(cands, groups) for _ in g]
+    flat_refs = [r for g in groups for r in g]
+    counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
+    return flat_cands, flat_refs, counts
+
+
+def count_pairs(batch: Batch, ref_col: str, index_col: str) -> bytes:
+    """Pass 1 on one engine batch: (row index, number of pairs) of every row, pickled."""
+    index = row_index(batch, index_col)
+    groups = ref_groups(column(batch, ref_col), ref_col, index)
+    counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
+    return pickle.dumps((index, counts), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def batch_statistics(
+    batch: Batch,
+    cand_col: str,
+    ref_col: str,
+    index_col: str,
+    *,
+    tokenizer: TextTokenizer,
+    pair_offsets: np.ndarray | None,
+    batch_size: int,
+    floors: bool,
+    idf: bool,
+) -> bytes:
+    """Pass 2 on one engine batch, pickled: the longest candidate/reference per scoring batch
+    met here (``floors``) and the references' document frequencies (``idf``)."""
+    index = row_index(batch, index_col)
+    cands = texts(column(batch, cand_col), cand_col, index)
+    groups = ref_groups(column(batch, ref_col), ref_col, index)
+    flat_cands, flat_refs, counts = flatten(cands, groups)
+    out: dict[str, object] = {"rows": len(index)}
+    if floors:
+        cand_len, ref_len = pair_lengths(tokenizer, flat_cands, flat_refs)
+        ids = pair_positions(pair_offsets, index, counts) // batch_size
+        seen, where = np.unique(ids, return_inverse=True)
+        cand_max = np.zeros(len(seen), dtype=np.int64)
+        ref_max = np.zeros(len(seen), dtype=np.int64)
+        np.maximum.at(cand_max, where, cand_len)
+        np.maximum.at(ref_max, where, ref_len)
+        out["floors"] = (seen, cand_max, ref_max)
+    if idf:
+        df, m = document_frequencies(tokenizer, [flat_refs])
+        tokens = np.flatnonzero(df)
+        out["idf"] = (tokens, df[tokens], m)
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def pair_positions(
+    pair_offsets: np.ndarray | None, index: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """Flattened position of every pair of these rows (rows in batch order, then references)."""
+    starts = index if pair_offsets is None else pair_offsets[index]
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(counts) - counts, counts
+    )
+    return np.repeat(starts, counts) + within
+
+
+@dataclass(frozen=True)
+class ScorePlan:
+    """What scoring workers need about the whole dataset (see the module docstring).
+
+    Attributes
+    ----------
+    num_rows : int
+        Rows of the dataset.
+    batch_size : int
+        bert_score's scoring batch (pairs), which decides the padding floor.
+    pair_offsets : np.ndarray or None
+        ``pair_offsets[i]``: flattened index of row ``i``'s first pair (length ``num_rows + 1``);
+        None when every row has one reference (the offset is the row index).
+    maxima : BatchMaxima or None
+        Longest candidate and reference of every scoring batch; None without the floor
+        (``batch_independent=True``).
+    df : np.ndarray or None
+        Document frequency of every token id over all references; None without IDF.
+    num_refs : int
+        References counted for IDF (the ``M`` of ``ln((M+1)/(df+1))``).
+    """
+
+    num_rows: int
+    batch_size: int
+    pair_offsets: np.ndarray | None = None
+    maxima: BatchMaxima | None = None
+    df: np.ndarray | None = None
+    num_refs: int = 0
+
+    @property
+    def num_pairs(self) -> int:
+        """Pairs after flattening reference lists."""
+        return self.num_rows if self.pair_offsets is None else int(self.pair_offsets[-1])
+
+    def idf_dict(self) -> defaultdict[int, float]:
+        """bert_score's idf dict over the dataset's references (unseen ids: ``ln(M+1)``)."""
+        if self.df is None:
+            raise ValueError("this plan was made without idf=True: it has no document frequencies")
+        return idf_dict(self.df, self.num_refs)
+
+    def floors(
+        self,
+        index: np.ndarray,
+        counts: np.ndarray,
+        cand_lengths: np.ndarray,
+        ref_lengths: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Padding-floor flags (precision side, recall side) of the flattened pairs of rows
+        ``index`` (in batch order) with ``counts`` pairs each; None without the floor."""
+        if self.maxima is None:
+            return None
+        if len(index) and (int(index.min()) < 0 or int(index.max()) >= self.num_rows):
+            bad = int(index.max()) if int(index.max()) >= self.num_rows else int(index.min())
+            raise DistributedInputError(
+                f"row index {bad} is outside the planned dataset's {self.num_rows} rows"
+            )
+        positions = pair_positions(self.pair_offsets, index, counts)
+        return self.maxima.floors_at(positions, cand_lengths, ref_lengths)
+
+
+class PlanBuilder:
+    """Combines the per-batch results of the two passes into a :class:`ScorePlan`."""
+
+    def __init__(self, num_rows: int, batch_size: int, *, floors: bool, idf: bool) -> None:
+        self.num_rows = num_rows
+        self.batch_size = batch_size
+        self.use_floors = floors
+        self.use_idf = idf
+        self.pair_offsets: np.ndarray | None = None
+        self._counts: np.ndarray | None = None
+        self._seen: np.ndarray | None = None
+        self._cand_max: np.ndarray | None = None
+        self._ref_max: np.ndarray | None = None
+        self._df = np.zeros(0, dtype=np.int64)
+        self._refs = 0
+        self._rows = 0
+
+    # -- pass 1 ------------------------------------------------------------------------------
+    def add_counts(self, part: bytes) -> None:
+        """Take one :func:`count_pairs` result."""
+        index, counts = pickle.loads(part)
+        if self._counts is None:
+            self._counts = np.zeros(self.num_rows, dtype=np.int64)
+            self._seen = np.zeros(self.num_rows, dtype=bool)
+        assert self._seen is not None
+        _check_index(index, self.num_rows)
+        if self._seen[index].any() or len(np.unique(index)) != len(index):
+            dup = int(index[self._seen[index]][0]) if self._seen[index].any() else int(index[0])
+            raise DistributedInputError(
+                f"row index {dup} appears twice: the index column must number the rows 0..N-1"
+            )
+        self._seen[index] = True
+        self._counts[index] = counts
+
+    def finish_counts(self) -> np.ndarray:
+        """Every row's flattened pair offset, once all rows were counted."""
+        if self._counts is None:
+            self._counts = np.zeros(0, dtype=np.int64)
+            self._seen = np.zeros(0, dtype=bool)
+        assert self._seen is not None
+        if not self._seen.all():
+            missing = int(np.flatnonzero(~self._seen)[0])
+            raise DistributedInputError(
+                f"row index {missing} never appeared: the index column must number the rows 0..N-1"
+            )
+        self.pair_offsets = np.concatenate([[0], np.cumsum(self._counts)]).astype(np.int64)
+        self._counts = self._seen = None
+        return self.pair_offsets
+
+    # -- pass 2 ------------------------------------------------------------------------------
+    @property
+    def num_pairs(self) -> int:
+        return self.num_rows if self.pair_offsets is None else int(self.pair_offsets[-1])
+
+    def add_statistics(self, part: bytes) -> None:
+        """Take one :func:`batch_statistics` result."""
+        stats = pickle.loads(part)
+        self._rows += int(stats["rows"])
+        if "floors" in stats:
+            if self._cand_max is None:
+                batches = -(-self.num_pairs // self.batch_size)
+                self._cand_max = np.zeros(batches, dtype=np.int64)
+                self._ref_max = np.zeros(batches, dtype=np.int64)
+            assert self._ref_max is not None
+            ids, cand_max, ref_max = stats["floors"]
+            if len(ids) and int(ids.max()) >= len(self._cand_max):
+                raise DistributedInputError(
+                    "a row's pairs fall past the dataset's counted pairs: the dataset changed "
+                    "between passes, or its index column does not number its rows 0..N-1"
+                )
+            np.maximum.at(self._cand_max, ids, cand_max)
+            np.maximum.at(self._ref_max, ids, ref_max)
+        if "idf" in stats:
+            tokens, counts, m = stats["idf"]
+            top = int(tokens.max()) + 1 if len(tokens) else 0
+            if top > len(self._df):
+                self._df = np.concatenate([self._df, np.zeros(top - len(self._df), np.int64)])
+            self._df[tokens] += counts
+            self._refs += int(m)
+
+    def build(self) -> ScorePlan:
+        """The plan; checks that pass 2 saw every row once."""
+        if (self.use_floors or self.use_idf) and self._rows != self.num_rows:
+            raise DistributedInputError(
+                f"the first pass saw {self._rows} rows but the dataset has {self.num_rows}: the "
+                "dataset changed between passes"
+            )
+        maxima = None
+        if self.use_floors:
+            batches = -(-self.num_pairs // self.batch_size)
+            cand = self._cand_max if self._cand_max is not None else np.zeros(batches, np.int64)
+            ref = self._ref_max if self._ref_max is not None else np.zeros(batches, np.int64)
+            maxima = BatchMaxima.from_arrays(self.batch_size, cand, ref)
+        return ScorePlan(
+            num_rows=self.num_rows,
+            batch_size=self.batch_size,
+            pair_offsets=self.pair_offsets,
+            maxima=maxima,
+            df=self._df if self.use_idf else None,
+            num_refs=self._refs,
+        )
+
+
+def _check_index(index: np.ndarray, n: int) -> None:
+    if len(index) and (int(index.min()) < 0 or int(index.max()) >= n):
+        bad = int(index.min()) if int(index.min()) < 0 else int(index.max())
+        raise DistributedInputError(
+            f"row index {bad} is outside 0..{n - 1}: the index column must number the rows 0..N-1"
+        )

@@ -1,0 +1,241 @@
+"""Apache Spark glue: number rows, run the first pass, score with ``mapInPandas``.
+
+PySpark is imported inside the functions, so ``rust_bertscore.distributed`` imports without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..scores import SCORE_BATCH_SIZE
+from .columns import check_input_columns
+from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
+from .plan import PlanBuilder, ScorePlan, batch_statistics, count_pairs, load_tokenizer
+from .summary import Summary
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+ROW_INDEX = "__rust_bertscore_row__"
+"""Name of the row-number column added when the caller gives none (dropped from the result)."""
+
+
+def _require_spark() -> Any:
+    try:
+        import pyspark
+    except ImportError:  # pragma: no cover - exercised only without pyspark
+        raise ImportError(
+            "rust_bertscore.distributed's Spark engine needs PySpark: pip install "
+            "'rust-bertscore[spark]' (or pyspark, pandas and pyarrow)"
+        ) from None
+    return pyspark
+
+
+def number_rows_spark(df: DataFrame, name: str = ROW_INDEX) -> tuple[DataFrame, int]:
+    """``df`` with a column ``name`` of row numbers 0..N-1 in partition order, and N.
+
+    Uses ``RDD.zipWithIndex``; the numbered DataFrame is persisted (memory and disk), since the
+    first pass and the scoring read it again.
+    """
+    _require_spark()
+    from pyspark import StorageLevel
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([*df.schema.fields, StructField(name, LongType(), False)])
+    rows = df.rdd.zipWithIndex().map(lambda pair: (*pair[0], pair[1]))
+    numbered = df.sparkSession.createDataFrame(rows, schema)
+    numbered = numbered.persist(StorageLevel.MEMORY_AND_DISK)
+    return numbered, numbered.count()
+
+
+def _is_list_column(df: DataFrame, name: str) -> bool:
+    from pyspark.sql.types import StringType
+
+    return not isinstance(df.schema[name].dataType, StringType)
+
+
+def _collect(df: DataFrame) -> Iterator[bytes]:
+    for row in df.toLocalIterator():
+        yield bytes(row["part"])
+
+
+def plan_spark(
+    df: DataFrame,
+    cand_col: str,
+    ref_col: str,
+    index_col: str,
+    *,
+    num_rows: int | None = None,
+    batch_size: int = SCORE_BATCH_SIZE,
+    floors: bool = True,
+    idf: bool = False,
+    model_type: str | None = None,
+    lang: str | None = None,
+) -> ScorePlan:
+    """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
+    :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
+    _require_spark()
+    n = df.count() if num_rows is None else num_rows
+    builder = PlanBuilder(n, batch_size, floors=floors, idf=idf)
+    part_schema = "part binary"
+    if floors and _is_list_column(df, ref_col):
+
+        def counts_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            import pandas as pd
+
+            for frame in frames:
+                yield pd.DataFrame({"part": [count_pairs(frame, ref_col, index_col)]})
+
+        for part in _collect(df.mapInPandas(counts_of, part_schema)):
+            builder.add_counts(part)
+        builder.finish_counts()
+    if floors or idf:
+        offsets = builder.pair_offsets
+
+        def stats_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            import pandas as pd
+
+            tokenizer = load_tokenizer(model_type, lang)
+            for frame in frames:
+                part = batch_statistics(
+                    frame,
+                    cand_col,
+                    ref_col,
+                    index_col,
+                    tokenizer=tokenizer,
+                    pair_offsets=offsets,
+                    batch_size=batch_size,
+                    floors=floors,
+                    idf=idf,
+                )
+                yield pd.DataFrame({"part": [part]})
+
+        for part in _collect(df.mapInPandas(stats_of, part_schema)):
+            builder.add_statistics(part)
+    return builder.build()
+
+
+def score_schema(
+    schema: StructType, score_cols: tuple[str, str, str] = SCORE_COLUMNS
+) -> StructType:
+    """``schema`` with float P, R and F fields added (the output schema of ``mapInPandas``)."""
+    _require_spark()
+    from pyspark.sql.types import FloatType, StructField, StructType
+
+    return StructType([*schema.fields, *(StructField(c, FloatType(), True) for c in score_cols)])
+
+
+def map_in_pandas(
+    cand_col: str, ref_col: str, **kwargs: Any
+) -> Callable[[Iterable[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """A function for ``df.mapInPandas(fn, score_schema(df.schema))``: :class:`BERTScoreBatch`
+    (same arguments) over each pandas batch. Without ``plan`` every batch is scored on its own
+    (use :func:`score_spark` for the numbers of one ``score()`` call)."""
+    return BERTScoreBatch(cand_col, ref_col, **kwargs).map_pandas
+
+
+def score_spark(
+    df: DataFrame,
+    cand_col: str,
+    ref_col: str,
+    *,
+    index_col: str | None = None,
+    batch_size: int = SCORE_BATCH_SIZE,
+    score_cols: tuple[str, str, str] = SCORE_COLUMNS,
+    num_threads: int | None = None,
+    **options: Any,
+) -> DataFrame:
+    """BERTScore of every row of a Spark DataFrame: its rows with ``P``, ``R``, ``F`` columns.
+
+    The numbers equal ``rust_bertscore.score(cands, refs, **options)`` on the same rows in
+    the same order (IDF over every reference and bert_score's padding floor included),
+    whatever the partitioning.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        Rows with a candidate column (string) and a reference column (string or
+        array<string>).
+    cand_col, ref_col : str
+        Their names.
+    index_col : str, optional
+        A column numbering the rows 0..N-1 in input order; when absent (or None) rows are
+        numbered in partition order with ``zipWithIndex`` (a given name is kept in the
+        result, the default one dropped). Not needed with ``batch_independent=True`` and no
+        ``idf``.
+    batch_size : int
+        bert_score's scoring batch (pairs), as ``score()``.
+    score_cols : (str, str, str)
+        Names of the added float columns.
+    num_threads : int, optional
+        Encoder and kernel threads per Python worker: set it to the executor's cores divided by
+        its tasks (``spark.executor.cores / spark.task.cpus``) to avoid oversubscription.
+    **options
+        ``BERTScorer``/``score()`` options (``model_type``, ``idf``, ``lang``, ...).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        Lazy, like any DataFrame transformation. Rows per pandas batch follow
+        ``spark.sql.execution.arrow.maxRecordsPerBatch``.
+    """
+    _require_spark()
+    options = check_options(options)
+    columns = list(df.columns)
+    check_input_columns(columns, cand_col, ref_col, score_cols)
+    idf = bool(options.get("idf", False))
+    floors = not bool(options.get("batch_independent", False))
+    drop_index = False
+    plan: ScorePlan | None = None
+    n = None
+    if (idf or floors) and index_col is None:
+        index_col, drop_index = ROW_INDEX, True
+    if index_col is not None and index_col not in columns:
+        # Rows numbered here: needed by the plan, or asked for to sort the result.
+        df, n = number_rows_spark(df, index_col)
+    if idf or floors:
+        assert index_col is not None
+        plan = plan_spark(
+            df,
+            cand_col,
+            ref_col,
+            index_col,
+            num_rows=n,
+            batch_size=batch_size,
+            floors=floors,
+            idf=idf,
+            model_type=options.get("model_type"),
+            lang=options.get("lang"),
+        )
+    fn = map_in_pandas(
+        cand_col,
+        ref_col,
+        index_col=index_col,
+        plan=plan,
+        batch_size=batch_size,
+        score_cols=score_cols,
+        num_threads=num_threads,
+        **options,
+    )
+    scored = df.mapInPandas(fn, score_schema(df.schema, score_cols))
+    return scored.drop(ROW_INDEX) if drop_index else scored
+
+
+def summarize_spark(df: DataFrame, score_cols: tuple[str, str, str] = SCORE_COLUMNS) -> Summary:
+    """Corpus-level mean P, R and F of a scored DataFrame (a Spark aggregation, in double)."""
+    _require_spark()
+    from pyspark.sql import functions as F
+
+    p, r, f = score_cols
+    row = df.agg(
+        F.sum(F.col(p).cast("double")).alias("p"),
+        F.sum(F.col(r).cast("double")).alias("r"),
+        F.sum(F.col(f).cast("double")).alias("f"),
+        F.count(F.lit(1)).alias("n"),
+    ).collect()[0]
+    count = int(row["n"])
+    sums = [row[k] if row[k] is not None else 0.0 for k in ("p", "r", "f")]
+    return Summary.from_sums(sums, count)

@@ -1,0 +1,46 @@
+"""Corpus-level means of scored rows, from per-batch partial sums an engine combines."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean P, R and F over ``count`` rows (NaN when there are none, or when a row is NaN)."""
+
+    P: float
+    R: float
+    F: float
+    count: int
+
+    @classmethod
+    def from_sums(cls, sums: Sequence[float], count: int) -> Summary:
+        """From float64 sums of P, R and F over ``count`` rows."""
+        if count == 0:
+            return cls(math.nan, math.nan, math.nan, 0)
+        p, r, f = (float(s) / count for s in sums)
+        return cls(p, r, f, int(count))
+
+    @classmethod
+    def combine(cls, parts: Iterable[bytes]) -> Summary:
+        """From :func:`partial_sums` results of every batch."""
+        sums = np.zeros(3, dtype=np.float64)
+        count = 0
+        for part in parts:
+            s, n = pickle.loads(part)
+            sums += s
+            count += n
+        return cls.from_sums(sums.tolist(), count)
+
+
+def partial_sums(columns: Sequence[Sequence[float]]) -> bytes:
+    """Float64 sums of a batch's P, R and F columns and its row count, pickled."""
+    arrays = [np.asarray(c, dtype=np.float64) for c in columns]
+    sums = np.array([a.sum() for a in arrays], dtype=np.float64)
+    return pickle.dumps((sums, len(arrays[0]) if arrays else 0))

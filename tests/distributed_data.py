@@ -1,0 +1,59 @@
+"""Rows for the distributed engines' tests: real text, mostly unrelated pairs, mixed reference
+list lengths, and bert_score's own figures from the copied reference set."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import numpy as np
+
+from conftest import REFERENCE, load_cases
+
+
+def texts() -> list[str]:
+    """Every distinct text of the copied bert_score cases (empty and odd ones included)."""
+    out: set[str] = set()
+    for case in load_cases(REFERENCE / "cases.json"):
+        out.update(case["cands"])
+        for ref in case["refs"]:
+            out.update([ref] if isinstance(ref, str) else ref)
+    return sorted(out)
+
+
+def shuffled_rows(n: int, seed: int = 0, multi: float = 0.3) -> tuple[list[str], list[list[str]]]:
+    """``n`` candidates, each with 1 to 4 references drawn at random (so most pairs are
+    unrelated and bert_score's padding floor shows); a share ``multi`` of rows has a list of
+    several."""
+    pool = texts()
+    rng = random.Random(seed)
+    cands = [rng.choice(pool) for _ in range(n)]
+    refs = [
+        [rng.choice(pool) for _ in range(rng.randint(2, 4))]
+        if rng.random() < multi
+        else [rng.choice(pool)]
+        for _ in range(n)
+    ]
+    return cands, refs
+
+
+def floor_case(name: str) -> dict:
+    """A case of ``pad_floor_cases.json`` (bert_score 0.3.13's P/R/F on MiniLM)."""
+    for case in load_cases(REFERENCE / "pad_floor_cases.json"):
+        if case["name"] == name:
+            return case
+    raise KeyError(name)
+
+
+def as_lists(refs: list) -> list[list[str]]:
+    return [[r] if isinstance(r, str) else list(r) for r in refs]
+
+
+@functools.lru_cache(maxsize=2)
+def expected_scores(model: str, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``score()`` in one process, with idf, on :func:`shuffled_rows` (computed once per run)."""
+    from rust_bertscore import score
+
+    cands, refs = shuffled_rows(n, seed)
+    P, R, F = score(cands, refs, model_type=model, idf=True)
+    return P, R, F
