@@ -78,6 +78,7 @@ def test_every_public_error_derives_from_the_base() -> None:
     assert {e.__name__ for e in errors} >= {
         "CheckpointError",
         "DeviceNotAvailableError",
+        "DistributedInputError",
         "KernelError",
         "ModelLoadError",
         "ModelNotFoundError",

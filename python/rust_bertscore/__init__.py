@@ -23,6 +23,7 @@ from .compare import Comparison
 from .errors import (
     CheckpointError,
     DeviceNotAvailableError,
+    DistributedInputError,
     KernelError,
     ModelLoadError,
     ModelNotFoundError,
@@ -56,6 +57,7 @@ __all__ = [
     "CheckpointError",
     "Comparison",
     "DeviceNotAvailableError",
+    "DistributedInputError",
     "KernelError",
     "ModelInfo",
     "ModelLoadError",
