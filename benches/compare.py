@@ -114,7 +114,12 @@ def compare_model(
     int8.score(hyps[:16], refs[:16])
     int8_load = time.perf_counter() - t0
 
-    times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": []}
+    t0 = time.perf_counter()
+    token = per_token_scorer(rb, model_dir, layer, fp32, tmp)
+    token.score(hyps[:16], refs[:16])
+    token_load = time.perf_counter() - t0
+
+    times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": [], "int8-token": []}
     F: dict[str, np.ndarray] = {}
     loads = [load()]
     info: dict = {}
@@ -130,6 +135,8 @@ def compare_model(
         times["fp32"].append(seconds)
         seconds, F["int8"] = timed(lambda: int8.score(hyps, refs))
         times["int8"].append(seconds)
+        seconds, F["int8-token"] = timed(lambda: token.score(hyps, refs))
+        times["int8-token"].append(seconds)
         loads.append(load())
     flops, padded = end_to_end.encoder_flops(fp32, hyps + refs, fp32.batch_size)
     best = {k: min(v) for k, v in times.items() if v}
@@ -143,6 +150,10 @@ def compare_model(
         "pairs_per_s": {k: n / v for k, v in best.items()},
         "fp32_load_s": fp32_load,
         "int8_load_s": int8_load,
+        "int8_token_load_s": token_load,
+        "int8_token_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8-token"] - F["fp32"]))),
+        "int8_token_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8-token"] - F["fp32"]))),
+        "int8_token_vs_fp32_pearson_r": float(np.corrcoef(F["int8-token"], F["fp32"])[0, 1]),
         "encoder_gflop": flops / 1e9,
         "encoder_gflop_padded": padded / 1e9,
         "sgemm_gflops": max(rates) / 1e9,
@@ -157,8 +168,29 @@ def compare_model(
             bert_score_info=info,
             fp32_vs_bert_score_max_abs_dF=float(np.max(np.abs(F["fp32"] - F["bert_score"]))),
             int8_vs_bert_score_mean_abs_dF=float(np.mean(np.abs(F["int8"] - F["bert_score"]))),
+            int8_token_vs_bert_score_mean_abs_dF=float(
+                np.mean(np.abs(F["int8-token"] - F["bert_score"]))
+            ),
         )
     return result
+
+
+def per_token_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
+    """A scorer running ``quantize_int8(activations="per-token")`` of ``fp32``'s graph."""
+    import dataclasses
+
+    from rust_bertscore import convert, model_cache
+    from rust_bertscore.encoder import Encoder
+
+    runtime = fp32._runtime
+    source = model_cache.converted_graph(runtime.files, runtime.config, layer)
+    graph = convert.quantize_int8(
+        source, tmp / f"{model_dir.name}-token.onnx", activations="per-token"
+    )
+    scorer = rb.BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
+    encoder = Encoder(graph, pad_id=runtime.encoder.pad_id)
+    scorer._runtime = dataclasses.replace(runtime, encoder=encoder)
+    return scorer
 
 
 CONVERT = """
@@ -170,7 +202,7 @@ convert.export_onnx(sys.argv[1], sys.argv[2], int(sys.argv[3]), fused=True)
 QUANTIZE = """
 import sys
 from rust_bertscore import convert
-convert.quantize_int8(sys.argv[1], sys.argv[2])
+convert.quantize_int8(sys.argv[1], sys.argv[2], activations=sys.argv[3])
 """
 
 
@@ -183,7 +215,11 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
         [sys.executable, "-c", CONVERT, str(model_dir), str(graph), str(layer)], env
     )
     rss8, wall8 = end_to_end.peak_rss_mb(
-        [sys.executable, "-c", QUANTIZE, str(graph), str(graph8)], env
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph8), "per-tensor"], env
+    )
+    graph_t = tmp / "convert" / "model.token.onnx"
+    rss_t, wall_t = end_to_end.peak_rss_mb(
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph_t), "per-token"], env
     )
 
     def size(path: Path) -> int:
@@ -197,6 +233,9 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
         "quantize_peak_rss_mb": rss8,
         "quantize_s": wall8,
         "int8_graph_mb": size(graph8) / 2**20,
+        "quantize_token_peak_rss_mb": rss_t,
+        "quantize_token_s": wall_t,
+        "int8_token_graph_mb": size(graph_t) / 2**20,
     }
     for path in graph.parent.iterdir():
         path.unlink()
@@ -313,7 +352,7 @@ def print_model(r: dict) -> None:
                 f"{r['bert_score_info']['torch_threads']} threads",
             )
         )
-    for k in ("fp32", "int8"):
+    for k in ("fp32", "int8", "int8-token"):
         note = f"{rate[k] / bs:.2f}x bert_score" if bs else ""
         rows.append((f"rust-bertscore {k} pairs/s", f"{rate[k]:.1f}", note))
     if bs:
@@ -323,11 +362,26 @@ def print_model(r: dict) -> None:
         rows.append(
             ("int8: mean |dF| vs bert_score", f"{r['int8_vs_bert_score_mean_abs_dF']:.4f}", "")
         )
+        rows.append(
+            (
+                "int8-token: mean |dF| vs bert_score",
+                f"{r['int8_token_vs_bert_score_mean_abs_dF']:.4f}",
+                "",
+            )
+        )
     rows.append(
         (
             "int8: mean |dF| vs fp32",
             f"{r['int8_vs_fp32_mean_abs_dF']:.4f}",
             f"max {r['int8_vs_fp32_max_abs_dF']:.3f}, Pearson r {r['int8_vs_fp32_pearson_r']:.5f}",
+        )
+    )
+    rows.append(
+        (
+            "int8-token: mean |dF| vs fp32",
+            f"{r['int8_token_vs_fp32_mean_abs_dF']:.4f}",
+            f"max {r['int8_token_vs_fp32_max_abs_dF']:.3f}, "
+            f"Pearson r {r['int8_token_vs_fp32_pearson_r']:.5f}",
         )
     )
     rows.append(
@@ -351,6 +405,13 @@ def print_model(r: dict) -> None:
                 "int8 quantisation: peak RSS",
                 f"{r['quantize_peak_rss_mb']:.0f} MB",
                 f"{r['quantize_s']:.0f} s, graph {r['int8_graph_mb']:.0f} MB",
+            )
+        )
+        rows.append(
+            (
+                "int8-token quantisation: peak RSS",
+                f"{r['quantize_token_peak_rss_mb']:.0f} MB",
+                f"{r['quantize_token_s']:.0f} s, graph {r['int8_token_graph_mb']:.0f} MB",
             )
         )
     width = max(len(a) for a, _, _ in rows)

@@ -41,12 +41,17 @@ VARIANTS = {
     "smooth-0.7": "SmoothQuant alpha 0.7, all int8",
     "smooth-0.8": "SmoothQuant alpha 0.8, all int8",
     "smooth-ffnout-0.5": "SmoothQuant alpha 0.5 on FFN outputs only, all int8",
+    "per-token": "MatMuls int8 with one activation scale per token; QKV as QAttention",
+    "per-token-policy": "per-token, layers 0-1 FFN output fp32",
+    "per-token-attn-fp32": "per-token MatMuls, QKV projection fp32",
+    "weights-only": "diagnostic: weights rounded to int8, computed in fp32",
     "static-qdq": "static (calibrated, MinMax) QDQ quantisation, per channel",
 }
 
 
 def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dict) -> Path:
     import onnx
+
     from rust_bertscore import convert
     from rust_bertscore.convert import _smooth
 
@@ -56,7 +61,7 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
         return convert.quantize_int8(fp32, out)
     if name.startswith("smooth"):
         parts = name.split("-")
-        alpha = float([p for p in parts if p[0].isdigit()][0])
+        alpha = float(next(p for p in parts if p[0].isdigit()))
         model = onnx.load(str(fp32))
         exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
         nodes = _smooth.smoothable_nodes(model, exclude)
@@ -70,6 +75,18 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
         smoothed = out.with_name(out.stem + ".smoothed.onnx")
         onnx.save(model, str(smoothed))
         return convert.quantize_int8(smoothed, out, nodes_to_exclude=exclude)
+    if name.startswith("per-token"):
+        from rust_bertscore.convert import _per_token
+
+        model = onnx.load(str(fp32))
+        exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
+        _per_token.per_token_matmuls(model, exclude)
+        if "attn-fp32" in name:
+            onnx.save(model, str(out))
+            return out
+        staged = out.with_name(out.stem + ".pt.onnx")
+        onnx.save(model, str(staged))
+        return convert.quantize_int8(staged, out, nodes_to_exclude=[], op_types=("Attention",))
     if name.startswith("weights-only"):
         # Diagnostic: weights rounded to int8 per output channel, computed in fp32.
         from onnx import numpy_helper
@@ -204,7 +221,7 @@ def main() -> int:
             max_abs_dF=float(d.max()),
             pearson_r=float(np.corrcoef(F[name], F["fp32"])[0, 1]),
         )
-    print(f"| variant | mean abs dF | max | Pearson r | pairs/s | MB |")
+    print("| variant | mean abs dF | max | Pearson r | pairs/s | MB |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, r in results.items():
         print(
