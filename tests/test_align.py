@@ -13,7 +13,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import FAMILIES, REFERENCE, TINY
 from rust_bertscore.align import Alignment, floored_sides
-from rust_bertscore.show import similarity_matrix
+from rust_bertscore.plot import similarity_matrix
 
 BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
 PAIRS = [

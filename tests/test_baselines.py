@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import DATA, REFERENCE, TINY, fake_hub_cache
-from rust_bertscore.baselines import (
+from rust_bertscore.models.registry import model_for_lang
+from rust_bertscore.rescale import (
     baseline_values,
     packaged_baseline,
     read_baseline,
@@ -123,7 +125,7 @@ def test_model_ids_with_a_slash_and_en_sci_are_found() -> None:
         assert packaged_baseline(lang, model).is_file(), (lang, model)
     # bert_score's lang2model picks these, and their baselines are shipped.
     for lang in ("en", "zh", "en-sci"):
-        assert packaged_baseline(lang, rb.registry.model_for_lang(lang)).is_file(), lang
+        assert packaged_baseline(lang, model_for_lang(lang)).is_file(), lang
 
 
 @pytest.fixture
@@ -139,30 +141,31 @@ def roberta_large_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 ROBERTA_LARGE_L2 = (0.70031923, 0.7003052, 0.69969934)
 
 
-def test_lang_en_rescales_with_roberta_large_row(roberta_large_hub, capsys) -> None:
+def test_lang_en_rescales_with_roberta_large_row(roberta_large_hub) -> None:
     cands, refs = ["a cup of coffee", "the train was late"], ["coffee in a cup", "it rained"]
     raw = rb.score(cands, refs, model_type="roberta-large", num_layers=2)
     for kwargs in ({"lang": "en"}, {"lang": "EN"}, {"lang": "en", "model_type": "roberta-large"}):
-        got = rb.score(cands, refs, num_layers=2, rescale_with_baseline=True, **kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", rb.RustBertScoreWarning)  # no "Baseline not Found"
+            got = rb.score(cands, refs, num_layers=2, rescale_with_baseline=True, **kwargs)
         for x, y, b in zip(raw, got, ROBERTA_LARGE_L2):
             np.testing.assert_allclose(y, (x - b) / (1 - b), rtol=1e-5, atol=1e-6)
-    assert "Baseline not Found" not in capsys.readouterr().err
 
 
-def test_lang_case_is_kept_when_model_type_is_given(roberta_large_hub, capsys) -> None:
+def test_lang_case_is_kept_when_model_type_is_given(roberta_large_hub) -> None:
     """bert_score lower-cases lang only where lang picks the model: with model_type given,
     lang="EN" looks in rescale_baseline/EN/, finds nothing, warns and returns raw scores."""
     cands, refs = ["a cup of coffee"], ["coffee in a cup"]
     raw = rb.score(cands, refs, model_type="roberta-large", num_layers=2)
-    got = rb.score(
-        cands,
-        refs,
-        model_type="roberta-large",
-        num_layers=2,
-        lang="EN",
-        rescale_with_baseline=True,
-    )
-    assert "Baseline not Found for roberta-large on EN" in capsys.readouterr().err
+    with pytest.warns(rb.RustBertScoreWarning, match="Baseline not Found for roberta-large on EN"):
+        got = rb.score(
+            cands,
+            refs,
+            model_type="roberta-large",
+            num_layers=2,
+            lang="EN",
+            rescale_with_baseline=True,
+        )
     for x, y in zip(raw, got):
         np.testing.assert_array_equal(x, y)
 

@@ -37,7 +37,7 @@ from rust_bertscore.convert import (
     quantize_int8,
 )
 from rust_bertscore.convert._t5 import feed_forward, relative_buckets
-from rust_bertscore.export import export_model
+from rust_bertscore.models.export import export_model
 
 TINY = Path(__file__).parent / "data" / "reference" / "tiny"
 FAMILIES = ("t5", "mt5", "byt5")

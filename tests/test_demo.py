@@ -1,4 +1,4 @@
-"""``make demo`` runs ``python -m rust_bertscore.demo``: examples/ with the default model."""
+"""``make demo`` runs ``python -m rust_bertscore.cli.demo``: examples/ with the default model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_demo_scores_the_example_files(minilm_dir) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "rust_bertscore.demo"],
+        [sys.executable, "-m", "rust_bertscore.cli.demo"],
         cwd=ROOT,
         capture_output=True,
         text=True,

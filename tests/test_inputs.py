@@ -104,7 +104,7 @@ def test_lone_surrogate_in_idf_sentences(scorer) -> None:
 
 
 def test_lone_surrogate_in_show() -> None:
-    from rust_bertscore.show import similarity_matrix
+    from rust_bertscore.plot import similarity_matrix
 
     with pytest.raises(ValueError, match="candidate cannot be encoded"):
         similarity_matrix("a\ud800", "b", model_type=BERT)

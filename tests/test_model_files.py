@@ -9,8 +9,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import REVISION, TINY, fake_hub_cache
-from rust_bertscore import model_files
-from rust_bertscore.model_files import resolve_model
+from rust_bertscore.models import files as model_files
+from rust_bertscore.models.files import resolve_model
 
 
 def test_local_directory(tmp_path: Path) -> None:

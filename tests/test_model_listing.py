@@ -10,8 +10,8 @@ import rust_bertscore as rb
 from conftest import DATA
 from rust_bertscore.cli import main
 from rust_bertscore.convert import _checkpoint
-from rust_bertscore.model_listing import model_type_of
-from rust_bertscore.registry import MODEL2LAYERS, tuned_layer
+from rust_bertscore.models.listing import model_type_of
+from rust_bertscore.models.registry import MODEL2LAYERS, tuned_layer
 
 BERT_SCORE = json.loads((DATA / "bert_score_model2layers.json").read_text())["model2layers"]
 

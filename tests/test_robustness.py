@@ -18,7 +18,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY
-from rust_bertscore import convert, runtime
+from rust_bertscore import convert
+from rust_bertscore.models import loading as runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
 REFS = ["the coffee is hot", "she would take the road"]

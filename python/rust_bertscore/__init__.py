@@ -7,6 +7,8 @@ encoder. Same numbers as bert_score 0.3.13, without PyTorch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import (
     dot,
     get_num_threads,
@@ -17,22 +19,40 @@ from ._core import (
     set_num_threads,
 )
 from ._version import __version__
-from .errors import DeviceNotAvailableError, ModelNotFoundError, RustBertScoreError
+from .errors import (
+    CheckpointError,
+    DeviceNotAvailableError,
+    KernelError,
+    ModelLoadError,
+    ModelNotFoundError,
+    RustBertScoreError,
+    RustBertScoreWarning,
+    ThreadPoolError,
+)
 from .hf_evaluate import evaluate_module
-from .model_listing import ModelInfo, supported_models
-from .registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
+from .models.listing import ModelInfo, supported_models
+from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scores import BERTScorer, score
-from .show import plot_example
+from .similarity import SimilarityMatrix
+
+if TYPE_CHECKING:
+    from .plot import plot_example
 
 __all__ = [
     "DEFAULT_MODEL",
     "LANG2MODEL",
     "MODEL2LAYERS",
     "BERTScorer",
+    "CheckpointError",
     "DeviceNotAvailableError",
+    "KernelError",
     "ModelInfo",
+    "ModelLoadError",
     "ModelNotFoundError",
     "RustBertScoreError",
+    "RustBertScoreWarning",
+    "SimilarityMatrix",
+    "ThreadPoolError",
     "__version__",
     "dot",
     "evaluate_module",
@@ -46,3 +66,13 @@ __all__ = [
     "set_num_threads",
     "supported_models",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # plot_example (bert_score's) is loaded on first use: importing the package loads no
+    # plotting code.
+    if name == "plot_example":
+        from .plot import plot_example
+
+        return plot_example
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

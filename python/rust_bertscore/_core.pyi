@@ -5,7 +5,8 @@ Conventions shared by every function:
 * Embedding inputs are NumPy arrays of float32 (borrowed as they are, without a copy, whatever
   their strides or writeable flag) or float64 (converted to float32). Other dtypes raise
   ``TypeError``; a wrong number of dimensions, NaN or infinity, mismatched lengths and the like
-  raise ``ValueError`` whose message names the pair or text at fault and the problem.
+  raise :class:`KernelError` (a ``ValueError``) whose message names the pair or text at fault
+  and the problem.
 * Similarities are computed in float32 (one matrix product per pair or block); norms, means and
   other sums are accumulated in float64. Results are float32 arrays.
 * The GIL is released while the kernel runs, so other Python threads keep going.
@@ -27,7 +28,42 @@ _IndexArray = NDArray[np.integer] | Sequence[int]
 _FlagArray = NDArray[np.bool_] | Sequence[bool]
 _Triple = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
+__all__ = [
+    "NUM_THREADS_ENV",
+    "KernelError",
+    "RustBertScoreError",
+    "ThreadPoolError",
+    "__version__",
+    "dot",
+    "get_num_threads",
+    "idf_default",
+    "idf_table",
+    "idf_weights",
+    "l2_norm",
+    "multi_ref_max",
+    "normalize",
+    "pad_floor_flags",
+    "pairwise_embeddings",
+    "pairwise_ragged",
+    "rescale",
+    "score_embeddings",
+    "score_ragged",
+    "set_num_threads",
+]
+
 NUM_THREADS_ENV: Final[str]
+__version__: Final[str]
+
+class RustBertScoreError(Exception):
+    """Base class of every error rust-bertscore raises."""
+
+class KernelError(RustBertScoreError, ValueError):
+    """Bad input to a kernel: the message names the pair, text, index or argument at fault and
+    the problem. Also a ValueError."""
+
+class ThreadPoolError(RustBertScoreError, RuntimeError):
+    """The kernel's thread pool could not be started. Also a RuntimeError."""
+
 """Name of the environment variable that sizes the thread pool: ``"RUST_BERTSCORE_NUM_THREADS"``."""
 
 def score_embeddings(

@@ -1,3 +1,8 @@
-"""The package version (kept equal to pyproject.toml's by a test)."""
+"""The package version: Cargo's workspace version, compiled into the extension (maturin gives
+the wheel the same one, so there is one source of truth)."""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+from ._core import __version__
+
+__all__ = ["__version__"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -47,3 +48,56 @@ def write_text_atomic(target: str | Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``target`` atomically."""
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def copy_file_atomic(src: str | Path, target: str | Path) -> None:
+    """Copy ``src`` to ``target`` atomically (nothing to do when they are the same file)."""
+    target = Path(target)
+    if target.exists() and os.path.samefile(src, target):
+        return
+    with atomic_path(target) as tmp:
+        shutil.copyfile(src, tmp)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # directories cannot be synced on some platforms (Windows)
+        _fsync(path)
+
+
+def write_files_atomic(out_path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Atomically write a file that may come with companion files (an ONNX graph and its
+    external data): let ``write`` produce ``out_path`` (plus any external-data files) in a
+    private temporary directory beside it, then move the results into place with
+    ``os.replace``.
+
+    Data files move first and the graph last (after removing an old graph, so an old graph never
+    pairs with new data). On any error nothing is left behind and ``out_path`` is untouched.
+    """
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        staged = staging / out.name
+        write(staged)
+        if not staged.is_file():
+            raise OSError(f"{staged}: the writer produced no file")
+        extras = sorted(p for p in staging.iterdir() if p != staged)
+        for path in [*extras, staged]:
+            _fsync(path)
+        if extras:
+            out.unlink(missing_ok=True)
+            for path in extras:
+                os.replace(path, out.parent / path.name)
+        os.replace(staged, out)
+        _fsync_dir(out.parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out

@@ -1,10 +1,26 @@
-"""The package's own exception classes (bad arguments raise the built-in ValueError/TypeError)."""
+"""The package's exceptions and warnings, in one place.
+
+Every error the package raises on purpose derives from :class:`RustBertScoreError`. Bad
+arguments are also the built-in they have always been, so ``except ValueError`` keeps working:
+
+- :class:`KernelError` (``ValueError``): bad input to a Rust kernel (declared in the binding,
+  ``rust_bertscore._core``, as polars declares its exceptions; the message names the pair,
+  text or argument at fault);
+- :class:`ThreadPoolError` (``RuntimeError``): the kernel's thread pool could not start;
+- :class:`ModelNotFoundError` (``FileNotFoundError``): no local copy of a model and no download;
+- :class:`ModelLoadError` (``ValueError``): a model's files exist but cannot be used;
+- :class:`CheckpointError` (``ValueError``): a checkpoint the converter cannot read;
+- :class:`DeviceNotAvailableError` (``ValueError``): no ONNX Runtime provider for the device.
+
+Warnings (bert_score's messages, e.g. for empty texts or a missing baseline) are issued with
+``warnings.warn`` as :class:`RustBertScoreWarning`, so they can be filtered or turned into errors.
+"""
 
 from __future__ import annotations
 
+import warnings
 
-class RustBertScoreError(Exception):
-    """Base class of errors that are neither bad arguments nor plain file errors."""
+from ._core import KernelError, RustBertScoreError, ThreadPoolError
 
 
 class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
@@ -18,3 +34,28 @@ class DeviceNotAvailableError(RustBertScoreError, ValueError):
 class ModelLoadError(RustBertScoreError, ValueError):
     """A model file exists but cannot be used: a corrupt graph, or a tokenizer that does not
     match the model's vocabulary."""
+
+
+class CheckpointError(RustBertScoreError, ValueError):
+    """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent."""
+
+
+class RustBertScoreWarning(UserWarning):
+    """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages)."""
+
+
+def warn(message: str, stacklevel: int = 3) -> None:
+    """Issue ``message`` as a :class:`RustBertScoreWarning` (from the caller's caller)."""
+    warnings.warn(message, RustBertScoreWarning, stacklevel=stacklevel)
+
+
+__all__ = [
+    "CheckpointError",
+    "DeviceNotAvailableError",
+    "KernelError",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "RustBertScoreError",
+    "RustBertScoreWarning",
+    "ThreadPoolError",
+]

@@ -6,22 +6,24 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Literal, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _core
 from ._version import __version__
-from .baselines import baseline_values, packaged_baseline, rescale
 from .embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
-from .registry import choose_model
-from .runtime import ModelRuntime, load_runtime
+from .errors import warn
+from .models.loading import ModelRuntime, load_runtime
+from .models.registry import choose_model
+from .rescale import load_baseline, packaged_baseline, rescale
 from .text import PairedTexts, check_texts, pair_texts
-from .tokens import TextTokenizer
+from .tokenization.tokenizer import TextTokenizer
 
 if TYPE_CHECKING:
     from .align import Alignment
+    from .similarity import SimilarityMatrix
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
@@ -100,6 +102,16 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+
+    Attributes
+    ----------
+    block_pairs : int
+        Pairs tokenised together per block (default :data:`PAIRS_PER_CHUNK`); set it lower to
+        hold fewer texts at once. Scores do not depend on it.
+    round_bytes : int
+        About the most bytes of token vectors held at once while scoring (default
+        :data:`CHUNK_BYTES`): a block is encoded and scored in rounds within it. Scores do not
+        depend on it.
     """
 
     def __init__(
@@ -149,11 +161,15 @@ class BERTScorer:
         )
         self._idf_weights: TokenWeights | None = None
         self._cache = EmbeddingCache(cache_bytes)
+        self.block_pairs = PAIRS_PER_CHUNK
+        self.round_bytes = CHUNK_BYTES
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
         self.baseline_path = baseline_path
         self._baseline_vals: np.ndarray | None = None
+        # What a missing baseline file does: "raise" (bert_score's scorer) or "warn" (score()).
+        self._missing_baseline = "raise"
         if idf_sents is not None:
             self.compute_idf(idf_sents)
 
@@ -198,18 +214,21 @@ class BERTScorer:
         )
 
     @property
-    def baseline_vals(self) -> np.ndarray:
-        """The baseline row (P, R, F) for ``num_layers``, or all rows with ``all_layers``."""
+    def baseline_vals(self) -> np.ndarray | None:
+        """The baseline row (P, R, F) for ``num_layers``, or all rows with ``all_layers``.
+
+        Raises ``ValueError`` when the baseline file does not exist (as bert_score's scorer;
+        :func:`score` warns and leaves scores unscaled instead, as ``bert_score.score``).
+        """
         if self._baseline_vals is None:
-            try:
-                self._baseline_vals = baseline_values(
-                    self.baseline_path, self.num_layers, self.all_layers
-                )
-            except FileNotFoundError:
-                raise ValueError(
-                    f"Baseline not Found for {self._model_type} on {self._lang} at "
-                    f"{self.baseline_path}"
-                ) from None
+            self._baseline_vals = load_baseline(
+                self.baseline_path,
+                self.num_layers,
+                self.all_layers,
+                model_type=self._model_type,
+                lang=self._lang,
+                missing=self._missing_baseline,
+            )
         return self._baseline_vals
 
     @property
@@ -234,7 +253,7 @@ class BERTScorer:
         Overwrites weights computed before (with a message on stderr, as bert_score warns).
         """
         if self._idf_weights is not None:
-            print("Warning: Overwriting the previous importance weights.", file=sys.stderr)
+            warn("Warning: Overwriting the previous importance weights.")
         self._idf_weights = self._idf_table(check_texts(sents, "sents"))
 
     def _idf_table(self, sents: Sequence[str]) -> TokenWeights:
@@ -255,6 +274,51 @@ class BERTScorer:
         )
 
     # -- scoring -----------------------------------------------------------------------------
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: Literal[False] = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        *,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool,
+        batch_size: int | None,
+        return_hash: Literal[True],
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> tuple[Scores, str]: ...
+
+    @overload
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: RefsArg,
+        verbose: bool = ...,
+        batch_size: int | None = ...,
+        return_hash: bool = ...,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = ...,
+    ) -> Scores | tuple[Scores, str]: ...
+
     def score(
         self,
         cands: Sequence[str],
@@ -303,8 +367,9 @@ class BERTScorer:
         out = self._score(
             pair_texts(cands, refs), weights, verbose, batch_size, floor_batch, pad_floor
         )
-        if self._rescale_with_baseline:
-            out = tuple(rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+        if self._rescale_with_baseline and self.baseline_vals is not None:
+            p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
+            out = (p, r, f)
         return (out, self.hash) if return_hash else out
 
     # -- token alignments (see align.py) -----------------------------------------------------
@@ -327,8 +392,32 @@ class BERTScorer:
 
         return align_pairs(self, cands, refs, batch_size)
 
+    # -- the similarity matrix and its picture (see similarity.py, plot.py) --------------------
+    def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:
+        """Token cosine similarities of one pair with this scorer's model and layer (rescaled
+        with the F baseline when the scorer rescales), the tokens, their weights and the
+        pair's P/R/F with uniform weights, as bert_score's ``plot_example`` computes them.
+        See :class:`rust_bertscore.similarity.SimilarityMatrix`."""
+        from .similarity import compute_similarity_matrix
+
+        return compute_similarity_matrix(self, candidate, reference)
+
+    def plot_example(self, candidate: str, reference: str, fname: str = "") -> SimilarityMatrix:
+        """bert_score's ``BERTScorer.plot_example``: the heatmap of one pair, saved to
+        ``fname`` when given (needs matplotlib; loaded only when called). Returns the
+        :class:`~rust_bertscore.similarity.SimilarityMatrix` drawn."""
+        from .plot import plot_similarity, require_matplotlib
+
+        require_matplotlib()
+        sim = self.similarity_matrix(candidate, reference)
+        if fname:
+            plot_similarity(sim, fname)
+            print("Saved figure to file: ", fname, file=sys.stderr)
+        return sim
+
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals
+        assert vals is not None
         return vals[:, which][:, None] if self.all_layers else vals[which]
 
     def _score(
@@ -366,16 +455,16 @@ class BERTScorer:
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
-        Pairs go in blocks of about :data:`PAIRS_PER_CHUNK` (a multiple of ``floor_batch``, so
+        Pairs go in blocks of about :attr:`block_pairs` (a multiple of ``floor_batch``, so
         that bert_score's scoring batches never straddle two blocks), tokenised together, and
-        each block in rounds of at most :data:`CHUNK_BYTES` of token vectors: a round encodes
+        each block in rounds of at most :attr:`round_bytes` of token vectors: a round encodes
         (texts seen before come from the cache) and scores only its own texts, so memory does
         not grow with the number of pairs. ``floor_batch`` None: no padding floor, unless
         ``floors`` gives explicit flags.
         """
         layers = self._runtime.depth + 1 if self.all_layers else 1
         hidden = self._runtime.encoder.hidden_size or 1024
-        budget = max(1, CHUNK_BYTES // (4 * hidden * layers))  # token rows per round
+        budget = max(1, self.round_bytes // (4 * hidden * layers))  # token rows per round
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
         warned: set[str] = set()
@@ -384,9 +473,9 @@ class BERTScorer:
             from tqdm.auto import tqdm
 
             progress = tqdm(total=n, desc="scoring", unit="pair")
-        step = PAIRS_PER_CHUNK
+        step = self.block_pairs
         if floor_batch is not None:
-            step = max(1, PAIRS_PER_CHUNK // floor_batch) * floor_batch
+            step = max(1, self.block_pairs // floor_batch) * floor_batch
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             texts: dict[str, int] = {}
@@ -415,7 +504,7 @@ class BERTScorer:
                     lengths[cand_idx], lengths[ref_idx], floor_batch
                 )
             else:
-                floor_p = floor_r = None
+                floor_p = floor_r = None  # type: ignore[assignment]  # no floor: batch-independent
             for lo, hi in _rounds(lengths[cand_idx] + lengths[ref_idx], budget):
                 needed, inverse = np.unique(
                     np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
@@ -591,16 +680,10 @@ def _warn_empty(
     lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
     if "cand" not in warned and len(cand_idx) and (lengths[cand_idx] == 2).any():
         warned.add("cand")
-        print(
-            "Warning: Empty candidate sentence detected; setting raw BERTscores to 0.",
-            file=sys.stderr,
-        )
+        warn("Warning: Empty candidate sentence detected; setting raw BERTscores to 0.", 5)
     if "ref" not in warned and len(ref_idx) and (lengths[ref_idx] == 2).any():
         warned.add("ref")
-        print(
-            "Warning: Empty reference sentence detected; setting raw BERTScores to 0.",
-            file=sys.stderr,
-        )
+        warn("Warning: Empty reference sentence detected; setting raw BERTScores to 0.", 5)
 
 
 def _check_weights(weights: Sequence[np.ndarray], texts: Sequence[str]) -> None:
@@ -633,6 +716,91 @@ def make_hash(
     if batch_independent:
         msg += "_batch-independent"
     return msg
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: Literal[False] = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    *,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None,
+    num_layers: int | None,
+    verbose: bool,
+    idf: bool | Mapping[int, float],
+    device: str | None,
+    batch_size: int,
+    nthreads: int,
+    all_layers: bool,
+    lang: str | None,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: bool = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores | tuple[Scores, str]: ...
 
 
 def score(
@@ -701,17 +869,13 @@ def score(
     (P, R, F) or ((P, R, F), hash)
         float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
     """
-    rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
-    if rescale_with_baseline and lang is None and baseline_path is None:
-        # Checked before any work, as bert_score asserts it first.
-        raise ValueError(
-            "Need to specify Language when rescaling with baseline: pass lang (e.g. "
-            "lang='en') or baseline_path"
-        )
     if isinstance(idf, Mapping):
         use_idf, idf_dict = True, idf
     else:
         use_idf, idf_dict = _check_flag("idf", idf), None
+    if model_type is None and lang is not None:
+        lang = lang.lower()  # bert_score lower-cases lang where it picks the model from it
+    # Every argument is checked here, before any model is loaded or text encoded.
     scorer = BERTScorer(
         model_type=model_type,
         num_layers=num_layers,
@@ -721,43 +885,17 @@ def score(
         idf=use_idf,
         device=device,
         lang=lang,
-        rescale_with_baseline=False,
+        rescale_with_baseline=rescale_with_baseline,
         baseline_path=baseline_path,
         precision=precision,
         cache_bytes=0,
         batch_independent=batch_independent,
     )
-    paired = pair_texts(cands, refs)
+    scorer._missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:
-        weights = scorer._user_idf(idf_dict)
+        scorer.set_idf_dict(idf_dict)
     elif use_idf:
-        weights = scorer._idf_table(paired.refs)
-    else:
-        weights = scorer._uniform
-    out = scorer._score(paired, weights, verbose, batch_size, _check_batch_size(batch_size))
-    if rescale_with_baseline:
-        # bert_score lower-cases lang only where it picks the model from it.
-        lang_dir = (lang or "").lower() if model_type is None else (lang or "")
-        path = baseline_path or str(packaged_baseline(lang_dir, scorer.model_type))
-        try:
-            base = baseline_values(path, scorer.num_layers, all_layers)
-        except FileNotFoundError:
-            print(
-                f"Warning: Baseline not Found for {scorer.model_type} on {lang} at {path}",
-                file=sys.stderr,
-            )
-        else:
-            cols = [base[:, i][:, None] if all_layers else base[i] for i in range(3)]
-            out = tuple(rescale(s, c) for s, c in zip(out, cols))
-    if return_hash:
-        h = make_hash(
-            scorer.model_type,
-            scorer.num_layers,
-            use_idf,
-            rescale_with_baseline,
-            baseline_path is not None,
-            scorer.precision,
-            batch_independent,
-        )
-        return out, h
-    return out
+        scorer.compute_idf(pair_texts(cands, refs).refs)  # over the flattened references
+    return scorer.score(
+        cands, refs, verbose=verbose, batch_size=batch_size, return_hash=return_hash
+    )

@@ -23,17 +23,15 @@ of real tokens do not depend on padding; the outputs at padded positions are mea
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import onnx
 
+from ..atomic import write_files_atomic
 from ._checkpoint import (
     SUPPORTED_FAMILIES,
     SUPPORTED_MODEL_TYPES,
@@ -96,48 +94,6 @@ INT8_POLICY = f"int8-v1:per-channel:MatMul+Attention:fp32-ffn-out-first-{INT8_FP
 
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 """Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # directories cannot be synced on some platforms (Windows)
-        _fsync(path)
-
-
-def _atomic_write(out_path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
-    """Let ``write`` produce ``out_path`` (plus any external-data files) in a private temporary
-    directory beside it, then move the results into place with ``os.replace``.
-
-    Data files move first and the graph last (after removing an old graph, so an old graph never
-    pairs with new data). On any error nothing is left behind and ``out_path`` is untouched.
-    """
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        staged = staging / out.name
-        write(staged)
-        if not staged.is_file():
-            raise OSError(f"{staged}: the writer produced no file")
-        extras = sorted(p for p in staging.iterdir() if p != staged)
-        for path in [*extras, staged]:
-            _fsync(path)
-        if extras:
-            out.unlink(missing_ok=True)
-            for path in extras:
-                os.replace(path, out.parent / path.name)
-        os.replace(staged, out)
-        _fsync_dir(out.parent)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out
 
 
 class _DropPreprocessingHint(logging.Filter):
@@ -270,7 +226,7 @@ def export_onnx(
     external = (
         _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD if external_data is None else external_data
     )
-    return _atomic_write(out_path, lambda path: _save(model, path, external))
+    return write_files_atomic(out_path, lambda path: _save(model, path, external))
 
 
 def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> list[str]:
@@ -372,7 +328,7 @@ def quantize_int8(
         model = onnx.load(str(src))
         per_token_matmuls(model, nodes_to_exclude or ())
         external = _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD
-        return _atomic_write(dst_onnx, lambda path: _save(model, path, external))
+        return write_files_atomic(dst_onnx, lambda path: _save(model, path, external))
     if activations != "per-tensor":
         raise ValueError(f"activations must be 'per-tensor' or 'per-token', got {activations!r}")
     graph = onnx.load(str(src), load_external_data=False)
@@ -403,4 +359,4 @@ def quantize_int8(
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
 
-    return _atomic_write(dst_onnx, write)
+    return write_files_atomic(dst_onnx, write)

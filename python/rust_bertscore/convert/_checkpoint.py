@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from safetensors import safe_open
 
-from ..errors import RustBertScoreError
+from ..errors import CheckpointError
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -67,10 +67,6 @@ _PREFIXES = (
 )
 
 _CHUNK = 1 << 20
-
-
-class CheckpointError(RustBertScoreError, ValueError):
-    """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent."""
 
 
 def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:

@@ -264,7 +264,9 @@ def _layer(
     pre = names.prefix.format(i=i)
     h, d, f = spec.hidden, spec.head_dim, spec.intermediate
 
-    def params(part: str, n_out: int, n_in: int, scale: float = 1.0) -> tuple[np.ndarray, ...]:
+    def params(
+        part: str, n_out: int, n_in: int, scale: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         weight = w.get(f"{pre}{part}.weight", (n_out, n_in))
         b = w.get(f"{pre}{part}.bias", (n_out,))
         if scale != 1.0:
@@ -380,8 +382,9 @@ def build_model(
 
     family = model_family(config)
     if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
-        kwargs = {"all_layers": all_layers, "doc": doc, "fused": fused}
-        return build_family(family, model_dir, config, num_layers, **kwargs)
+        return build_family(
+            family, model_dir, config, num_layers, all_layers=all_layers, doc=doc, fused=fused
+        )
     if family == "t5":
         from ._t5 import build_t5_model  # imports this module: load it on first use
 

@@ -158,7 +158,7 @@ def build_mpnet(
     )
     states = [x]
     if n_build:
-        max_len = max(max_positions(config), 1)
+        max_len = max(max_positions(config) or 0, 1)
         table = relative_bias_table(
             w.get("encoder.relative_attention_bias.weight", (n_buckets, heads)), max_len
         )

@@ -33,14 +33,15 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
     skip = set(exclude)
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
-    shared = {
+    shared: dict[str, np.ndarray] = {
         "pt/eps": np.array(1e-8, np.float32),
         "pt/inv127": np.array(1.0 / 127.0, np.float32),
         "pt/one": np.array(1.0, np.float32),
         "pt/zp_u8": np.array(128, np.uint8),
         "pt/zero_f": np.array(0.0, np.float32),
         "pt/zp_f": np.array(128.0, np.float32),
-        "pt/shape_lead": np.array([0, 2], np.int64),  # Slice bounds for Shape(x)[:2]
+        "pt/shape_lead_start": np.array([0], np.int64),  # Shape(x)[:-1]
+        "pt/shape_lead_end": np.array([-1], np.int64),
         "pt/neg1": np.array([-1], np.int64),
     }
     added: dict[str, np.ndarray] = {}
@@ -53,6 +54,8 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
             ordered.append(node)
             continue
         w = numpy_helper.to_array(tensor).astype(np.float32)
+        tensor.ClearField("raw_data")  # free the fp32 weight now, not after the whole graph
+        tensor.ClearField("float_data")
         k, o = w.shape
         w_scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127.0
         w_q = np.clip(np.round(w / w_scale), -127, 127).astype(np.int8)
@@ -107,12 +110,9 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
         done += 1
     if not done:
         return 0
-    shared.pop("pt/shape_lead")
-    shared["pt/shape_lead_start"] = np.array([0], np.int64)
-    shared["pt/shape_lead_end"] = np.array([-1], np.int64)
-    kept = [t for t in graph.initializer if t.name not in drop]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
+    for index in reversed(range(len(graph.initializer))):
+        if graph.initializer[index].name in drop:
+            del graph.initializer[index]
     graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in {**shared, **added}.items())
     del graph.node[:]
     graph.node.extend(ordered)

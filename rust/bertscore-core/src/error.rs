@@ -51,9 +51,9 @@ impl fmt::Display for Owner {
 }
 
 /// Everything that can go wrong in the kernels. No kernel panics on bad input: it returns one of
-/// these instead.
+/// these instead. Deliberately exhaustive: the Python binding maps every variant by name, so a
+/// new variant does not compile until it has a Python exception.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum KernelError {
     /// Two sequences that must have the same length do not.
     #[error("{what} must have the same length, got {left} and {right}")]

@@ -6,7 +6,7 @@ use bertscore_core::Text;
 use ndarray::{ArrayView, CowArray, Dimension, Ix1, Ix2};
 use numpy::prelude::*;
 use numpy::{PyArray, PyArray1, PyReadonlyArray, PyReadonlyArray1, PyUntypedArray};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
@@ -60,7 +60,7 @@ pub(crate) fn float_array<'py, D: Dimension>(
     obj: &Bound<'py, PyAny>,
     what: &dyn Fn() -> String,
 ) -> PyResult<FloatArray<'py, D>> {
-    let borrow = |e: numpy::BorrowError| PyValueError::new_err(format!("{}: {e}", what()));
+    let borrow = |e: numpy::BorrowError| crate::errors::invalid(format!("{}: {e}", what()));
     if let Ok(a) = obj.cast::<PyArray<f32, D>>() {
         return Ok(FloatArray::F32(a.try_readonly().map_err(borrow)?));
     }
@@ -84,7 +84,7 @@ pub(crate) fn float_array<'py, D: Dimension>(
         )));
     }
     let expected = D::NDIM.map_or_else(String::new, |n| format!("{n}-D "));
-    Err(PyValueError::new_err(format!(
+    Err(crate::errors::invalid(format!(
         "{}: expected a {expected}array{}, got shape {}",
         what(),
         if D::NDIM == Some(2) {
@@ -110,7 +110,7 @@ pub(crate) fn index_array<'py>(
     };
     let untyped = arr.cast::<PyUntypedArray>()?;
     if untyped.ndim() != 1 {
-        return Err(PyValueError::new_err(format!(
+        return Err(crate::errors::invalid(format!(
             "{what} must be a 1-D integer array, got shape {}",
             shape_of(untyped)
         )));
@@ -128,7 +128,7 @@ pub(crate) fn index_array<'py>(
     let typed = arr.cast_into::<PyArray1<i64>>().map_err(PyErr::from)?;
     typed
         .try_readonly()
-        .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+        .map_err(|e| crate::errors::invalid(format!("{what}: {e}")))
 }
 
 /// A 1-D array of flags (bool, or integers read as "non-zero"), copied into a `Vec<bool>`.
@@ -137,7 +137,7 @@ pub(crate) fn flag_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<boo
     let arr = PyModule::import(py, "numpy")?.call_method1("asarray", (obj,))?;
     let untyped = arr.cast::<PyUntypedArray>()?;
     if untyped.ndim() != 1 {
-        return Err(PyValueError::new_err(format!(
+        return Err(crate::errors::invalid(format!(
             "{what} must be a 1-D bool array, got shape {}",
             shape_of(untyped)
         )));
@@ -200,7 +200,7 @@ impl<'py> PyTexts<'py> {
             Some(w) if !w.is_none() => {
                 let w = items(w, weights_name)?;
                 if w.len() != n {
-                    return Err(PyValueError::new_err(format!(
+                    return Err(crate::errors::invalid(format!(
                         "{weights_name} must have one entry per text ({n}), got {}",
                         w.len()
                     )));

@@ -2,7 +2,9 @@
 //!
 //! Each function borrows its NumPy inputs as views (float32 without a copy), releases the GIL
 //! through [`errors::detach`] for the work, and returns NumPy arrays. Core errors become
-//! `ValueError` (a thread-pool failure `RuntimeError`); wrong dtypes are `TypeError`. The
+//! `KernelError`, a `ValueError` (a thread-pool failure `ThreadPoolError`, a `RuntimeError`),
+//! both subclasses of the package's `RustBertScoreError` (see [`errors`]); wrong dtypes are
+//! `TypeError`. The
 //! signatures and docs seen from Python are in `python/rust_bertscore/_core.pyi`.
 
 mod arrays;
@@ -12,7 +14,7 @@ use bertscore_core as core;
 use bertscore_core::{Ragged, ScoreMatrix, ScoreOptions, Scores};
 use ndarray::{Ix1, Ix2, IxDyn};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -70,7 +72,7 @@ fn score_embeddings<'py>(
     let opts = options(normalize, num_threads)?;
     let (c, r) = (items(cands, "cands")?, items(refs, "refs")?);
     if c.len() != r.len() {
-        return Err(PyValueError::new_err(format!(
+        return Err(crate::errors::invalid(format!(
             "cands and refs must have the same length, got {} and {}",
             c.len(),
             r.len()
@@ -158,7 +160,7 @@ fn floors_arg(
                 if v.len() == n_pairs {
                     Ok(v)
                 } else {
-                    Err(PyValueError::new_err(format!(
+                    Err(crate::errors::invalid(format!(
                         "{what} must have one flag per pair ({n_pairs}), got {}",
                         v.len()
                     )))
@@ -239,7 +241,7 @@ fn pad_floor_flags<'py>(
         lengths(ref_lengths, "ref_lengths")?,
     );
     let batch = usize::try_from(batch_size).map_err(|_| {
-        PyValueError::new_err(format!("batch_size must be at least 1, got {batch_size}"))
+        crate::errors::invalid(format!("batch_size must be at least 1, got {batch_size}"))
     })?;
     let floors = detach(py, move || core::pad_floors(&c, &r, batch))?;
     let (p, r): (Vec<bool>, Vec<bool>) = floors.iter().map(|f| (f.precision, f.recall)).unzip();
@@ -324,7 +326,7 @@ fn vector_or_rows<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<FloatArr
     if ndim == 1 || ndim == 2 {
         Ok(a)
     } else {
-        Err(PyValueError::new_err(format!(
+        Err(crate::errors::invalid(format!(
             "{what} must be a 1-D vector or a 2-D array of rows, got {ndim}-D"
         )))
     }
@@ -440,7 +442,7 @@ fn compute_idf(
     let num_docs = num_docs
         .map(|m| {
             usize::try_from(m)
-                .map_err(|_| PyValueError::new_err(format!("num_docs must be >= 0, got {m}")))
+                .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {m}")))
         })
         .transpose()?;
     let docs: Vec<Vec<i64>> = items(docs, "docs")?
@@ -494,7 +496,7 @@ fn idf_table<'py>(
 fn idf_default(num_docs: i64) -> PyResult<f64> {
     usize::try_from(num_docs)
         .map(core::idf_default)
-        .map_err(|_| PyValueError::new_err(format!("num_docs must be >= 0, got {num_docs}")))
+        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))
 }
 
 /// Sets the size of the shared thread pool.
@@ -512,6 +514,9 @@ fn get_num_threads(py: Python<'_>) -> PyResult<usize> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    // The package's one version: Cargo's (maturin gives the wheel the same one).
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(score_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(pairwise_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(score_ragged, m)?)?;

@@ -116,7 +116,7 @@ def model_type_of(name: str) -> str:
 
 
 def _supported_model_types() -> frozenset[str]:
-    from .convert._checkpoint import SUPPORTED_MODEL_TYPES
+    from ..convert._checkpoint import SUPPORTED_MODEL_TYPES
 
     return frozenset(SUPPORTED_MODEL_TYPES)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, Union
 
-from .cli_common import CliError
+from .common import CliError
 
 Refs = Union[list[str], list[list[str]]]
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotFoundError
+from ..errors import ModelNotFoundError
 from .registry import DEFAULT_MODEL
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
@@ -153,7 +153,7 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
     except ImportError:  # pragma: no cover - a declared dependency
         return None
     try:
-        path = snapshot_download(
+        snapshot = snapshot_download(
             repo_id,
             allow_patterns=HUB_FILE_PATTERNS,
             cache_dir=str(hub_cache_dir()),
@@ -171,7 +171,7 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
         raise ModelNotFoundError(
             f"could not download model {repo_id!r} from the Hugging Face Hub: {e}"
         ) from e
-    path = Path(path)
+    path = Path(snapshot)
     return path if snapshot_complete(path) else None
 
 
@@ -183,7 +183,7 @@ def snapshot_complete(path: Path) -> bool:
     """
     if not (path / "config.json").is_file():
         return False
-    from .tokens import has_tokenizer_files
+    from ..tokenization.tokenizer import has_tokenizer_files
 
     if not has_tokenizer_files(path):
         return False

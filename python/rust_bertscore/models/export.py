@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import convert
-from ._version import __version__
-from .atomic import atomic_path
-from .model_files import resolve_model
-from .runtime import check_layer, default_layer, export_info_path
+from .. import convert
+from .._version import __version__
+from ..atomic import copy_file_atomic, write_text_atomic
+from .files import resolve_model
+from .loading import check_layer, default_layer, export_info_path
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -63,26 +62,6 @@ def _same_json(a: Path, b: Path) -> bool:
         )
     except (OSError, ValueError):
         return False
-
-
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _copy(src: Path, dst: Path) -> None:
-    if dst.exists() and os.path.samefile(src, dst):
-        return
-    with atomic_path(dst) as tmp:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, _umask_mode())  # a temporary file is private; the export is not
-
-
-def _write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, _umask_mode())
 
 
 def export_model(
@@ -158,7 +137,7 @@ def export_model(
     for name in ("config.json", *TOKENIZER_FILES):
         src = files.model_dir / name
         if src.is_file():
-            _copy(src, out_dir / name)
+            copy_file_atomic(src, out_dir / name)
     info = ExportInfo(
         num_layers=layer,
         model=model,
@@ -169,5 +148,5 @@ def export_model(
         converter_version=convert.CONVERTER_VERSION,
         rust_bertscore_version=__version__,
     )
-    _write_text(info_path, json.dumps(asdict(info), indent=1) + "\n")
+    write_text_atomic(info_path, json.dumps(asdict(info), indent=1) + "\n")
     return info

@@ -4,7 +4,7 @@ random pairs of unrelated sentences from a corpus (one sentence per line).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def random_pairs(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     return a, b
 
 
-def corpus_lines(lines: Sequence[str]) -> list[str]:
+def corpus_lines(lines: Iterable[str]) -> list[str]:
     """The corpus's non-empty lines, stripped (blank lines carry no sentence)."""
     return [s for s in (line.strip() for line in lines) if s]
 

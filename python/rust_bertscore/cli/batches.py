@@ -16,9 +16,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .cli_inputs import Chunk, Source
-from .scores import BERTScorer, Scores
-from .tokens import TextTokenizer
+from ..scores import BERTScorer, Scores
+from ..tokenization.tokenizer import TextTokenizer
+from .inputs import Chunk, Source
 
 
 def aligned_chunk_size(size: int, group_size: int, batch_size: int) -> int:

@@ -8,12 +8,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import convert, model_cache
-from .encoder import Encoder
-from .errors import ModelLoadError, RustBertScoreError
-from .model_files import ModelFiles, resolve_model
+from .. import convert
+from ..encoder import Encoder
+from ..errors import ModelLoadError, RustBertScoreError
+from ..tokenization.tokenizer import TextTokenizer
+from . import graph_cache as model_cache
+from .files import ModelFiles, resolve_model
 from .registry import tuned_layer
-from .tokens import TextTokenizer
 
 
 @dataclass(frozen=True)

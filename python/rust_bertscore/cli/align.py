@@ -11,9 +11,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
-from .align import Alignment, SideAlignment
-from .cli_common import CliError, add_common_flags, add_model_flags, debug, positive_int
-from .scores import BERTScorer
+from ..align import Alignment, SideAlignment
+from ..scores import BERTScorer
+from .common import CliError, add_common_flags, add_model_flags, debug, positive_int
 
 EPILOG = """\
 examples:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import write_text_atomic
+from .errors import warn
 
 BASELINE_DIR = Path(__file__).resolve().parent / "baselines"
 HEADER = ("LAYER", "P", "R", "F")
@@ -75,6 +76,30 @@ def baseline_values(path: str | Path, num_layers: int, all_layers: bool) -> np.n
             f"{path} has rows for layers 0..{len(table) - 1}, but num_layers is {num_layers}"
         )
     return table[num_layers].astype(np.float32)
+
+
+def load_baseline(
+    path: str | Path,
+    num_layers: int,
+    all_layers: bool,
+    *,
+    model_type: str,
+    lang: str | None,
+    missing: str = "raise",
+) -> np.ndarray | None:
+    """The baseline rows for a scorer (see :func:`baseline_values`), with bert_score's policy
+    for a file that does not exist: ``missing="raise"`` raises ``ValueError`` (as
+    ``bert_score.BERTScorer``), ``missing="warn"`` warns and returns None, so scores stay
+    unscaled (as ``bert_score.score``). Both say ``Baseline not Found for {model} on {lang} at
+    {path}``."""
+    try:
+        return baseline_values(path, num_layers, all_layers)
+    except FileNotFoundError:
+        message = f"Baseline not Found for {model_type} on {lang} at {path}"
+        if missing == "warn":
+            warn(f"Warning: {message}", stacklevel=4)
+            return None
+        raise ValueError(message) from None
 
 
 def rescale(values: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:

@@ -20,8 +20,10 @@ from typing import TextIO
 
 import numpy as np
 
-from .cli_batches import scored_chunks
-from .cli_common import (
+from ..scores import BERTScorer
+from ..tokenization.tokenizer import TextTokenizer
+from .batches import scored_chunks
+from .common import (
     CliError,
     add_common_flags,
     add_model_flags,
@@ -30,9 +32,7 @@ from .cli_common import (
     positive_int,
     progress_bar,
 )
-from .cli_inputs import Source, open_source
-from .scores import BERTScorer
-from .tokens import TextTokenizer
+from .inputs import Source, open_source
 
 DEFAULT_CHUNK_LINES = 1024
 """Candidates read and scored per round."""

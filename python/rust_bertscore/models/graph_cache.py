@@ -17,9 +17,9 @@ import json
 import os
 from pathlib import Path
 
-from . import convert
-from .atomic import write_text_atomic
-from .model_files import ModelFiles
+from .. import convert
+from ..atomic import write_text_atomic
+from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8")
 

@@ -20,9 +20,11 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import cli_align, cli_models, cli_score
-from ._version import __version__
-from .cli_common import (
+from .._version import __version__
+from . import align as cli_align
+from . import models as cli_models
+from . import score as cli_score
+from .common import (
     EXIT_FAILURE,
     EXIT_USAGE,
     PROG,
@@ -81,7 +83,7 @@ def _add_show(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from .show import plot_similarity, require_matplotlib, similarity_matrix
+    from ..plot import plot_similarity, require_matplotlib, similarity_matrix
 
     try:
         require_matplotlib()
@@ -143,7 +145,7 @@ def _add_export(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from .export import export_model
+    from ..models.export import export_model
 
     out = Path(args.output)
     debug(args, f"exporting {args.model} to {out} ...")
@@ -189,8 +191,8 @@ def _add_baseline(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_baseline(args: argparse.Namespace) -> int:
-    from .baseline import compute_baseline, corpus_lines
-    from .baselines import write_baseline
+    from ..baseline_estimation import compute_baseline, corpus_lines
+    from ..rescale import write_baseline
 
     path = Path(args.corpus)
     try:

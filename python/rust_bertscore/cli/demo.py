@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from .registry import DEFAULT_MODEL
-from .scores import score
+from ..models.registry import DEFAULT_MODEL
+from ..scores import score
 
 BUILT_IN = [
     (

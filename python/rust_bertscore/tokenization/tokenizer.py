@@ -21,12 +21,11 @@ from typing import Protocol
 
 from tokenizers import Tokenizer
 
+from ..convert import max_positions
+from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
-from .byte_tokens import ByteIds
-from .convert import max_positions
-from .sentencepiece_tokens import SentencePieceIds
-from .text import prepare_text
-from .tokenizer_classes import (
+from .byte_level import ByteIds
+from .classes import (
     LAYOUT_EOS,
     LAYOUT_MBART,
     LAYOUT_MBART50,
@@ -35,6 +34,7 @@ from .tokenizer_classes import (
     TokenizerClass,
     tokenizer_class,
 )
+from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
 # (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``; in transformers 4.57 BART,
@@ -60,8 +60,11 @@ TOKENIZER_FILES: tuple[str, ...] = (
 class _IdSource(Protocol):
     """A back end: sub-word ids without special tokens."""
 
-    base_vocab_size: int
-    vocab_size: int
+    @property
+    def base_vocab_size(self) -> int: ...
+
+    @property
+    def vocab_size(self) -> int: ...
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
 
@@ -288,11 +291,13 @@ def _load_tokenizer(
         _no_builtin_prefix_space(tokenizer)
         _wordpiece_unknown_as_added_token(tokenizer)
         return tokenizer
-    tokenizer = _from_vocabulary_files(model_dir, tok_config)
-    if tokenizer is not None:
-        _add_special_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
-        _wordpiece_unknown_as_added_token(tokenizer)
-        return tokenizer
+    from_vocab = _from_vocabulary_files(model_dir, tok_config)
+    if from_vocab is not None:
+        _add_special_tokens(
+            from_vocab, collect_added_tokens(model_dir, tok_config, special_map, {})
+        )
+        _wordpiece_unknown_as_added_token(from_vocab)
+        return from_vocab
     wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from .cli_common import add_common_flags, info
-from .model_listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+from ..models.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+from .common import add_common_flags, info
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

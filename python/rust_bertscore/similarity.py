@@ -1,0 +1,160 @@
+"""The similarity matrix behind one candidate/reference score (what bert_score's
+``plot_example`` draws), computed through a :class:`BERTScorer`.
+
+The matrix holds the cosine similarity of every candidate token vector with every reference
+token vector, from the tokens and encoder the scorer uses. P, R and F1 are greedy matching over
+it with bert_score's uniform weights (special tokens weigh 0), computed by the scorer's kernel on
+the same vectors, so they equal ``score([candidate], [reference])``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import _core
+from .embeddings import pack
+from .rescale import rescale
+from .text import check_text
+
+if TYPE_CHECKING:
+    from .scores import BERTScorer
+
+_WORD_MARKERS = ("Ġ", "▁")
+
+
+@dataclass(frozen=True)
+class SimilarityMatrix:
+    """Token similarities of one candidate/reference pair and the scores they give.
+
+    Attributes
+    ----------
+    cand_tokens, ref_tokens : list of str
+        Display strings of every token, special tokens included.
+    matrix : np.ndarray
+        float32 (len(cand_tokens), len(ref_tokens)): cosine similarities, rescaled with the F
+        baseline when ``rescaled`` (as bert_score's plot does).
+    cand_weights, ref_weights : np.ndarray
+        Token weights (0 for special tokens).
+    P, R, F : float
+        BERTScore of the pair (rescaled when ``rescaled``).
+    model_type : str
+    num_layers : int
+    rescaled : bool
+    hash : str
+        The settings string, as ``score(..., return_hash=True)`` gives it.
+    """
+
+    cand_tokens: list[str]
+    ref_tokens: list[str]
+    matrix: np.ndarray
+    cand_weights: np.ndarray
+    ref_weights: np.ndarray
+    P: float
+    R: float
+    F: float
+    model_type: str
+    num_layers: int
+    rescaled: bool
+    hash: str
+
+    @property
+    def cand_matches(self) -> np.ndarray:
+        """For each candidate token, the reference token it is matched to (precision)."""
+        return self.matrix.argmax(axis=1)
+
+    @property
+    def ref_matches(self) -> np.ndarray:
+        """For each reference token, the candidate token it is matched to (recall)."""
+        return self.matrix.argmax(axis=0)
+
+    @property
+    def cand_content(self) -> np.ndarray:
+        """Indices of the candidate tokens that count (weight > 0)."""
+        return np.flatnonzero(self.cand_weights > 0)
+
+    @property
+    def ref_content(self) -> np.ndarray:
+        """Indices of the reference tokens that count (weight > 0)."""
+        return np.flatnonzero(self.ref_weights > 0)
+
+
+def _display(token: str) -> str:
+    for marker in _WORD_MARKERS:
+        if token.startswith(marker) and len(token) > 1:
+            return token[len(marker) :]
+    return token
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = v.astype(np.float64)
+    norms = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0)
+
+
+def compute_similarity_matrix(
+    scorer: BERTScorer, candidate: str, reference: str
+) -> SimilarityMatrix:
+    """The :class:`SimilarityMatrix` of one pair with ``scorer``'s model, layer and rescaling
+    (uniform weights, as bert_score's plot).
+
+    Raises
+    ------
+    ValueError
+        For an empty text, a scorer with ``all_layers``, or rescaling with a missing baseline.
+    """
+    from .scores import make_hash
+
+    candidate = check_text(candidate, "candidate")
+    reference = check_text(reference, "reference")
+    for name, text in (("candidate", candidate), ("reference", reference)):
+        if not text.strip():
+            raise ValueError(f"the {name} is empty: there is no token to show")
+    if scorer.all_layers:
+        raise ValueError("a similarity matrix is of one layer: use a scorer with all_layers=False")
+    tokenizer = scorer.tokenizer
+    # Encoded as score([candidate], [reference]) encodes them: the distinct texts, one batch.
+    texts = [candidate] if candidate == reference else [candidate, reference]
+    ids = tokenizer.encode(texts)
+    data, offsets, slot = scorer._vectors(texts, ids, scorer.batch_size)
+    rows = [data[offsets[slot[i]] : offsets[slot[i] + 1]] for i in range(len(texts))]
+    cand_vec, ref_vec = rows[0], rows[-1]
+    cand_ids, ref_ids = ids[0], ids[-1]
+    weights = scorer._uniform
+    wc, wr = weights.weights(cand_ids), weights.weights(ref_ids)
+    sim = _normalise(cand_vec) @ _normalise(ref_vec).T
+    # The scores come from the scorer's kernel, on the same vectors.
+    packed = pack([cand_vec, ref_vec], [wc, wr])
+    one, zero = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
+    rescaled = scorer.rescale_with_baseline
+    values = list(prf)
+    if rescaled:
+        base = scorer.baseline_vals
+        assert base is not None  # a scorer's missing baseline raises
+        values = [rescale(x, b) for x, b in zip(values, base)]
+        sim = (sim - float(base[2])) / (1 - float(base[2]))
+    p, r, f = (float(np.asarray(x).reshape(-1)[0]) for x in values)
+    return SimilarityMatrix(
+        cand_tokens=[_display(tokenizer.id_to_token(i)) for i in cand_ids],
+        ref_tokens=[_display(tokenizer.id_to_token(i)) for i in ref_ids],
+        matrix=sim.astype(np.float32),
+        cand_weights=wc,
+        ref_weights=wr,
+        P=p,
+        R=r,
+        F=f,
+        model_type=scorer.model_type,
+        num_layers=scorer.num_layers,
+        rescaled=rescaled,
+        hash=make_hash(
+            scorer.model_type,
+            scorer.num_layers,
+            False,
+            rescaled,
+            scorer.use_custom_baseline,
+            scorer.precision,
+        ),
+    )
