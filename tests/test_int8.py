@@ -75,8 +75,9 @@ def _one_matmul(k: int, o: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndar
 
 
 def test_per_token_matmul_matches_numpy(tmp_path: Path) -> None:
-    """The rewritten MatMul computes symmetric int8 per token (row) x int8 per output column,
-    as NumPy does it here independently; a token with outliers does not coarsen the others."""
+    """The rewritten MatMul computes symmetric int8 per token (row) x 7-bit weights per output
+    column, as NumPy does it here independently (exactly: no u8 x s8 saturation); a token with
+    outliers does not coarsen the others."""
     import onnxruntime as ort
 
     from rust_bertscore.convert._per_token import per_token_matmuls
@@ -94,14 +95,14 @@ def test_per_token_matmul_matches_numpy(tmp_path: Path) -> None:
     rows = x.reshape(-1, 64).astype(np.float64)
     s_x = np.abs(rows).max(axis=1, keepdims=True) / 127.0
     x_q = np.clip(np.round(rows / s_x), -127, 127)
-    s_w = np.abs(w).max(axis=0, keepdims=True).astype(np.float64) / 127.0
+    s_w = np.abs(w).max(axis=0, keepdims=True).astype(np.float64) / 63.0  # 7-bit weights
     w_q = np.round(w / s_w)
     expected = ((x_q @ w_q) * s_x * s_w).reshape(2, 5, 48)
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
-    # The quiet tokens keep their precision: within 2% of the fp32 product.
+    # The quiet tokens keep their precision: within 3% of the fp32 product.
     exact = x.astype(np.float64) @ w
     quiet = np.abs(y - exact)[1].max() / np.abs(exact[1]).max()
-    assert quiet < 0.02
+    assert quiet < 0.03
 
 
 def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_path: Path) -> None:
@@ -134,6 +135,5 @@ def test_streamed_save_is_the_same_model(tmp_path: Path) -> None:
     model = convert.build_model(TINY / "bert", 3, fused=True)
     path = convert.export_onnx(TINY / "bert", tmp_path / "g.onnx", 3, fused=True)
     loaded = onnx.load(str(path))
-    assert loaded.graph.initializer == model.graph.initializer
-    assert loaded.graph.node == model.graph.node
-    assert len(loaded.SerializeToString()) == len(model.SerializeToString())
+    assert loaded.graph == model.graph
+    assert loaded.opset_import == model.opset_import
