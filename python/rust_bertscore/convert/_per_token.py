@@ -12,8 +12,8 @@ per-tensor activations by 0.0117; docs/performance.md). Here each MatMul with a 
     acc = MatMulIntegerToFloat(xq, Wq, 1, w_scale, 128)    # u8 x s8 GEMM, per-column scale
     y   = Reshape(acc * s, [..., O])
 
-with ``Wq`` int8 per output column (symmetric, 7 bits: :data:`WEIGHT_LEVELS`). ONNX Runtime's ``MatMulIntegerToFloat`` takes
-only a scalar activation scale, hence the separate ``* s``.
+with ``Wq`` int8 per output column (symmetric, 7 bits: :data:`WEIGHT_LEVELS`). ONNX Runtime's
+``MatMulIntegerToFloat`` takes only a scalar activation scale, hence the separate ``* s``.
 """
 
 from __future__ import annotations
