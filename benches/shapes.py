@@ -1,0 +1,171 @@
+"""Random-weight checkpoints with the shapes of large published models, for benchmarks.
+
+Benchmarking ``lang="en"`` (roberta-large, layer 17) needs no download: its cost depends on the
+shape, not on the trained values. :func:`roberta_large_shape` writes a RoBERTa checkpoint with
+roberta-large's config (hidden 1,024, 24 layers, 16 heads, FFN 4,096, vocabulary 50,265, 514
+positions, one token type, LayerNorm eps 1e-5) and weights drawn like transformers' initialiser
+(normal, std 0.02; LayerNorm 1 and 0; biases 0), streamed to ``model.safetensors`` one tensor at a
+time (peak memory: one tensor, not 1.4 GB).
+
+Its tokenizer is a byte-level BPE trained with ``tokenizers`` on the benchmark's own texts, its
+vocabulary size (:data:`BPE_VOCAB`) chosen so that the texts make about as many tokens as
+roberta-large's GPT-2 BPE would (GPT-2's vocabulary cannot be had without a download; its token
+counts on English news are close to BERT's WordPiece, which the bench checks against MiniLM's
+tokenizer and prints). Saved as ``vocab.json`` + ``merges.txt`` with a ``RobertaTokenizer``
+config, so bert_score's slow tokenizer and rust-bertscore's read the same files.
+
+The values mean nothing: the deviation of int8 from fp32 on such a model says little about a
+trained one (trained models have outlier channels that random ones lack).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROBERTA_LARGE = {
+    "architectures": ["RobertaModel"],
+    "attention_probs_dropout_prob": 0.1,
+    "bos_token_id": 0,
+    "eos_token_id": 2,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 1024,
+    "initializer_range": 0.02,
+    "intermediate_size": 4096,
+    "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 514,
+    "model_type": "roberta",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 24,
+    "pad_token_id": 1,
+    "position_embedding_type": "absolute",
+    "type_vocab_size": 1,
+    "vocab_size": 50265,
+}
+"""roberta-large's config.json (the fields that shape the model)."""
+
+ROBERTA_LARGE_LAYER = 17
+"""bert_score's tuned layer for roberta-large (``lang="en"``)."""
+
+BPE_VOCAB = 12_000
+"""Vocabulary of the trained BPE: on the WMT pairs it gives about as many tokens as BERT's
+WordPiece (checked and printed by the bench)."""
+
+SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+def roberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of every tensor of a RobertaModel; kind is weight, one or zero."""
+    h, f = config["hidden_size"], config["intermediate_size"]
+    yield "embeddings.word_embeddings.weight", (config["vocab_size"], h), "weight"
+    yield "embeddings.position_embeddings.weight", (config["max_position_embeddings"], h), "weight"
+    yield "embeddings.token_type_embeddings.weight", (config["type_vocab_size"], h), "weight"
+    yield "embeddings.LayerNorm.weight", (h,), "one"
+    yield "embeddings.LayerNorm.bias", (h,), "zero"
+    for i in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value"):
+            yield f"{p}{name}.weight", (h, h), "weight"
+            yield f"{p}{name}.bias", (h,), "zero"
+        yield f"{p}attention.output.dense.weight", (h, h), "weight"
+        yield f"{p}attention.output.dense.bias", (h,), "zero"
+        yield f"{p}attention.output.LayerNorm.weight", (h,), "one"
+        yield f"{p}attention.output.LayerNorm.bias", (h,), "zero"
+        yield f"{p}intermediate.dense.weight", (f, h), "weight"
+        yield f"{p}intermediate.dense.bias", (f,), "zero"
+        yield f"{p}output.dense.weight", (h, f), "weight"
+        yield f"{p}output.dense.bias", (h,), "zero"
+        yield f"{p}output.LayerNorm.weight", (h,), "one"
+        yield f"{p}output.LayerNorm.bias", (h,), "zero"
+    yield "pooler.dense.weight", (h, h), "weight"
+    yield "pooler.dense.bias", (h,), "zero"
+
+
+def write_random_safetensors(path: Path, config: dict, seed: int = 0) -> None:
+    """Stream a float32 safetensors file of random weights, one tensor in memory at a time."""
+    specs = list(roberta_tensors(config))
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, shape, _ in specs:
+        size = 4 * int(np.prod(shape))
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    rng = np.random.default_rng(seed)
+    std = float(config.get("initializer_range", 0.02))
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        out.write(struct.pack("<Q", len(raw)))
+        out.write(raw)
+        for name, shape, kind in specs:
+            if kind == "weight":
+                array = rng.standard_normal(shape, dtype=np.float32)
+                array *= std
+                if name.endswith("position_embeddings.weight"):
+                    array[config["pad_token_id"]] = 0.0
+            elif kind == "one":
+                array = np.ones(shape, np.float32)
+            else:
+                array = np.zeros(shape, np.float32)
+            out.write(np.ascontiguousarray(array, dtype="<f4").tobytes())
+            del array
+    tmp.replace(path)
+
+
+def write_bpe_tokenizer(model_dir: Path, texts: Sequence[str], vocab_size: int = BPE_VOCAB) -> None:
+    """Train a byte-level BPE on ``texts`` and save it as RoBERTa's slow tokenizer files."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
+    bpe.train_from_iterator(
+        list(texts), vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIAL
+    )
+    bpe.save_model(str(model_dir))
+    special = {
+        "bos_token": "<s>",
+        "cls_token": "<s>",
+        "eos_token": "</s>",
+        "mask_token": "<mask>",
+        "pad_token": "<pad>",
+        "sep_token": "</s>",
+        "unk_token": "<unk>",
+    }
+    tokenizer_config = {
+        **special,
+        "add_prefix_space": False,
+        "clean_up_tokenization_spaces": False,
+        "errors": "replace",
+        "model_max_length": 512,
+        "tokenizer_class": "RobertaTokenizer",
+        "trim_offsets": True,
+    }
+    (model_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1))
+    (model_dir / "special_tokens_map.json").write_text(json.dumps(special, indent=1))
+
+
+def roberta_large_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Path:
+    """A random-weight checkpoint shaped like roberta-large under ``root``, made once.
+
+    Reused when ``root/roberta-large-shape/DONE`` exists (the weights take ~1.4 GB and a minute
+    to write).
+    """
+    model_dir = root / "roberta-large-shape"
+    done = model_dir / "DONE"
+    if done.is_file():
+        return model_dir
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "config.json").write_text(json.dumps(ROBERTA_LARGE, indent=1))
+    write_bpe_tokenizer(model_dir, texts)
+    write_random_safetensors(model_dir / "model.safetensors", ROBERTA_LARGE, seed)
+    done.write_text("random weights, roberta-large's shape\n")
+    return model_dir
