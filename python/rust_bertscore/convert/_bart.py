@@ -109,7 +109,7 @@ def build_bart(
     """
     model_type = str(config.get("model_type"))
     pre_norm = model_type == "mbart"
-    dims = encoder_dims(config)
+    dims = encoder_dims(config, eps=LAYER_NORM_EPS)
     hidden = dims.hidden
     offset = position_offset(config)
     n_positions = dims.n_positions + offset
@@ -122,18 +122,7 @@ def build_bart(
     )
     x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
     states = encoder_layers(
-        g,
-        w,
-        x,
-        n_build,
-        bart_layer_names,
-        hidden=hidden,
-        heads=dims.heads,
-        intermediate=dims.ffn,
-        eps=LAYER_NORM_EPS,
-        activation=dims.activation,
-        fused=fused,
-        pre_norm=pre_norm,
+        g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=pre_norm
     )
     if pre_norm:
         states[-1] = stored_layer_norm(

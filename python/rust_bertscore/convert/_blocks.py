@@ -7,7 +7,7 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -160,6 +160,21 @@ def hidden_and_heads(
     return hidden, heads
 
 
+class LayerSizes(Protocol):
+    """What :func:`encoder_layers` reads of a family's sizes (``EncoderSpec`` has them too)."""
+
+    @property
+    def hidden(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def intermediate(self) -> int: ...
+    @property
+    def layer_norm_eps(self) -> float: ...
+    @property
+    def activation(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class EncoderDims:
     """The sizes a seq2seq encoder's config.json gives (BART, Pegasus, LED, ProphetNet)."""
@@ -168,26 +183,30 @@ class EncoderDims:
     heads: int
     vocab: int
     n_positions: int
-    ffn: int
+    intermediate: int
     activation: str
+    layer_norm_eps: float
 
 
 def encoder_dims(
     config: dict[str, Any],
     *,
+    eps: float,
     hidden_field: str = "d_model",
     heads_field: str = "encoder_attention_heads",
     positions_field: str = "max_position_embeddings",
 ) -> EncoderDims:
-    """Read :class:`EncoderDims` (``encoder_ffn_dim``, ``activation_function`` default gelu)."""
+    """Read :class:`EncoderDims` (``encoder_ffn_dim``, ``activation_function`` default gelu);
+    ``eps`` is the layers' LayerNorm eps (config.json has none)."""
     hidden, heads = hidden_and_heads(config, hidden_field, heads_field)
     return EncoderDims(
         hidden=hidden,
         heads=heads,
         vocab=_int_field(config, "vocab_size"),
         n_positions=_int_field(config, positions_field),
-        ffn=_int_field(config, "encoder_ffn_dim"),
+        intermediate=_int_field(config, "encoder_ffn_dim"),
         activation=str(config.get("activation_function", "gelu")),
+        layer_norm_eps=eps,
     )
 
 
@@ -355,12 +374,8 @@ def encoder_layers(
     x: str,
     n_build: int,
     names: Callable[[int], LayerNames],
+    sizes: LayerSizes,
     *,
-    hidden: int,
-    heads: int,
-    intermediate: int,
-    eps: float,
-    activation: str,
     fused: bool,
     pre_norm: bool = False,
     extra_bias: Callable[[int], str | None] | None = None,
@@ -380,11 +395,11 @@ def encoder_layers(
                 x,
                 mask,
                 names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=intermediate,
-                eps=eps,
-                activation=activation,
+                hidden=sizes.hidden,
+                heads=sizes.heads,
+                intermediate=sizes.intermediate,
+                eps=sizes.layer_norm_eps,
+                activation=sizes.activation,
                 fused=fused,
                 pre_norm=pre_norm,
                 extra_bias=None if extra_bias is None else extra_bias(i),

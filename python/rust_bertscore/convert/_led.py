@@ -54,7 +54,9 @@ def build_led(
     fused: bool,
 ) -> onnx.ModelProto:
     """The encoder graph of an LED checkpoint (see ``convert.export_onnx``)."""
-    dims = encoder_dims(config, positions_field="max_encoder_position_embeddings")
+    dims = encoder_dims(
+        config, eps=LAYER_NORM_EPS, positions_field="max_encoder_position_embeddings"
+    )
     hidden = dims.hidden
     depth = model_depth(config)
     windows = attention_windows(config, depth)
@@ -66,17 +68,6 @@ def build_led(
     x = add_learned_positions(g, word, table, 0)
     x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
     states = encoder_layers(
-        g,
-        w,
-        x,
-        n_build,
-        led_layer_names,
-        hidden=hidden,
-        heads=dims.heads,
-        intermediate=dims.ffn,
-        eps=LAYER_NORM_EPS,
-        activation=dims.activation,
-        fused=fused,
-        extra_bias=window_bias(g, windows),
+        g, w, x, n_build, led_layer_names, dims, fused=fused, extra_bias=window_bias(g, windows)
     )
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

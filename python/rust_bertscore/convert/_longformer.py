@@ -104,11 +104,7 @@ def build_longformer(
         x,
         n_build,
         numbered(BERT_LAYER),
-        hidden=spec.hidden,
-        heads=spec.heads,
-        intermediate=spec.intermediate,
-        eps=spec.layer_norm_eps,
-        activation=spec.activation,
+        spec,
         fused=fused,
         extra_bias=window_bias(g, windows),
     )

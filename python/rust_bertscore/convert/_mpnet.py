@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 
 from ._blocks import (
+    EncoderDims,
     encoder_layers,
     finish,
     float_field,
@@ -154,18 +155,16 @@ def build_mpnet(
             w.get("encoder.relative_attention_bias.weight", (n_buckets, heads)), max_len
         )
         position_bias = _position_bias(g, table, max_len)
-    states = encoder_layers(
-        g,
-        w,
-        x,
-        n_build,
-        mpnet_layer_names,
+    sizes = EncoderDims(
         hidden=hidden,
         heads=heads,
+        vocab=vocab,
+        n_positions=n_positions,
         intermediate=_int_field(config, "intermediate_size") if n_build else 0,
-        eps=eps,
         activation=str(config.get("hidden_act", "gelu")),
-        fused=fused,
-        extra_bias=lambda i: position_bias,
+        layer_norm_eps=eps,
+    )
+    states = encoder_layers(
+        g, w, x, n_build, mpnet_layer_names, sizes, fused=fused, extra_bias=lambda i: position_bias
     )
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

@@ -60,7 +60,7 @@ def build_pegasus(
     fused: bool,
 ) -> onnx.ModelProto:
     """The encoder graph of a Pegasus or Blenderbot checkpoint (see ``convert.export_onnx``)."""
-    dims = encoder_dims(config)
+    dims = encoder_dims(config, eps=LAYER_NORM_EPS)
     hidden, n_positions = dims.hidden, dims.n_positions
     if n_positions <= 0:
         raise CheckpointError(f"max_position_embeddings must be positive, got {n_positions}")
@@ -73,19 +73,6 @@ def build_pegasus(
     else:
         stored = sinusoidal_table(n_positions, hidden)
     x = add_learned_positions(g, word, stored, 0)
-    states = encoder_layers(
-        g,
-        w,
-        x,
-        n_build,
-        bart_layer_names,
-        hidden=hidden,
-        heads=dims.heads,
-        intermediate=dims.ffn,
-        eps=LAYER_NORM_EPS,
-        activation=dims.activation,
-        fused=fused,
-        pre_norm=True,
-    )
+    states = encoder_layers(g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=True)
     states[-1] = stored_layer_norm(g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS)
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

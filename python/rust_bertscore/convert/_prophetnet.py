@@ -58,7 +58,10 @@ def build_prophetnet(
 ) -> onnx.ModelProto:
     """The encoder graph of a ProphetNet checkpoint (see ``convert.export_onnx``)."""
     dims = encoder_dims(
-        config, hidden_field="hidden_size", heads_field="num_encoder_attention_heads"
+        config,
+        eps=LAYER_NORM_EPS,
+        hidden_field="hidden_size",
+        heads_field="num_encoder_attention_heads",
     )
     hidden, n_positions = dims.hidden, dims.n_positions
     pad = int(config.get("pad_token_id") or 0)
@@ -91,17 +94,5 @@ def build_prophetnet(
     )
     x = g.op("Add", [word, pos], "embeddings/add_position")
     x = stored_layer_norm(g, w, x, "encoder.embeddings_layer_norm", hidden, LAYER_NORM_EPS)
-    states = encoder_layers(
-        g,
-        w,
-        x,
-        n_build,
-        prophetnet_layer_names,
-        hidden=hidden,
-        heads=dims.heads,
-        intermediate=dims.ffn,
-        eps=LAYER_NORM_EPS,
-        activation=dims.activation,
-        fused=fused,
-    )
+    states = encoder_layers(g, w, x, n_build, prophetnet_layer_names, dims, fused=fused)
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

@@ -135,11 +135,7 @@ def build_squeezebert(
         x,
         n_build,
         numbered(SQUEEZEBERT_LAYER),
-        hidden=spec.hidden,
-        heads=spec.heads,
-        intermediate=spec.intermediate,
-        eps=spec.layer_norm_eps,
-        activation=spec.activation,
-        fused=fused,
+        spec,
+        fused=fused,  # type: ignore[arg-type]
     )
     return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
