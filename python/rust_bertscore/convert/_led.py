@@ -11,11 +11,12 @@ transformers' padding of the batch to a window multiple only adds masked keys (s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import onnx
 
-from ._bart import LAYER_NORM_EPS, add_learned_positions, embed_tokens
+from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
 from ._blocks import (
     encoder_dims,
     encoder_layers,
@@ -30,17 +31,12 @@ from ._longformer import attention_windows, window_bias
 
 
 def led_layer_names(i: int) -> LayerNames:
-    """Where LED keeps encoder layer ``i``'s tensors."""
-    return LayerNames(
-        prefix=f"encoder.layers.{i}.",
-        query="self_attn.longformer_self_attn.query",
-        key="self_attn.longformer_self_attn.key",
-        value="self_attn.longformer_self_attn.value",
+    """Where LED keeps encoder layer ``i``'s tensors: BART's, but for the attention's."""
+    attn = "self_attn.longformer_self_attn"
+    return replace(
+        bart_layer_names(i),
+        **{part: f"{attn}.{part}" for part in ("query", "key", "value")},
         attn_out="self_attn.output",
-        attn_norm="self_attn_layer_norm",
-        ffn_in="fc1",
-        ffn_out="fc2",
-        ffn_norm="final_layer_norm",
     )
 
 
