@@ -5,6 +5,7 @@ every subcommand takes, and the progress bar.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import IO, Any
 
@@ -107,6 +108,56 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
             default="fp32",
             help="encoder precision; int8 is a dynamically quantised graph (default: fp32)",
         )
+
+
+def add_scoring_flags(parser: argparse._ActionsContainer, *, batch_independent_help: str) -> None:
+    """``--idf``, ``--batch-independent``, ``--rescale_with_baseline`` and ``--baseline_path``."""
+    parser.add_argument(
+        "--idf", action="store_true", help="weight tokens by IDF over the references"
+    )
+    parser.add_argument("--batch-independent", action="store_true", help=batch_independent_help)
+    parser.add_argument(
+        "--rescale_with_baseline",
+        action="store_true",
+        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
+    )
+    parser.add_argument(
+        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    )
+
+
+def check_baseline_path(args: argparse.Namespace) -> None:
+    """A usage error unless ``--baseline_path`` (when given) is a file."""
+    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
+        raise CliError(f"baseline file {args.baseline_path}: no such file")
+
+
+def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``BERTScorer`` arguments the model and scoring flags give."""
+    return {
+        "model_type": args.model,
+        "num_layers": args.num_layers,
+        "batch_size": args.batch_size,
+        "idf": args.idf,
+        "device": args.device,
+        "lang": args.lang,
+        "rescale_with_baseline": args.rescale_with_baseline,
+        "baseline_path": args.baseline_path,
+        "precision": args.precision,
+    }
+
+
+def check_baseline(
+    args: argparse.Namespace, scorer: Any, hint: str = "pass --baseline_path FILE"
+) -> None:
+    """With ``--rescale_with_baseline``, read the scorer's baseline now: a bad one is a usage
+    error ending with ``hint``."""
+    if not args.rescale_with_baseline:
+        return
+    try:
+        scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
+    except ValueError as e:
+        raise CliError(f"{e}; {hint}") from None
 
 
 def info(args: argparse.Namespace, message: str) -> None:
