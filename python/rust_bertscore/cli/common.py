@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 PROG = "rust-bertscore"
 
@@ -39,26 +40,37 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+_N = TypeVar("_N", int, float)
+
+
+def checked_number(
+    text: str,
+    convert: Callable[[str], _N],
+    valid: Callable[[_N], bool],
+    unparsed: str,
+    invalid: str,
+    *,
+    echo_text: bool = False,
+) -> _N:
+    """An argparse type's work: ``convert(text)``, else "expected {unparsed}, got 'text'"; a
+    value not ``valid`` gives "expected {invalid}, got value" (the text with ``echo_text``)."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {unparsed}, got {text!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"expected {invalid}, got {text if echo_text else value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+    return checked_number(text, int, lambda v: v >= 1, "a positive integer", "a positive integer")
 
 
 def layer_int(text: str) -> int:
     """argparse type: an int >= 0 (0 = the embeddings)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a layer number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a layer number >= 0, got {value}")
-    return value
+    return checked_number(text, int, lambda v: v >= 0, "a layer number", "a layer number >= 0")
 
 
 def add_common_flags(parser: argparse._ActionsContainer) -> None:

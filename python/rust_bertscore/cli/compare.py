@@ -19,6 +19,7 @@ from .common import (
     add_scoring_flags,
     check_baseline,
     check_baseline_path,
+    checked_number,
     debug,
     positive_int,
     scorer_options,
@@ -132,23 +133,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**64), got {value}")
-    return value
+    return checked_number(
+        text, int, lambda v: 0 <= v < 2**64, "an integer seed", "a seed in [0, 2**64)"
+    )
 
 
 def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text}")
-    return value
+    return checked_number(
+        text,
+        float,
+        lambda v: 0.0 < v < 1.0,
+        "a number in (0, 1)",
+        "a number strictly between 0 and 1",
+        echo_text=True,
+    )
 
 
 def read_inputs(
