@@ -30,7 +30,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union, overload
+from typing import TypeVar, Union, overload
 
 import numpy as np
 
@@ -219,6 +219,28 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     )
 
 
+def _resampling(confidence: object, n_resamples: object, seed: object) -> tuple[float, int, int]:
+    """The checked ``(confidence, n_resamples, seed)`` of a bootstrap (a fresh seed for None)."""
+    return _confidence(confidence), _count("n_resamples", n_resamples), _seed(seed)
+
+
+def _paired(a: object, b: object) -> tuple[np.ndarray, np.ndarray, list[str] | None, bool]:
+    """Baseline ``a`` as a vector, then ``b`` as :func:`_systems` gives it."""
+    return (_vector("a", a), *_systems(b))
+
+
+_R = TypeVar("_R")
+
+
+def _as_given(
+    out: list[_R], names: list[str] | None, single: bool
+) -> _R | list[_R] | dict[str, _R]:
+    """One result per system of ``b``, shaped as ``b`` was: by name, one, or a list."""
+    if names is not None:
+        return dict(zip(names, out))
+    return out[0] if single else out
+
+
 # -- the tests -------------------------------------------------------------------------------------
 
 
@@ -250,7 +272,7 @@ def bootstrap_ci(
     BootstrapCI
     """
     x = _vector("scores", scores)
-    conf, n, s = _confidence(confidence), _count("n_resamples", n_resamples), _seed(seed)
+    conf, n, s = _resampling(confidence, n_resamples, seed)
     mean, lo, hi = _core.bootstrap_ci(x, conf, n, s, num_threads=num_threads)
     return BootstrapCI(mean, lo, hi, conf, n, s)
 
@@ -306,17 +328,14 @@ def paired_bootstrap(
     PairedBootstrap, list of PairedBootstrap, or dict of name to PairedBootstrap
         As ``b``: one result, one per row, or one per name.
     """
-    x = _vector("a", a)
-    ys, names, single = _systems(b)
-    conf, n, s = _confidence(confidence), _count("n_resamples", n_resamples), _seed(seed)
+    x, ys, names, single = _paired(a, b)
+    conf, n, s = _resampling(confidence, n_resamples, seed)
     (_, alo, ahi), rows = _core.paired_bootstrap(x, ys, conf, n, s, num_threads=num_threads)
     out = [
         PairedBootstrap(ma, mb, d, lo, hi, p, alo, ahi, blo, bhi, conf, n, s)
         for ma, mb, d, lo, hi, p, _, blo, bhi in rows
     ]
-    if names is not None:
-        return dict(zip(names, out))
-    return out[0] if single else out
+    return _as_given(out, names, single)
 
 
 @overload
@@ -365,11 +384,8 @@ def paired_permutation(
     PairedPermutation, list of PairedPermutation, or dict of name to PairedPermutation
         As ``b``: one result, one per row, or one per name.
     """
-    x = _vector("a", a)
-    ys, names, single = _systems(b)
+    x, ys, names, single = _paired(a, b)
     n, s = _count("n_trials", n_trials), _seed(seed)
     rows = _core.paired_permutation(x, ys, n, s, num_threads=num_threads)
     out = [PairedPermutation(ma, mb, d, p, n, s) for ma, mb, d, p in rows]
-    if names is not None:
-        return dict(zip(names, out))
-    return out[0] if single else out
+    return _as_given(out, names, single)

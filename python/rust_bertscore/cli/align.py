@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -13,7 +12,16 @@ from typing import TextIO
 
 from ..align import Alignment, SideAlignment
 from ..scores import BERTScorer
-from .common import CliError, add_common_flags, add_model_flags, debug, positive_int
+from .common import (
+    CliError,
+    add_common_flags,
+    add_model_flags,
+    check_baseline,
+    check_baseline_path,
+    debug,
+    positive_int,
+    scorer_options,
+)
 
 EPILOG = """\
 examples:
@@ -85,25 +93,9 @@ def run(args: argparse.Namespace) -> int:
             "--idf needs at least 2 pairs: over a single reference every reference token "
             "weighs ln(2/2) = 0"
         )
-    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
-        raise CliError(f"baseline file {args.baseline_path}: no such file")
-    scorer = BERTScorer(
-        model_type=args.model,
-        num_layers=args.num_layers,
-        batch_size=args.batch_size,
-        idf=args.idf,
-        idf_sents=refs if args.idf else None,
-        device=args.device,
-        lang=args.lang,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
-        precision=args.precision,
-    )
-    if args.rescale_with_baseline:
-        try:
-            scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
-        except ValueError as e:
-            raise CliError(f"{e}; pass --baseline_path FILE") from None
+    check_baseline_path(args)
+    scorer = BERTScorer(**scorer_options(args), idf_sents=refs if args.idf else None)
+    check_baseline(args, scorer)
     debug(args, f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision}")
     records = scorer.align_batch(cands, refs)
     if args.format == "json":

@@ -5,8 +5,10 @@ every subcommand takes, and the progress bar.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 PROG = "rust-bertscore"
 
@@ -38,26 +40,37 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+_N = TypeVar("_N", int, float)
+
+
+def checked_number(
+    text: str,
+    convert: Callable[[str], _N],
+    valid: Callable[[_N], bool],
+    unparsed: str,
+    invalid: str,
+    *,
+    echo_text: bool = False,
+) -> _N:
+    """An argparse type's work: ``convert(text)``, else "expected {unparsed}, got 'text'"; a
+    value not ``valid`` gives "expected {invalid}, got value" (the text with ``echo_text``)."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {unparsed}, got {text!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"expected {invalid}, got {text if echo_text else value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+    return checked_number(text, int, lambda v: v >= 1, "a positive integer", "a positive integer")
 
 
 def layer_int(text: str) -> int:
     """argparse type: an int >= 0 (0 = the embeddings)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a layer number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a layer number >= 0, got {value}")
-    return value
+    return checked_number(text, int, lambda v: v >= 0, "a layer number", "a layer number >= 0")
 
 
 def add_common_flags(parser: argparse._ActionsContainer) -> None:
@@ -107,6 +120,56 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
             default="fp32",
             help="encoder precision; int8 is a dynamically quantised graph (default: fp32)",
         )
+
+
+def add_scoring_flags(parser: argparse._ActionsContainer, *, batch_independent_help: str) -> None:
+    """``--idf``, ``--batch-independent``, ``--rescale_with_baseline`` and ``--baseline_path``."""
+    parser.add_argument(
+        "--idf", action="store_true", help="weight tokens by IDF over the references"
+    )
+    parser.add_argument("--batch-independent", action="store_true", help=batch_independent_help)
+    parser.add_argument(
+        "--rescale_with_baseline",
+        action="store_true",
+        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
+    )
+    parser.add_argument(
+        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    )
+
+
+def check_baseline_path(args: argparse.Namespace) -> None:
+    """A usage error unless ``--baseline_path`` (when given) is a file."""
+    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
+        raise CliError(f"baseline file {args.baseline_path}: no such file")
+
+
+def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``BERTScorer`` arguments the model and scoring flags give."""
+    return {
+        "model_type": args.model,
+        "num_layers": args.num_layers,
+        "batch_size": args.batch_size,
+        "idf": args.idf,
+        "device": args.device,
+        "lang": args.lang,
+        "rescale_with_baseline": args.rescale_with_baseline,
+        "baseline_path": args.baseline_path,
+        "precision": args.precision,
+    }
+
+
+def check_baseline(
+    args: argparse.Namespace, scorer: Any, hint: str = "pass --baseline_path FILE"
+) -> None:
+    """With ``--rescale_with_baseline``, read the scorer's baseline now: a bad one is a usage
+    error ending with ``hint``."""
+    if not args.rescale_with_baseline:
+        return
+    try:
+        scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
+    except ValueError as e:
+        raise CliError(f"{e}; {hint}") from None
 
 
 def info(args: argparse.Namespace, message: str) -> None:

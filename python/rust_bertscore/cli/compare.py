@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from ..compare import DEFAULT_SEED, Comparison
 from ..scores import BERTScorer
-from .common import CliError, add_common_flags, add_model_flags, debug, positive_int
+from .common import (
+    CliError,
+    add_common_flags,
+    add_model_flags,
+    add_scoring_flags,
+    check_baseline,
+    check_baseline_path,
+    checked_number,
+    debug,
+    positive_int,
+    scorer_options,
+)
 from .inputs import read_lines
 
 EPILOG = """\
@@ -105,21 +115,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "-b", "--batch_size", type=positive_int, default=64, help="pairs per batch, as score (64)"
     )
     scoring = p.add_argument_group("scoring")
-    scoring.add_argument(
-        "--idf", action="store_true", help="weight tokens by IDF over the references"
-    )
-    scoring.add_argument(
-        "--batch-independent",
-        action="store_true",
-        help="score every pair on its own, without bert_score's batch padding floor",
-    )
-    scoring.add_argument(
-        "--rescale_with_baseline",
-        action="store_true",
-        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
-    )
-    scoring.add_argument(
-        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    add_scoring_flags(
+        scoring,
+        batch_independent_help="score every pair on its own, without bert_score's batch "
+        "padding floor",
     )
     output = p.add_argument_group("output")
     output.add_argument(
@@ -134,23 +133,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**64), got {value}")
-    return value
+    return checked_number(
+        text, int, lambda v: 0 <= v < 2**64, "an integer seed", "a seed in [0, 2**64)"
+    )
 
 
 def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text}")
-    return value
+    return checked_number(
+        text,
+        float,
+        lambda v: 0.0 < v < 1.0,
+        "a number in (0, 1)",
+        "a number strictly between 0 and 1",
+        echo_text=True,
+    )
 
 
 def read_inputs(
@@ -196,28 +192,15 @@ def read_inputs(
 def run(args: argparse.Namespace) -> int:
     """Score the systems, run the test, write the table; returns the exit code."""
     systems, refs = read_inputs(args.cand, args.ref)
-    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
-        raise CliError(f"baseline file {args.baseline_path}: no such file")
+    check_baseline_path(args)
     flat_refs = [r for group in refs for r in ([group] if isinstance(group, str) else group)]
     start = time.perf_counter()
     scorer = BERTScorer(
-        model_type=args.model,
-        num_layers=args.num_layers,
-        batch_size=args.batch_size,
-        idf=args.idf,
+        **scorer_options(args),
         idf_sents=flat_refs if args.idf else None,
-        device=args.device,
-        lang=args.lang,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
-        precision=args.precision,
         batch_independent=args.batch_independent,
     )
-    if args.rescale_with_baseline:
-        try:
-            scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
-        except ValueError as e:
-            raise CliError(f"{e}; pass --baseline_path FILE") from None
+    check_baseline(args, scorer)
     debug(args, f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision}")
     table = scorer.compare(
         systems,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import TextIO
@@ -25,10 +24,14 @@ from .common import (
     CliError,
     add_common_flags,
     add_model_flags,
+    add_scoring_flags,
+    check_baseline,
+    check_baseline_path,
     debug,
     info,
     positive_int,
     progress_bar,
+    scorer_options,
 )
 from .inputs import Source, open_source
 
@@ -96,22 +99,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="pairs per scoring batch (bert_score's padding floor) and texts per encoder call (64)",
     )
     scoring = p.add_argument_group("scoring")
-    scoring.add_argument(
-        "--idf", action="store_true", help="weight tokens by IDF over the references"
-    )
-    scoring.add_argument(
-        "--batch-independent",
-        action="store_true",
-        help="score every pair on its own (the paper's definition), without bert_score's "
-        "batch padding floor",
-    )
-    scoring.add_argument(
-        "--rescale_with_baseline",
-        action="store_true",
-        help="rescale scores with the baseline of the model and --lang (or --baseline_path)",
-    )
-    scoring.add_argument(
-        "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
+    add_scoring_flags(
+        scoring,
+        batch_independent_help="score every pair on its own (the paper's definition), without "
+        "bert_score's batch padding floor",
     )
     output = p.add_argument_group("output")
     output.add_argument(
@@ -230,17 +221,6 @@ WRITERS = {"text": TextWriter, "tsv": TsvWriter, "json": JsonWriter}
 # -- the subcommand ------------------------------------------------------------------------------
 
 
-def _check_baseline(args: argparse.Namespace, scorer: BERTScorer) -> None:
-    if not args.rescale_with_baseline:
-        return
-    try:
-        scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
-    except ValueError as e:
-        raise CliError(
-            f"{e}; pass --baseline_path FILE (make one with `rust-bertscore baseline`)"
-        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     """Score, write the output, return the exit code."""
     source: Source = open_source(args.cand, args.ref, args.jsonl, args.cand_field, args.ref_field)
@@ -249,23 +229,14 @@ def run(args: argparse.Namespace) -> int:
             "--idf needs reference files: IDF over a single pair of sentences is not supported "
             "(as in bert-score)"
         )
-    if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
-        raise CliError(f"baseline file {args.baseline_path}: no such file")
+    check_baseline_path(args)
     start = time.perf_counter()
     scorer = BERTScorer(
-        model_type=args.model,
-        num_layers=args.num_layers,
-        batch_size=args.batch_size,
-        idf=args.idf,
-        device=args.device,
-        lang=args.lang,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
-        precision=args.precision,
-        cache_bytes=0,
-        batch_independent=args.batch_independent,
+        **scorer_options(args), cache_bytes=0, batch_independent=args.batch_independent
     )
-    _check_baseline(args, scorer)
+    check_baseline(
+        args, scorer, "pass --baseline_path FILE (make one with `rust-bertscore baseline`)"
+    )
     debug(
         args,
         f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision} on "

@@ -7,7 +7,7 @@ from typing import Any
 
 import onnx
 
-from ._blocks import finish, float_field, layers_to_build, mask_bias, mask_index, new_graph
+from ._blocks import attention_mask, finish, float_field, layers_to_build, new_graph
 from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
 from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer
 
@@ -107,7 +107,7 @@ def build_albert(
     )
     states = [x]
     if n_build:
-        bias = mask_index(g) if fused else mask_bias(g)
+        bias = attention_mask(g, fused)
         for i in range(n_build):
             group = group_of_layer(i, n_build, n_groups)
             for inner in range(n_inner):

@@ -10,16 +10,17 @@ import numpy as np
 import onnx
 
 from ._blocks import (
+    encoder_dims,
+    encoder_layers,
     finish,
     layers_to_build,
-    mask_bias,
-    mask_index,
     new_graph,
     position_rows,
-    transformer_layer,
+    stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
+from ._checkpoint import CheckpointError, WeightStore, model_depth
 from ._encoders import INPUT_IDS, LayerNames
+from ._graph import GraphBuilder
 
 POSITION_OFFSET = 2
 """BART's learned positions start at row 2 of ``embed_positions`` (a fairseq legacy);
@@ -65,6 +66,29 @@ def _token_embedding(w: WeightStore, vocab: int, hidden: int) -> np.ndarray:
     )
 
 
+def embed_tokens(g: GraphBuilder, w: WeightStore, vocab: int, hidden: int, *, scale: bool) -> str:
+    """The rows of ``encoder.embed_tokens`` (see :func:`_token_embedding`) for ``input_ids``,
+    times ``sqrt(hidden)`` when ``scale`` (``scale_embedding``)."""
+    table = _token_embedding(w, vocab, hidden)
+    if scale:
+        # transformers multiplies the looked-up rows by the scale: the same float32 product.
+        table = table * np.float32(math.sqrt(hidden))
+    return g.op(
+        "Gather", [g.weight("encoder.embed_tokens", table), INPUT_IDS], "embed_tokens", axis=0
+    )
+
+
+def add_learned_positions(g: GraphBuilder, word: str, table: np.ndarray, offset: int) -> str:
+    """``word`` plus rows ``offset .. offset + T - 1`` of the position table
+    ``encoder.embed_positions``."""
+    positions = g.weight("encoder.embed_positions", table)
+    return g.op(
+        "Add",
+        [word, position_rows(g, positions, offset, "embed_positions")],
+        "embeddings/add_position",
+    )
+
+
 def build_bart(
     w: WeightStore,
     config: dict[str, Any],
@@ -85,65 +109,23 @@ def build_bart(
     """
     model_type = str(config.get("model_type"))
     pre_norm = model_type == "mbart"
-    hidden = _int_field(config, "d_model")
-    heads = _int_field(config, "encoder_attention_heads")
-    if heads <= 0 or hidden % heads:
-        raise CheckpointError(f"d_model {hidden} is not a multiple of the number of heads {heads}")
-    vocab = _int_field(config, "vocab_size")
+    dims = encoder_dims(config, eps=LAYER_NORM_EPS)
+    hidden = dims.hidden
     offset = position_offset(config)
-    n_positions = _int_field(config, "max_position_embeddings") + offset
-    ffn = _int_field(config, "encoder_ffn_dim")
-    activation = str(config.get("activation_function", "gelu"))
-    depth = model_depth(config)
-    n_build = layers_to_build(depth, num_layers, all_layers)
+    n_positions = dims.n_positions + offset
+    n_build = layers_to_build(model_depth(config), num_layers, all_layers)
 
     g = new_graph()
-    table = _token_embedding(w, vocab, hidden)
-    if config.get("scale_embedding", False):
-        # transformers multiplies the looked-up rows by the scale: the same float32 product.
-        table = table * np.float32(math.sqrt(hidden))
-    word = g.op(
-        "Gather", [g.weight("encoder.embed_tokens", table), INPUT_IDS], "embed_tokens", axis=0
+    word = embed_tokens(g, w, dims.vocab, hidden, scale=bool(config.get("scale_embedding", False)))
+    x = add_learned_positions(
+        g, word, w.get("encoder.embed_positions.weight", (n_positions, hidden)), offset
     )
-    positions = g.weight(
-        "encoder.embed_positions",
-        w.get("encoder.embed_positions.weight", (n_positions, hidden)),
+    x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
+    states = encoder_layers(
+        g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=pre_norm
     )
-    x = g.op(
-        "Add",
-        [word, position_rows(g, positions, offset, "embed_positions")],
-        "embeddings/add_position",
-    )
-
-    def norm(t: str, part: str) -> str:
-        return g.layer_norm(
-            t,
-            w.get(f"{part}.weight", (hidden,)),
-            w.get(f"{part}.bias", (hidden,)),
-            LAYER_NORM_EPS,
-            part,
-        )
-
-    x = norm(x, "encoder.layernorm_embedding")
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        for i in range(n_build):
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                bart_layer_names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=ffn,
-                eps=LAYER_NORM_EPS,
-                activation=activation,
-                fused=fused,
-                pre_norm=pre_norm,
-            )
-            states.append(x)
     if pre_norm:
-        states[-1] = norm(states[-1], "encoder.layer_norm")
+        states[-1] = stored_layer_norm(
+            g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS
+        )
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

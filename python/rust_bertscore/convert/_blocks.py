@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
 
-from ._checkpoint import CheckpointError, WeightStore
+from ._checkpoint import CheckpointError, WeightStore, _int_field
 from ._encoders import (
     ATTENTION_MASK,
     HIDDEN_STATE,
@@ -128,6 +130,89 @@ def mask_bias(g: GraphBuilder) -> str:
 def mask_index(g: GraphBuilder) -> str:
     """The attention mask as int32 ``[batch, seq]``: the ``mask_index`` of ORT's Attention."""
     return g.op("Cast", [ATTENTION_MASK], "mask/int32", to=onnx.TensorProto.INT32)
+
+
+def attention_mask(g: GraphBuilder, fused: bool) -> str:
+    """The layers' mask: :func:`mask_index` with ``fused``, else :func:`mask_bias`."""
+    return mask_index(g) if fused else mask_bias(g)
+
+
+def stored_layer_norm(
+    g: GraphBuilder, w: WeightStore, x: str, part: str, hidden: int, eps: float
+) -> str:
+    """LayerNorm of ``x`` with the stored ``{part}.weight`` and ``{part}.bias``; node ``part``."""
+    return g.layer_norm(
+        x, w.get(f"{part}.weight", (hidden,)), w.get(f"{part}.bias", (hidden,)), eps, part
+    )
+
+
+def hidden_and_heads(
+    config: dict[str, Any], hidden_field: str, heads_field: str, label: str | None = None
+) -> tuple[int, int]:
+    """The hidden width and the number of heads from config.json, the width a multiple of the
+    heads (the error names the width ``label``, else ``hidden_field``)."""
+    hidden = _int_field(config, hidden_field)
+    heads = _int_field(config, heads_field)
+    if heads <= 0 or hidden % heads:
+        raise CheckpointError(
+            f"{label or hidden_field} {hidden} is not a multiple of the number of heads {heads}"
+        )
+    return hidden, heads
+
+
+class LayerSizes(Protocol):
+    """What :func:`encoder_layers` reads of a family's sizes (``EncoderSpec`` has them too)."""
+
+    @property
+    def hidden(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def intermediate(self) -> int: ...
+    @property
+    def layer_norm_eps(self) -> float: ...
+    @property
+    def activation(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class EncoderDims:
+    """The sizes a seq2seq encoder's config.json gives (BART, Pegasus, LED, ProphetNet)."""
+
+    hidden: int
+    heads: int
+    vocab: int
+    n_positions: int
+    intermediate: int
+    activation: str
+    layer_norm_eps: float
+
+
+def encoder_dims(
+    config: dict[str, Any],
+    *,
+    eps: float,
+    hidden_field: str = "d_model",
+    heads_field: str = "encoder_attention_heads",
+    positions_field: str = "max_position_embeddings",
+) -> EncoderDims:
+    """Read :class:`EncoderDims` (``encoder_ffn_dim``, ``activation_function`` default gelu);
+    ``eps`` is the layers' LayerNorm eps (config.json has none)."""
+    hidden, heads = hidden_and_heads(config, hidden_field, heads_field)
+    return EncoderDims(
+        hidden=hidden,
+        heads=heads,
+        vocab=_int_field(config, "vocab_size"),
+        n_positions=_int_field(config, positions_field),
+        intermediate=_int_field(config, "encoder_ffn_dim"),
+        activation=str(config.get("activation_function", "gelu")),
+        layer_norm_eps=eps,
+    )
+
+
+def numbered(template: LayerNames) -> Callable[[int], LayerNames]:
+    """Layer ``i``'s names from a template whose prefix holds ``{i}``."""
+    return lambda i: replace(template, prefix=template.prefix.format(i=i))
 
 
 Params = tuple[np.ndarray, np.ndarray]
@@ -251,13 +336,7 @@ def transformer_layer(
         return w.get(f"{pre}{part}.weight", (n_out, n_in)), w.get(f"{pre}{part}.bias", (n_out,))
 
     def norm(t: str, part: str) -> str:
-        return g.layer_norm(
-            t,
-            w.get(f"{pre}{part}.weight", (hidden,)),
-            w.get(f"{pre}{part}.bias", (hidden,)),
-            eps,
-            f"{pre}{part}",
-        )
+        return stored_layer_norm(g, w, t, f"{pre}{part}", hidden, eps)
 
     attn_in = norm(x, names.attn_norm) if pre_norm else x
     attn = self_attention(
@@ -287,3 +366,43 @@ def transformer_layer(
     out = g.linear(inner, *params(names.ffn_out, hidden, intermediate), f"{pre}{names.ffn_out}")
     out = g.op("Add", [out, h], f"{pre}ffn/residual")
     return out if pre_norm else norm(out, names.ffn_norm)
+
+
+def encoder_layers(
+    g: GraphBuilder,
+    w: WeightStore,
+    x: str,
+    n_build: int,
+    names: Callable[[int], LayerNames],
+    sizes: LayerSizes,
+    *,
+    fused: bool,
+    pre_norm: bool = False,
+    extra_bias: Callable[[int], str | None] | None = None,
+) -> list[str]:
+    """``x`` then the output of each of ``n_build`` layers (:func:`transformer_layer`) run on it.
+
+    The mask (:func:`attention_mask`) is built before the first layer; ``extra_bias(i)``, called
+    just before layer ``i`` is built, gives that layer's score bias.
+    """
+    states = [x]
+    if n_build:
+        mask = attention_mask(g, fused)
+        for i in range(n_build):
+            x = transformer_layer(
+                g,
+                w,
+                x,
+                mask,
+                names(i),
+                hidden=sizes.hidden,
+                heads=sizes.heads,
+                intermediate=sizes.intermediate,
+                eps=sizes.layer_norm_eps,
+                activation=sizes.activation,
+                fused=fused,
+                pre_norm=pre_norm,
+                extra_bias=None if extra_bias is None else extra_bias(i),
+            )
+            states.append(x)
+    return states

@@ -11,37 +11,32 @@ transformers' padding of the batch to a window multiple only adds masked keys (s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import onnx
 
-from ._bart import LAYER_NORM_EPS, _token_embedding
+from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
 from ._blocks import (
+    encoder_dims,
+    encoder_layers,
     finish,
     layers_to_build,
-    mask_bias,
-    mask_index,
     new_graph,
-    position_rows,
-    transformer_layer,
+    stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
-from ._encoders import INPUT_IDS, LayerNames
-from ._longformer import attention_windows, band_bias
+from ._checkpoint import WeightStore, model_depth
+from ._encoders import LayerNames
+from ._longformer import attention_windows, window_bias
 
 
 def led_layer_names(i: int) -> LayerNames:
-    """Where LED keeps encoder layer ``i``'s tensors."""
-    return LayerNames(
-        prefix=f"encoder.layers.{i}.",
-        query="self_attn.longformer_self_attn.query",
-        key="self_attn.longformer_self_attn.key",
-        value="self_attn.longformer_self_attn.value",
+    """Where LED keeps encoder layer ``i``'s tensors: BART's, but for the attention's."""
+    attn = "self_attn.longformer_self_attn"
+    return replace(
+        bart_layer_names(i),
+        **{part: f"{attn}.{part}" for part in ("query", "key", "value")},
         attn_out="self_attn.output",
-        attn_norm="self_attn_layer_norm",
-        ffn_in="fc1",
-        ffn_out="fc2",
-        ffn_norm="final_layer_norm",
     )
 
 
@@ -55,59 +50,20 @@ def build_led(
     fused: bool,
 ) -> onnx.ModelProto:
     """The encoder graph of an LED checkpoint (see ``convert.export_onnx``)."""
-    hidden = _int_field(config, "d_model")
-    heads = _int_field(config, "encoder_attention_heads")
-    if heads <= 0 or hidden % heads:
-        raise CheckpointError(f"d_model {hidden} is not a multiple of the number of heads {heads}")
-    vocab = _int_field(config, "vocab_size")
-    n_positions = _int_field(config, "max_encoder_position_embeddings")
-    ffn = _int_field(config, "encoder_ffn_dim")
-    activation = str(config.get("activation_function", "gelu"))
+    dims = encoder_dims(
+        config, eps=LAYER_NORM_EPS, positions_field="max_encoder_position_embeddings"
+    )
+    hidden = dims.hidden
     depth = model_depth(config)
     windows = attention_windows(config, depth)
     n_build = layers_to_build(depth, num_layers, all_layers)
 
     g = new_graph()
-    word = g.op(
-        "Gather",
-        [g.weight("encoder.embed_tokens", _token_embedding(w, vocab, hidden)), INPUT_IDS],
-        "embed_tokens",
-        axis=0,
+    word = embed_tokens(g, w, dims.vocab, hidden, scale=False)
+    table = w.get("encoder.embed_positions.weight", (dims.n_positions, hidden))
+    x = add_learned_positions(g, word, table, 0)
+    x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
+    states = encoder_layers(
+        g, w, x, n_build, led_layer_names, dims, fused=fused, extra_bias=window_bias(g, windows)
     )
-    positions = g.weight(
-        "encoder.embed_positions", w.get("encoder.embed_positions.weight", (n_positions, hidden))
-    )
-    x = g.op(
-        "Add", [word, position_rows(g, positions, 0, "embed_positions")], "embeddings/add_position"
-    )
-    x = g.layer_norm(
-        x,
-        w.get("encoder.layernorm_embedding.weight", (hidden,)),
-        w.get("encoder.layernorm_embedding.bias", (hidden,)),
-        LAYER_NORM_EPS,
-        "encoder.layernorm_embedding",
-    )
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        bands: dict[int, str] = {}
-        for i in range(n_build):
-            one_sided = windows[i] // 2
-            if one_sided not in bands:
-                bands[one_sided] = band_bias(g, one_sided)
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                led_layer_names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=ffn,
-                eps=LAYER_NORM_EPS,
-                activation=activation,
-                fused=fused,
-                extra_bias=bands[one_sided],
-            )
-            states.append(x)
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

@@ -15,12 +15,13 @@ and ``value_global``, the projections of global attention, are never read).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import onnx
 
-from ._blocks import finish, layers_to_build, mask_bias, mask_index, new_graph, transformer_layer
+from ._blocks import encoder_layers, finish, layers_to_build, new_graph, numbered
 from ._checkpoint import CheckpointError, WeightStore
 from ._encoders import ATTENTION_MASK, BERT_LAYER, INPUT_IDS, _embeddings, encoder_spec
 from ._graph import FLOAT32_MIN, GraphBuilder
@@ -66,6 +67,20 @@ def band_bias(g: GraphBuilder, one_sided: int) -> str:
     return g.op("Unsqueeze", [bias, g.ints(f"{name}/axes_0_1", [0, 1])], name)
 
 
+def window_bias(g: GraphBuilder, windows: list[int]) -> Callable[[int], str]:
+    """Layer ``i`` -> the :func:`band_bias` of its ``windows[i]``, each band built once (when
+    first asked for)."""
+    bands: dict[int, str] = {}
+
+    def bias(i: int) -> str:
+        one_sided = windows[i] // 2
+        if one_sided not in bands:
+            bands[one_sided] = band_bias(g, one_sided)
+        return bands[one_sided]
+
+    return bias
+
+
 def build_longformer(
     w: WeightStore,
     config: dict[str, Any],
@@ -83,27 +98,14 @@ def build_longformer(
     n_build = layers_to_build(spec.depth, num_layers, all_layers)
     g = new_graph()
     x = _embeddings(g, spec, w, ATTENTION_MASK)
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        bands: dict[int, str] = {}
-        for i in range(n_build):
-            one_sided = windows[i] // 2
-            if one_sided not in bands:
-                bands[one_sided] = band_bias(g, one_sided)
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                replace(BERT_LAYER, prefix=BERT_LAYER.prefix.format(i=i)),
-                hidden=spec.hidden,
-                heads=spec.heads,
-                intermediate=spec.intermediate,
-                eps=spec.layer_norm_eps,
-                activation=spec.activation,
-                fused=fused,
-                extra_bias=bands[one_sided],
-            )
-            states.append(x)
+    states = encoder_layers(
+        g,
+        w,
+        x,
+        n_build,
+        numbered(BERT_LAYER),
+        spec,
+        fused=fused,
+        extra_bias=window_bias(g, windows),
+    )
     return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)

@@ -9,15 +9,16 @@ import numpy as np
 import onnx
 
 from ._blocks import (
+    EncoderDims,
+    encoder_layers,
     finish,
     float_field,
+    hidden_and_heads,
     layers_to_build,
-    mask_bias,
-    mask_index,
     new_graph,
     padding_aware_positions,
     seq_len,
-    transformer_layer,
+    stored_layer_norm,
 )
 from ._checkpoint import CheckpointError, WeightStore, _int_field, max_positions, model_depth
 from ._encoders import INPUT_IDS, LayerNames
@@ -120,12 +121,9 @@ def build_mpnet(
     padding_idx 1; each layer is BERT's post-LayerNorm layer with the relative position bias of
     ``encoder.relative_attention_bias`` added to the attention scores.
     """
-    hidden = _int_field(config, "hidden_size")
-    heads = _int_field(config, "num_attention_heads")
-    if heads <= 0 or hidden % heads:
-        raise CheckpointError(
-            f"hidden size {hidden} is not a multiple of the number of heads {heads}"
-        )
+    hidden, heads = hidden_and_heads(
+        config, "hidden_size", "num_attention_heads", label="hidden size"
+    )
     vocab = _int_field(config, "vocab_size")
     n_positions = _int_field(config, "max_position_embeddings")
     n_buckets = _int_field(config, "relative_attention_num_buckets")
@@ -149,35 +147,24 @@ def build_mpnet(
         ],
         "embeddings/add_position",
     )
-    x = g.layer_norm(
-        x,
-        w.get("embeddings.LayerNorm.weight", (hidden,)),
-        w.get("embeddings.LayerNorm.bias", (hidden,)),
-        eps,
-        "embeddings.LayerNorm",
-    )
-    states = [x]
+    x = stored_layer_norm(g, w, x, "embeddings.LayerNorm", hidden, eps)
+    position_bias = ""
     if n_build:
         max_len = max(max_positions(config) or 0, 1)
         table = relative_bias_table(
             w.get("encoder.relative_attention_bias.weight", (n_buckets, heads)), max_len
         )
         position_bias = _position_bias(g, table, max_len)
-        mask = mask_index(g) if fused else mask_bias(g)
-        for i in range(n_build):
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                mpnet_layer_names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=_int_field(config, "intermediate_size"),
-                eps=eps,
-                activation=str(config.get("hidden_act", "gelu")),
-                fused=fused,
-                extra_bias=position_bias,
-            )
-            states.append(x)
+    sizes = EncoderDims(
+        hidden=hidden,
+        heads=heads,
+        vocab=vocab,
+        n_positions=n_positions,
+        intermediate=_int_field(config, "intermediate_size") if n_build else 0,
+        activation=str(config.get("hidden_act", "gelu")),
+        layer_norm_eps=eps,
+    )
+    states = encoder_layers(
+        g, w, x, n_build, mpnet_layer_names, sizes, fused=fused, extra_bias=lambda i: position_bias
+    )
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

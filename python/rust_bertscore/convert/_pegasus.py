@@ -16,24 +16,21 @@ Blenderbot (``blenderbot-400M-distill``) is the same encoder with learned positi
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import onnx
 
-from ._bart import LAYER_NORM_EPS, _token_embedding, bart_layer_names
+from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
 from ._blocks import (
+    encoder_dims,
+    encoder_layers,
     finish,
     layers_to_build,
-    mask_bias,
-    mask_index,
     new_graph,
-    position_rows,
-    transformer_layer,
+    stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
-from ._encoders import INPUT_IDS
+from ._checkpoint import CheckpointError, WeightStore, model_depth
 
 
 def sinusoidal_table(n_positions: int, dim: int) -> np.ndarray:
@@ -63,57 +60,19 @@ def build_pegasus(
     fused: bool,
 ) -> onnx.ModelProto:
     """The encoder graph of a Pegasus or Blenderbot checkpoint (see ``convert.export_onnx``)."""
-    hidden = _int_field(config, "d_model")
-    heads = _int_field(config, "encoder_attention_heads")
-    if heads <= 0 or hidden % heads:
-        raise CheckpointError(f"d_model {hidden} is not a multiple of the number of heads {heads}")
-    vocab = _int_field(config, "vocab_size")
-    n_positions = _int_field(config, "max_position_embeddings")
+    dims = encoder_dims(config, eps=LAYER_NORM_EPS)
+    hidden, n_positions = dims.hidden, dims.n_positions
     if n_positions <= 0:
         raise CheckpointError(f"max_position_embeddings must be positive, got {n_positions}")
-    ffn = _int_field(config, "encoder_ffn_dim")
-    activation = str(config.get("activation_function", "gelu"))
     n_build = layers_to_build(model_depth(config), num_layers, all_layers)
 
     g = new_graph()
-    table = _token_embedding(w, vocab, hidden)
-    if config.get("scale_embedding", False):
-        table = table * np.float32(math.sqrt(hidden))
-    word = g.op(
-        "Gather", [g.weight("encoder.embed_tokens", table), INPUT_IDS], "embed_tokens", axis=0
-    )
+    word = embed_tokens(g, w, dims.vocab, hidden, scale=bool(config.get("scale_embedding", False)))
     if config.get("model_type") == "blenderbot":
         stored = w.get("encoder.embed_positions.weight", (n_positions, hidden))
     else:
         stored = sinusoidal_table(n_positions, hidden)
-    positions = g.weight("encoder.embed_positions", stored)
-    x = g.op(
-        "Add", [word, position_rows(g, positions, 0, "embed_positions")], "embeddings/add_position"
-    )
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        for i in range(n_build):
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                bart_layer_names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=ffn,
-                eps=LAYER_NORM_EPS,
-                activation=activation,
-                fused=fused,
-                pre_norm=True,
-            )
-            states.append(x)
-    states[-1] = g.layer_norm(
-        states[-1],
-        w.get("encoder.layer_norm.weight", (hidden,)),
-        w.get("encoder.layer_norm.bias", (hidden,)),
-        LAYER_NORM_EPS,
-        "encoder.layer_norm",
-    )
+    x = add_learned_positions(g, word, stored, 0)
+    states = encoder_layers(g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=True)
+    states[-1] = stored_layer_norm(g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS)
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

@@ -17,8 +17,15 @@ from typing import Any
 
 import onnx
 
-from ._blocks import finish, layers_to_build, mask_bias, mask_index, new_graph, transformer_layer
-from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
+from ._blocks import (
+    encoder_dims,
+    encoder_layers,
+    finish,
+    layers_to_build,
+    new_graph,
+    stored_layer_norm,
+)
+from ._checkpoint import WeightStore, model_depth
 from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames
 
 LAYER_NORM_EPS = 1e-5
@@ -50,15 +57,14 @@ def build_prophetnet(
     fused: bool,
 ) -> onnx.ModelProto:
     """The encoder graph of a ProphetNet checkpoint (see ``convert.export_onnx``)."""
-    hidden = _int_field(config, "hidden_size")
-    heads = _int_field(config, "num_encoder_attention_heads")
-    if heads <= 0 or hidden % heads:
-        raise CheckpointError(f"hidden_size {hidden} is not a multiple of the heads {heads}")
-    vocab = _int_field(config, "vocab_size")
-    n_positions = _int_field(config, "max_position_embeddings")
+    dims = encoder_dims(
+        config,
+        eps=LAYER_NORM_EPS,
+        hidden_field="hidden_size",
+        heads_field="num_encoder_attention_heads",
+    )
+    hidden, n_positions = dims.hidden, dims.n_positions
     pad = int(config.get("pad_token_id") or 0)
-    ffn = _int_field(config, "encoder_ffn_dim")
-    activation = str(config.get("activation_function", "gelu"))
     n_build = layers_to_build(model_depth(config), num_layers, all_layers)
 
     g = new_graph()
@@ -68,7 +74,7 @@ def build_prophetnet(
     )
     word = g.op(
         "Gather",
-        [g.weight("encoder.word_embeddings", w.get(key, (vocab, hidden))), INPUT_IDS],
+        [g.weight("encoder.word_embeddings", w.get(key, (dims.vocab, hidden))), INPUT_IDS],
         "word_embeddings",
         axis=0,
     )
@@ -87,29 +93,6 @@ def build_prophetnet(
         axis=0,
     )
     x = g.op("Add", [word, pos], "embeddings/add_position")
-    x = g.layer_norm(
-        x,
-        w.get("encoder.embeddings_layer_norm.weight", (hidden,)),
-        w.get("encoder.embeddings_layer_norm.bias", (hidden,)),
-        LAYER_NORM_EPS,
-        "encoder.embeddings_layer_norm",
-    )
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        for i in range(n_build):
-            x = transformer_layer(
-                g,
-                w,
-                x,
-                mask,
-                prophetnet_layer_names(i),
-                hidden=hidden,
-                heads=heads,
-                intermediate=ffn,
-                eps=LAYER_NORM_EPS,
-                activation=activation,
-                fused=fused,
-            )
-            states.append(x)
+    x = stored_layer_norm(g, w, x, "encoder.embeddings_layer_norm", hidden, LAYER_NORM_EPS)
+    states = encoder_layers(g, w, x, n_build, prophetnet_layer_names, dims, fused=fused)
     return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)

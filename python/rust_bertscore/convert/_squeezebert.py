@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._blocks import finish, layers_to_build, mask_bias, mask_index, new_graph, transformer_layer
+from ._blocks import encoder_layers, finish, layers_to_build, new_graph, numbered
 from ._checkpoint import CheckpointError, WeightStore, _int_field
 from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec
 
@@ -129,22 +129,13 @@ def build_squeezebert(
     n_build = layers_to_build(spec.depth, num_layers, all_layers)
     g = new_graph()
     x = _embeddings(g, spec, weights, ATTENTION_MASK)  # type: ignore[arg-type]
-    states = [x]
-    if n_build:
-        mask = mask_index(g) if fused else mask_bias(g)
-        for i in range(n_build):
-            x = transformer_layer(
-                g,
-                weights,  # type: ignore[arg-type]
-                x,
-                mask,
-                replace(SQUEEZEBERT_LAYER, prefix=SQUEEZEBERT_LAYER.prefix.format(i=i)),
-                hidden=spec.hidden,
-                heads=spec.heads,
-                intermediate=spec.intermediate,
-                eps=spec.layer_norm_eps,
-                activation=spec.activation,
-                fused=fused,
-            )
-            states.append(x)
+    states = encoder_layers(
+        g,
+        weights,  # type: ignore[arg-type]
+        x,
+        n_build,
+        numbered(SQUEEZEBERT_LAYER),
+        spec,
+        fused=fused,  # type: ignore[arg-type]
+    )
     return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)

@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import pickle
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -292,3 +293,120 @@ def _check_index(index: np.ndarray, n: int) -> None:
         raise DistributedInputError(
             f"row index {bad} is outside 0..{n - 1}: the index column must number the rows 0..N-1"
         )
+
+
+# -- what the engines share ------------------------------------------------------------------------
+
+ROW_INDEX = "__rust_bertscore_row__"
+"""Name of the row-number column added when the caller gives none (dropped from the result)."""
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """What scoring a dataset with some ``score()`` options needs before the scoring pass.
+
+    Attributes
+    ----------
+    idf, floors : bool
+        IDF over every reference; bert_score's padding floor (no ``batch_independent``).
+    index_col : str or None
+        The row-number column (:data:`ROW_INDEX` when the plan needs one and none was given).
+    drop_index : bool
+        Whether ``index_col`` is added here only, to drop from the result.
+    number_rows : bool
+        Whether the engine must number the rows (``index_col`` is not a column of the input).
+    """
+
+    idf: bool
+    floors: bool
+    index_col: str | None
+    drop_index: bool
+    number_rows: bool
+
+    @property
+    def needs_plan(self) -> bool:
+        """Whether the first pass (a :class:`ScorePlan`) is needed."""
+        return self.idf or self.floors
+
+
+def indexing(options: Mapping[str, Any], index_col: str | None, columns: Sequence[str]) -> Indexing:
+    """The :class:`Indexing` of checked ``score()`` ``options`` over a dataset's ``columns``."""
+    idf = bool(options.get("idf", False))
+    floors = not bool(options.get("batch_independent", False))
+    drop_index = False
+    if (idf or floors) and index_col is None:
+        index_col, drop_index = ROW_INDEX, True
+    # Rows numbered by the engine: needed by the plan, or asked for to sort the result.
+    number_rows = index_col is not None and index_col not in columns
+    return Indexing(idf, floors, index_col, drop_index, number_rows)
+
+
+def statistics_part(
+    batch: Batch,
+    cand_col: str,
+    ref_col: str,
+    index_col: str,
+    *,
+    model_type: str | None,
+    lang: str | None,
+    pair_offsets: np.ndarray | None,
+    batch_size: int,
+    floors: bool,
+    idf: bool,
+) -> bytes:
+    """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang``."""
+    return batch_statistics(
+        batch,
+        cand_col,
+        ref_col,
+        index_col,
+        tokenizer=load_tokenizer(model_type, lang),
+        pair_offsets=pair_offsets,
+        batch_size=batch_size,
+        floors=floors,
+        idf=idf,
+    )
+
+
+def first_pass(
+    map_parts: Callable[[Callable[[Batch], bytes]], Iterable[bytes]],
+    list_refs: Callable[[], bool],
+    cand_col: str,
+    ref_col: str,
+    index_col: str,
+    *,
+    num_rows: int,
+    batch_size: int,
+    floors: bool,
+    idf: bool,
+    model_type: str | None,
+    lang: str | None,
+) -> ScorePlan:
+    """Both passes of the plan over a dataset of ``num_rows`` rows.
+
+    ``map_parts(fn)`` runs ``fn`` on every engine batch (on the workers) and yields the results
+    on the driver; ``list_refs()`` says whether the reference column holds lists (asked only
+    when ``floors``: plain strings need no pair count).
+    """
+    builder = PlanBuilder(num_rows, batch_size, floors=floors, idf=idf)
+    if floors and list_refs():
+        counts_of = functools.partial(count_pairs, ref_col=ref_col, index_col=index_col)
+        for part in map_parts(counts_of):
+            builder.add_counts(part)
+        builder.finish_counts()
+    if floors or idf:
+        stats_of = functools.partial(
+            statistics_part,
+            cand_col=cand_col,
+            ref_col=ref_col,
+            index_col=index_col,
+            model_type=model_type,
+            lang=lang,
+            pair_offsets=builder.pair_offsets,
+            batch_size=batch_size,
+            floors=floors,
+            idf=idf,
+        )
+        for part in map_parts(stats_of):
+            builder.add_statistics(part)
+    return builder.build()

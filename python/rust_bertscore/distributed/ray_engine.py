@@ -6,7 +6,7 @@ Ray is imported inside the functions, so ``rust_bertscore.distributed`` imports 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,14 +14,11 @@ import numpy as np
 from ..scores import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
-from .plan import PlanBuilder, ScorePlan, batch_statistics, count_pairs, load_tokenizer
+from .plan import ROW_INDEX, ScorePlan, first_pass, indexing
 from .summary import Summary, partial_sums
 
 if TYPE_CHECKING:
     import ray.data
-
-ROW_INDEX = "__rust_bertscore_row__"
-"""Name of the row-number column added when the caller gives none (dropped from the result)."""
 
 ROWS_PER_BATCH = 256
 """Rows per engine batch: per-worker memory is about this many rows' texts and token vectors."""
@@ -125,39 +122,26 @@ def plan_dataset(
 ) -> ScorePlan:
     """The first pass over ``ds`` (tokenizer only, as Ray tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
-    n = ds.count() if num_rows is None else num_rows
-    builder = PlanBuilder(n, batch_size, floors=floors, idf=idf)
-    if floors and _is_list_column(ds, ref_col):
 
-        def counts_of(batch: Batch) -> dict[str, np.ndarray]:
-            part = count_pairs(batch, ref_col, index_col)
-            return {"part": np.array([part], dtype=object)}
+    def map_parts(fn: Callable[[Batch], bytes]) -> Iterator[bytes]:
+        def part_of(batch: Batch) -> dict[str, np.ndarray]:
+            return {"part": np.array([fn(batch)], dtype=object)}
 
-        counted = ds.map_batches(counts_of, batch_format="pyarrow", batch_size=rows_per_batch)
-        for part in _parts(counted):
-            builder.add_counts(part)
-        builder.finish_counts()
-    if floors or idf:
-        offsets = builder.pair_offsets
+        return _parts(ds.map_batches(part_of, batch_format="pyarrow", batch_size=rows_per_batch))
 
-        def stats_of(batch: Batch) -> dict[str, np.ndarray]:
-            part = batch_statistics(
-                batch,
-                cand_col,
-                ref_col,
-                index_col,
-                tokenizer=load_tokenizer(model_type, lang),
-                pair_offsets=offsets,
-                batch_size=batch_size,
-                floors=floors,
-                idf=idf,
-            )
-            return {"part": np.array([part], dtype=object)}
-
-        stats = ds.map_batches(stats_of, batch_format="pyarrow", batch_size=rows_per_batch)
-        for part in _parts(stats):
-            builder.add_statistics(part)
-    return builder.build()
+    return first_pass(
+        map_parts,
+        lambda: _is_list_column(ds, ref_col),
+        cand_col,
+        ref_col,
+        index_col,
+        num_rows=ds.count() if num_rows is None else num_rows,
+        batch_size=batch_size,
+        floors=floors,
+        idf=idf,
+        model_type=model_type,
+        lang=lang,
+    )
 
 
 def score_dataset(
@@ -221,17 +205,12 @@ def score_dataset(
     columns = list(ds.columns())
     check_input_columns(columns, cand_col, ref_col, score_cols)
     pool = _actor_pool(concurrency)
-    idf = bool(options.get("idf", False))
-    floors = not bool(options.get("batch_independent", False))
-    drop_index = False
-    plan: ScorePlan | None = None
-    n = None
-    if (idf or floors) and index_col is None:
-        index_col, drop_index = ROW_INDEX, True
-    if index_col is not None and index_col not in columns:
-        # Rows numbered here: needed by the plan, or asked for to sort the result.
+    need = indexing(options, index_col, columns)
+    index_col, plan, n = need.index_col, None, None
+    if need.number_rows:
+        assert index_col is not None
         ds, n = number_rows(ds, index_col, rows_per_batch)
-    if idf or floors:
+    if need.needs_plan:
         assert index_col is not None
         plan = plan_dataset(
             ds,
@@ -240,8 +219,8 @@ def score_dataset(
             index_col,
             num_rows=n,
             batch_size=batch_size,
-            floors=floors,
-            idf=idf,
+            floors=need.floors,
+            idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
             rows_per_batch=rows_per_batch,
@@ -265,7 +244,7 @@ def score_dataset(
         num_cpus=num_cpus,
         num_gpus=num_gpus,
     )
-    if drop_index:
+    if need.drop_index:
         scored = scored.drop_columns([ROW_INDEX])
     return scored
 

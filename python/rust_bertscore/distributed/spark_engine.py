@@ -9,18 +9,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..scores import SCORE_BATCH_SIZE
-from .columns import check_input_columns
+from .columns import Batch, check_input_columns
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
-from .plan import PlanBuilder, ScorePlan, batch_statistics, count_pairs, load_tokenizer
+from .plan import ROW_INDEX, ScorePlan, first_pass, indexing
 from .summary import Summary
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
-
-ROW_INDEX = "__rust_bertscore_row__"
-"""Name of the row-number column added when the caller gives none (dropped from the result)."""
 
 
 def _require_spark() -> Any:
@@ -78,44 +75,29 @@ def plan_spark(
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
     _require_spark()
-    n = df.count() if num_rows is None else num_rows
-    builder = PlanBuilder(n, batch_size, floors=floors, idf=idf)
-    part_schema = "part binary"
-    if floors and _is_list_column(df, ref_col):
 
-        def counts_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    def map_parts(fn: Callable[[Batch], bytes]) -> Iterator[bytes]:
+        def parts_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             import pandas as pd
 
             for frame in frames:
-                yield pd.DataFrame({"part": [count_pairs(frame, ref_col, index_col)]})
+                yield pd.DataFrame({"part": [fn(frame)]})
 
-        for part in _collect(df.mapInPandas(counts_of, part_schema)):
-            builder.add_counts(part)
-        builder.finish_counts()
-    if floors or idf:
-        offsets = builder.pair_offsets
+        return _collect(df.mapInPandas(parts_of, "part binary"))
 
-        def stats_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            import pandas as pd
-
-            tokenizer = load_tokenizer(model_type, lang)
-            for frame in frames:
-                part = batch_statistics(
-                    frame,
-                    cand_col,
-                    ref_col,
-                    index_col,
-                    tokenizer=tokenizer,
-                    pair_offsets=offsets,
-                    batch_size=batch_size,
-                    floors=floors,
-                    idf=idf,
-                )
-                yield pd.DataFrame({"part": [part]})
-
-        for part in _collect(df.mapInPandas(stats_of, part_schema)):
-            builder.add_statistics(part)
-    return builder.build()
+    return first_pass(
+        map_parts,
+        lambda: _is_list_column(df, ref_col),
+        cand_col,
+        ref_col,
+        index_col,
+        num_rows=df.count() if num_rows is None else num_rows,
+        batch_size=batch_size,
+        floors=floors,
+        idf=idf,
+        model_type=model_type,
+        lang=lang,
+    )
 
 
 def score_schema(
@@ -186,17 +168,12 @@ def score_spark(
     options = check_options(options)
     columns = list(df.columns)
     check_input_columns(columns, cand_col, ref_col, score_cols)
-    idf = bool(options.get("idf", False))
-    floors = not bool(options.get("batch_independent", False))
-    drop_index = False
-    plan: ScorePlan | None = None
-    n = None
-    if (idf or floors) and index_col is None:
-        index_col, drop_index = ROW_INDEX, True
-    if index_col is not None and index_col not in columns:
-        # Rows numbered here: needed by the plan, or asked for to sort the result.
+    need = indexing(options, index_col, columns)
+    index_col, plan, n = need.index_col, None, None
+    if need.number_rows:
+        assert index_col is not None
         df, n = number_rows_spark(df, index_col)
-    if idf or floors:
+    if need.needs_plan:
         assert index_col is not None
         plan = plan_spark(
             df,
@@ -205,8 +182,8 @@ def score_spark(
             index_col,
             num_rows=n,
             batch_size=batch_size,
-            floors=floors,
-            idf=idf,
+            floors=need.floors,
+            idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
         )
@@ -221,7 +198,7 @@ def score_spark(
         **options,
     )
     scored = df.mapInPandas(fn, score_schema(df.schema, score_cols))
-    return scored.drop(ROW_INDEX) if drop_index else scored
+    return scored.drop(ROW_INDEX) if need.drop_index else scored
 
 
 def summarize_spark(df: DataFrame, score_cols: tuple[str, str, str] = SCORE_COLUMNS) -> Summary:
