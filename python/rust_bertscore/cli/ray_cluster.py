@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .common import CliError, debug, positive_int
+from .common import CliError, debug, positive_int, scorer_options
 from .inputs import Source
 
 ROWS_PER_BLOCK = 4096
@@ -87,16 +87,8 @@ def ray_scored_chunks(
         "ref",
         index_col="row",
         concurrency=actors,
-        batch_size=args.batch_size,
-        model_type=args.model,
-        num_layers=args.num_layers,
-        idf=args.idf,
-        device=args.device,
-        lang=args.lang,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
-        precision=args.precision,
         batch_independent=args.batch_independent,
+        **scorer_options(args),
     )
     out = scored.select_columns(["row", "P", "R", "F"]).to_pandas().sort_values("row")
     P, R, F = (out[c].to_numpy(dtype=np.float32) for c in "PRF")

@@ -7,9 +7,9 @@ from typing import Any
 
 import onnx
 
-from ._blocks import attention_mask, finish, float_field, layers_to_build, new_graph
+from ._blocks import attention_mask, finish, float_field, new_graph
 from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
-from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer
+from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer, layers_to_build
 
 GROUP_PREFIX = "encoder.albert_layer_groups.{group}.albert_layers.{inner}."
 

@@ -13,13 +13,12 @@ from ._blocks import (
     encoder_dims,
     encoder_layers,
     finish,
-    layers_to_build,
     new_graph,
     position_rows,
     stored_layer_norm,
 )
 from ._checkpoint import CheckpointError, WeightStore, model_depth
-from ._encoders import INPUT_IDS, LayerNames
+from ._encoders import INPUT_IDS, LayerNames, layers_to_build
 from ._graph import GraphBuilder
 
 POSITION_OFFSET = 2

@@ -19,7 +19,6 @@ from ._encoders import (
     HIDDEN_STATES,
     INPUT_IDS,
     LayerNames,
-    check_num_layers,
 )
 from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
 
@@ -45,16 +44,6 @@ class SharingGraphBuilder(GraphBuilder):
         if key not in self._by_content:
             self._by_content[key] = super().weight(name, array)
         return self._by_content[key]
-
-
-def layers_to_build(depth: int, num_layers: int | None, all_layers: bool) -> int:
-    """How many layers the graph holds: ``depth`` with ``all_layers``, else ``num_layers``."""
-    if all_layers:
-        return depth
-    if num_layers is None:
-        raise TypeError("num_layers is required unless all_layers=True")
-    check_num_layers(num_layers, depth)
-    return int(num_layers)
 
 
 def new_graph(*, share_weights: bool = False) -> GraphBuilder:

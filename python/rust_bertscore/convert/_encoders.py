@@ -383,6 +383,16 @@ def check_num_layers(num_layers: int, depth: int) -> None:
         )
 
 
+def layers_to_build(depth: int, num_layers: int | None, all_layers: bool) -> int:
+    """How many layers the graph holds: ``depth`` with ``all_layers``, else ``num_layers``."""
+    if all_layers:
+        return depth
+    if num_layers is None:
+        raise TypeError("num_layers is required unless all_layers=True")
+    check_num_layers(num_layers, depth)
+    return int(num_layers)
+
+
 def build_model(
     model_dir: str | os.PathLike[str],
     num_layers: int | None,
@@ -427,13 +437,7 @@ def build_model(
     # DeBERTa (no fused variant: its attention scores carry relative-position terms).
     deberta = family in ("deberta", "deberta-v2")
     spec = deberta_spec(config) if deberta else encoder_spec(config)
-    if all_layers:
-        n_build = spec.depth
-    else:
-        if num_layers is None:
-            raise TypeError("num_layers is required unless all_layers=True")
-        check_num_layers(num_layers, spec.depth)
-        n_build = int(num_layers)
+    n_build = layers_to_build(spec.depth, num_layers, all_layers)
     weights = WeightStore(model_dir)
     g = GraphBuilder()
     g.fresh(INPUT_IDS)

@@ -11,8 +11,8 @@ import onnx
 
 from ._albert import GROUP_PREFIX, build_albert
 from ._bart import bart_layer_names, build_bart
-from ._blocks import layers_to_build
 from ._checkpoint import WeightStore, model_depth
+from ._encoders import layers_to_build
 from ._led import build_led
 from ._longformer import build_longformer
 from ._mpnet import build_mpnet

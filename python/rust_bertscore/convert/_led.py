@@ -17,16 +17,9 @@ from typing import Any
 import onnx
 
 from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import (
-    encoder_dims,
-    encoder_layers,
-    finish,
-    layers_to_build,
-    new_graph,
-    stored_layer_norm,
-)
+from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
 from ._checkpoint import WeightStore, model_depth
-from ._encoders import LayerNames
+from ._encoders import LayerNames, layers_to_build
 from ._longformer import attention_windows, window_bias
 
 

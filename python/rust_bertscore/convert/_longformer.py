@@ -21,9 +21,16 @@ from typing import Any
 
 import onnx
 
-from ._blocks import encoder_layers, finish, layers_to_build, new_graph, numbered
+from ._blocks import encoder_layers, finish, new_graph, numbered
 from ._checkpoint import CheckpointError, WeightStore
-from ._encoders import ATTENTION_MASK, BERT_LAYER, INPUT_IDS, _embeddings, encoder_spec
+from ._encoders import (
+    ATTENTION_MASK,
+    BERT_LAYER,
+    INPUT_IDS,
+    _embeddings,
+    encoder_spec,
+    layers_to_build,
+)
 from ._graph import FLOAT32_MIN, GraphBuilder
 
 

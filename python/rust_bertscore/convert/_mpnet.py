@@ -14,14 +14,13 @@ from ._blocks import (
     finish,
     float_field,
     hidden_and_heads,
-    layers_to_build,
     new_graph,
     padding_aware_positions,
     seq_len,
     stored_layer_norm,
 )
 from ._checkpoint import CheckpointError, WeightStore, _int_field, max_positions, model_depth
-from ._encoders import INPUT_IDS, LayerNames
+from ._encoders import INPUT_IDS, LayerNames, layers_to_build
 from ._graph import GraphBuilder
 
 PADDING_IDX = 1

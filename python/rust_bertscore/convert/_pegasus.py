@@ -22,15 +22,9 @@ import numpy as np
 import onnx
 
 from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import (
-    encoder_dims,
-    encoder_layers,
-    finish,
-    layers_to_build,
-    new_graph,
-    stored_layer_norm,
-)
+from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
 from ._checkpoint import CheckpointError, WeightStore, model_depth
+from ._encoders import layers_to_build
 
 
 def sinusoidal_table(n_positions: int, dim: int) -> np.ndarray:

@@ -17,16 +17,9 @@ from typing import Any
 
 import onnx
 
-from ._blocks import (
-    encoder_dims,
-    encoder_layers,
-    finish,
-    layers_to_build,
-    new_graph,
-    stored_layer_norm,
-)
+from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
 from ._checkpoint import WeightStore, model_depth
-from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames
+from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames, layers_to_build
 
 LAYER_NORM_EPS = 1e-5
 """``torch.nn.LayerNorm``'s default, which ProphetNet uses everywhere (config.json has none)."""

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._blocks import encoder_layers, finish, layers_to_build, new_graph, numbered
+from ._blocks import encoder_layers, finish, new_graph, numbered
 from ._checkpoint import CheckpointError, WeightStore, _int_field
-from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec
+from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec, layers_to_build
 
 SQUEEZEBERT_LAYER = LayerNames(
     prefix="encoder.layers.{i}.",

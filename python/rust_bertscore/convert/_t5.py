@@ -30,7 +30,7 @@ from ._encoders import (
     INPUT_IDS,
     _mask_bias,
     _mask_index,
-    check_num_layers,
+    layers_to_build,
 )
 from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
 
@@ -360,13 +360,7 @@ def build_t5_model(
     the last one after the final norm).
     """
     spec = t5_spec(load_config(model_dir))
-    if all_layers:
-        n_build = spec.depth
-    else:
-        if num_layers is None:
-            raise TypeError("num_layers is required unless all_layers=True")
-        check_num_layers(num_layers, spec.depth)
-        n_build = int(num_layers)
+    n_build = layers_to_build(spec.depth, num_layers, all_layers)
     weights = WeightStore(model_dir)
     g = GraphBuilder()
     g.fresh(INPUT_IDS)
