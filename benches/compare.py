@@ -19,13 +19,17 @@ Models:
     ``benches/shapes.py`` under ``--work-dir``, on the first ``--large-pairs`` WMT pairs
     (bert_score does only a few pairs/s at that size). With ``--memory``, also the peak RSS of
     converting it to ONNX and of quantising that to int8, each in a fresh process.
+``deberta-xlarge``
+    microsoft/deberta-xlarge-mnli's shape (DeBERTa v1, 48 layers, bert_score's layer 40), made
+    the same way, on the first ``--xlarge-pairs`` WMT pairs.
 
 The WMT files are read from ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/data/wmt``);
 without them the benchmark says so and exits 0. Without ``--bert-score-python`` only our side
 runs.
 
-Usage: ``python benches/compare.py [--bert-score-python PATH] [--models minilm,roberta-large]
-[--rounds N] [--large-pairs N] [--memory] [--json PATH]`` (``make bench-compare``).
+Usage: ``python benches/compare.py [--bert-score-python PATH]
+[--models minilm,roberta-large,deberta-xlarge] [--rounds N] [--large-pairs N] [--xlarge-pairs N]
+[--memory] [--json PATH]`` (``make bench-compare``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ import end_to_end  # noqa: E402
 import shapes  # noqa: E402
 
 N_PAIRS = 3003
+
+SHAPES = {
+    "roberta-large": (shapes.roberta_large_shape, shapes.ROBERTA_LARGE_LAYER, "large_pairs"),
+    "deberta-xlarge": (shapes.deberta_xlarge_shape, shapes.DEBERTA_XLARGE_LAYER, "xlarge_pairs"),
+}
+"""Random-weight checkpoints of published shapes: (maker, bert_score's layer, pairs option)."""
 
 
 def load() -> str:
@@ -253,10 +263,11 @@ def token_counts(model_dir: Path, texts: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
-    parser.add_argument("--models", default="minilm,roberta-large")
+    parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge")
     parser.add_argument("--pairs", type=int, default=N_PAIRS, help="WMT pairs for MiniLM")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
     parser.add_argument("--large-pairs", type=int, default=400, help="pairs for roberta-large")
+    parser.add_argument("--xlarge-pairs", type=int, default=200, help="pairs for deberta-xlarge")
     parser.add_argument("--memory", action="store_true", help="peak RSS of conversion")
     parser.add_argument(
         "--work-dir",
@@ -301,29 +312,19 @@ def main() -> int:
                 results[name] = compare_model(
                     name, minilm, 6, hyps[:n], refs[:n], bs_python, args.rounds, tmp
                 )
-            elif name == "roberta-large":
-                model_dir = shapes.roberta_large_shape(args.work_dir, hyps + refs)
-                n = args.large_pairs
+            elif name in SHAPES:
+                make_shape, layer, pairs_arg = SHAPES[name]
+                model_dir = make_shape(args.work_dir, hyps + refs)
+                n = getattr(args, pairs_arg)
                 sub_h, sub_r = hyps[:n], refs[:n]
-                mem = (
-                    conversion_memory(model_dir, shapes.ROBERTA_LARGE_LAYER, tmp)
-                    if args.memory
-                    else {}
-                )
+                mem = conversion_memory(model_dir, layer, tmp) if args.memory else {}
                 results[name] = compare_model(
-                    name,
-                    model_dir,
-                    shapes.ROBERTA_LARGE_LAYER,
-                    sub_h,
-                    sub_r,
-                    bs_python,
-                    args.rounds,
-                    tmp,
+                    name, model_dir, layer, sub_h, sub_r, bs_python, args.rounds, tmp
                 )
                 results[name].update(mem)
                 results[name]["wordpiece_tokens"] = token_counts(minilm, sub_h + sub_r)
             else:
-                parser.error(f"unknown model {name!r}: expected minilm or roberta-large")
+                parser.error(f"unknown model {name!r}: expected minilm, {', '.join(SHAPES)}")
             print_model(results[name])
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

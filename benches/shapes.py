@@ -14,6 +14,10 @@ counts on English news are close to BERT's WordPiece, which the bench checks aga
 tokenizer and prints). Saved as ``vocab.json`` + ``merges.txt`` with a ``RobertaTokenizer``
 config, so bert_score's slow tokenizer and rust-bertscore's read the same files.
 
+:func:`deberta_xlarge_shape` does the same for microsoft/deberta-xlarge-mnli (DeBERTa v1: hidden
+1,024, 48 layers, 16 heads, FFN 4,096, relative attention c2p|p2c over 512 positions, bert_score's
+layer 40), with DeBERTa's ``[CLS]``/``[SEP]`` special tokens on the same kind of byte-level BPE.
+
 The values mean nothing: the deviation of int8 from fp32 on such a model says little about a
 trained one (trained models have outlier channels that random ones lack).
 """
@@ -56,7 +60,55 @@ BPE_VOCAB = 12_000
 """Vocabulary of the trained BPE: on the WMT pairs it gives about as many tokens as BERT's
 WordPiece (checked and printed by the bench)."""
 
-SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+DEBERTA_XLARGE = {
+    "architectures": ["DebertaModel"],
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 1024,
+    "initializer_range": 0.02,
+    "intermediate_size": 4096,
+    "layer_norm_eps": 1e-07,
+    "max_position_embeddings": 512,
+    "max_relative_positions": -1,
+    "model_type": "deberta",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 48,
+    "pad_token_id": 0,
+    "pos_att_type": ["c2p", "p2c"],
+    "position_biased_input": False,
+    "relative_attention": True,
+    "type_vocab_size": 0,
+    "vocab_size": 50265,
+}
+"""microsoft/deberta-xlarge-mnli's config.json (the fields that shape the encoder)."""
+
+DEBERTA_XLARGE_LAYER = 40
+"""bert_score's tuned layer for microsoft/deberta-xlarge-mnli."""
+
+ROBERTA_SPECIAL = {
+    "bos_token": "<s>",
+    "cls_token": "<s>",
+    "eos_token": "</s>",
+    "mask_token": "<mask>",
+    "pad_token": "<pad>",
+    "sep_token": "</s>",
+    "unk_token": "<unk>",
+}
+ROBERTA_ORDER = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+"""RoBERTa's special tokens and their ids (0-4)."""
+
+DEBERTA_SPECIAL = {
+    "bos_token": "[CLS]",
+    "cls_token": "[CLS]",
+    "eos_token": "[SEP]",
+    "mask_token": "[MASK]",
+    "pad_token": "[PAD]",
+    "sep_token": "[SEP]",
+    "unk_token": "[UNK]",
+}
+DEBERTA_ORDER = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+"""DeBERTa (v1)'s special tokens and their ids (0-4)."""
 
 
 def roberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
@@ -86,9 +138,43 @@ def roberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
     yield "pooler.dense.bias", (h,), "zero"
 
 
-def write_random_safetensors(path: Path, config: dict, seed: int = 0) -> None:
-    """Stream a float32 safetensors file of random weights, one tensor in memory at a time."""
-    specs = list(roberta_tensors(config))
+def deberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of every tensor of a (v1) DebertaModel with relative attention."""
+    h, f = config["hidden_size"], config["intermediate_size"]
+    span = config["max_relative_positions"]
+    span = config["max_position_embeddings"] if span < 1 else span
+    yield "embeddings.word_embeddings.weight", (config["vocab_size"], h), "weight"
+    yield "embeddings.LayerNorm.weight", (h,), "one"
+    yield "embeddings.LayerNorm.bias", (h,), "zero"
+    for i in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        yield f"{p}attention.self.in_proj.weight", (3 * h, h), "weight"
+        yield f"{p}attention.self.q_bias", (h,), "zero"
+        yield f"{p}attention.self.v_bias", (h,), "zero"
+        yield f"{p}attention.self.pos_proj.weight", (h, h), "weight"
+        yield f"{p}attention.self.pos_q_proj.weight", (h, h), "weight"
+        yield f"{p}attention.self.pos_q_proj.bias", (h,), "zero"
+        yield f"{p}attention.output.dense.weight", (h, h), "weight"
+        yield f"{p}attention.output.dense.bias", (h,), "zero"
+        yield f"{p}attention.output.LayerNorm.weight", (h,), "one"
+        yield f"{p}attention.output.LayerNorm.bias", (h,), "zero"
+        yield f"{p}intermediate.dense.weight", (f, h), "weight"
+        yield f"{p}intermediate.dense.bias", (f,), "zero"
+        yield f"{p}output.dense.weight", (h, f), "weight"
+        yield f"{p}output.dense.bias", (h,), "zero"
+        yield f"{p}output.LayerNorm.weight", (h,), "one"
+        yield f"{p}output.LayerNorm.bias", (h,), "zero"
+    yield "encoder.rel_embeddings.weight", (2 * span, h), "weight"
+
+
+def write_random_safetensors(
+    path: Path,
+    config: dict,
+    specs: Sequence[tuple[str, tuple[int, ...], str]],
+    seed: int = 0,
+) -> None:
+    """Stream a float32 safetensors file of random weights for ``specs`` (name, shape, kind),
+    one tensor in memory at a time."""
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, shape, _ in specs:
@@ -122,50 +208,74 @@ def write_random_safetensors(path: Path, config: dict, seed: int = 0) -> None:
     tmp.replace(path)
 
 
-def write_bpe_tokenizer(model_dir: Path, texts: Sequence[str], vocab_size: int = BPE_VOCAB) -> None:
-    """Train a byte-level BPE on ``texts`` and save it as RoBERTa's slow tokenizer files."""
+def write_bpe_tokenizer(
+    model_dir: Path,
+    texts: Sequence[str],
+    special: dict[str, str],
+    order: Sequence[str],
+    tokenizer_class: str,
+    vocab_size: int = BPE_VOCAB,
+) -> None:
+    """Train a byte-level BPE on ``texts`` (special tokens ``order`` first, ids 0...) and save
+    it as the slow tokenizer files of ``tokenizer_class`` (``vocab.json`` + ``merges.txt``)."""
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer(add_prefix_space=False)
     bpe.train_from_iterator(
-        list(texts), vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIAL
+        list(texts), vocab_size=vocab_size, min_frequency=2, special_tokens=list(order)
     )
     bpe.save_model(str(model_dir))
-    special = {
-        "bos_token": "<s>",
-        "cls_token": "<s>",
-        "eos_token": "</s>",
-        "mask_token": "<mask>",
-        "pad_token": "<pad>",
-        "sep_token": "</s>",
-        "unk_token": "<unk>",
-    }
     tokenizer_config = {
         **special,
         "add_prefix_space": False,
         "clean_up_tokenization_spaces": False,
         "errors": "replace",
         "model_max_length": 512,
-        "tokenizer_class": "RobertaTokenizer",
-        "trim_offsets": True,
+        "tokenizer_class": tokenizer_class,
     }
+    if tokenizer_class == "RobertaTokenizer":
+        tokenizer_config["trim_offsets"] = True
+    else:
+        tokenizer_config["add_bos_token"] = False
     (model_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1))
     (model_dir / "special_tokens_map.json").write_text(json.dumps(special, indent=1))
 
 
-def roberta_large_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Path:
-    """A random-weight checkpoint shaped like roberta-large under ``root``, made once.
+def random_shape(
+    root: Path,
+    name: str,
+    config: dict,
+    specs: Sequence[tuple[str, tuple[int, ...], str]],
+    texts: Sequence[str],
+    tokenizer: tuple[dict[str, str], Sequence[str], str],
+    seed: int = 0,
+) -> Path:
+    """A random-weight checkpoint ``root/name`` of ``config``, made once.
 
-    Reused when ``root/roberta-large-shape/DONE`` exists (the weights take ~1.4 GB and a minute
-    to write).
+    Reused when ``root/name/DONE`` exists (the weights take 1.4-2.9 GB and a minute or two to
+    write).
     """
-    model_dir = root / "roberta-large-shape"
+    model_dir = root / name
     done = model_dir / "DONE"
     if done.is_file():
         return model_dir
     model_dir.mkdir(parents=True, exist_ok=True)
-    (model_dir / "config.json").write_text(json.dumps(ROBERTA_LARGE, indent=1))
-    write_bpe_tokenizer(model_dir, texts)
-    write_random_safetensors(model_dir / "model.safetensors", ROBERTA_LARGE, seed)
-    done.write_text("random weights, roberta-large's shape\n")
+    (model_dir / "config.json").write_text(json.dumps(config, indent=1))
+    write_bpe_tokenizer(model_dir, texts, *tokenizer)
+    write_random_safetensors(model_dir / "model.safetensors", config, specs, seed)
+    done.write_text(f"random weights, {name}\n")
     return model_dir
+
+
+def roberta_large_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Path:
+    """roberta-large's shape (``lang="en"``) under ``root/roberta-large-shape``."""
+    specs = list(roberta_tensors(ROBERTA_LARGE))
+    tokenizer = (ROBERTA_SPECIAL, ROBERTA_ORDER, "RobertaTokenizer")
+    return random_shape(root, "roberta-large-shape", ROBERTA_LARGE, specs, texts, tokenizer, seed)
+
+
+def deberta_xlarge_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Path:
+    """microsoft/deberta-xlarge-mnli's shape under ``root/deberta-xlarge-shape``."""
+    specs = list(deberta_tensors(DEBERTA_XLARGE))
+    tokenizer = (DEBERTA_SPECIAL, DEBERTA_ORDER, "DebertaTokenizer")
+    return random_shape(root, "deberta-xlarge-shape", DEBERTA_XLARGE, specs, texts, tokenizer, seed)
