@@ -7,9 +7,9 @@ from typing import Any
 
 import onnx
 
-from ._blocks import attention_mask, finish, float_field, new_graph
-from ._checkpoint import CheckpointError, WeightStore, _int_field, model_depth
-from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer, layers_to_build
+from ._blocks import BuildRequest, attention_mask, float_field, new_graph
+from ._checkpoint import CheckpointError, _int_field, model_depth
+from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer
 
 GROUP_PREFIX = "encoder.albert_layer_groups.{group}.albert_layers.{inner}."
 
@@ -73,15 +73,7 @@ def group_of_layer(i: int, n_layers: int, n_groups: int) -> int:
     return int(i / (n_layers / n_groups))
 
 
-def build_albert(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_albert(request: BuildRequest) -> onnx.ModelProto:
     """ALBERT's graph (see ``convert.export_onnx`` for the contract).
 
     Hidden state 0 is the embeddings (word + position + token type 0, LayerNorm over
@@ -89,6 +81,7 @@ def build_albert(
     further state applies one layer group (its ``inner_group_num`` layers), the groups being
     stored once and shared across depth.
     """
+    w, config = request.weights, request.config
     spec = albert_spec(config)
     n_groups = _int_field(config, "num_hidden_groups") if "num_hidden_groups" in config else 1
     n_inner = _int_field(config, "inner_group_num") if "inner_group_num" in config else 1
@@ -96,7 +89,7 @@ def build_albert(
         raise CheckpointError(
             f"num_hidden_groups ({n_groups}) and inner_group_num ({n_inner}) must be >= 1"
         )
-    n_build = layers_to_build(spec.depth, num_layers, all_layers)
+    n_build = request.n_build
     g = new_graph(share_weights=True)
     x = _embeddings(g, dataclasses.replace(spec, hidden=spec.embedding_size), w, "attention_mask")
     x = g.linear(
@@ -107,11 +100,11 @@ def build_albert(
     )
     states = [x]
     if n_build:
-        bias = attention_mask(g, fused)
+        bias = attention_mask(g, request.fused)
         for i in range(n_build):
             group = group_of_layer(i, n_build, n_groups)
             for inner in range(n_inner):
                 layer_spec = dataclasses.replace(spec, layers=albert_layer_names(group, inner))
-                x = _layer(g, layer_spec, w, x, bias, i, fused=fused)
+                x = _layer(g, layer_spec, w, x, bias, i, fused=request.fused)
             states.append(x)
-    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
+    return request.finish(g, states, spec.hidden)

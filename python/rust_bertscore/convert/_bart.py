@@ -10,15 +10,15 @@ import numpy as np
 import onnx
 
 from ._blocks import (
+    BuildRequest,
     encoder_dims,
     encoder_layers,
-    finish,
     new_graph,
     position_rows,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore, model_depth
-from ._encoders import INPUT_IDS, LayerNames, layers_to_build
+from ._checkpoint import CheckpointError, WeightStore
+from ._encoders import INPUT_IDS, LayerNames
 from ._graph import GraphBuilder
 
 POSITION_OFFSET = 2
@@ -88,15 +88,7 @@ def add_learned_positions(g: GraphBuilder, word: str, table: np.ndarray, offset:
     )
 
 
-def build_bart(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_bart(request: BuildRequest) -> onnx.ModelProto:
     """The encoder graph of a BART, mBART or BlenderbotSmall checkpoint (see
     ``convert.export_onnx``). BlenderbotSmall is BART's maths with positions from row 0.
 
@@ -106,13 +98,14 @@ def build_bart(
     last layer run: the truncated graph outputs ``layer_norm(x_L)``, and with ``all_layers`` the
     states are ``x_0 .. x_(depth-1)`` then ``layer_norm(x_depth)``, as transformers returns them.
     """
+    w, config = request.weights, request.config
     model_type = str(config.get("model_type"))
     pre_norm = model_type == "mbart"
     dims = encoder_dims(config, eps=LAYER_NORM_EPS)
     hidden = dims.hidden
     offset = position_offset(config)
     n_positions = dims.n_positions + offset
-    n_build = layers_to_build(model_depth(config), num_layers, all_layers)
+    n_build = request.n_build
 
     g = new_graph()
     word = embed_tokens(g, w, dims.vocab, hidden, scale=bool(config.get("scale_embedding", False)))
@@ -121,10 +114,10 @@ def build_bart(
     )
     x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
     states = encoder_layers(
-        g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=pre_norm
+        g, w, x, n_build, bart_layer_names, dims, fused=request.fused, pre_norm=pre_norm
     )
     if pre_norm:
         states[-1] = stored_layer_norm(
             g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS
         )
-    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)
+    return request.finish(g, states, hidden)

@@ -74,6 +74,28 @@ def finish(
     return g.model([int64_input(INPUT_IDS), int64_input(ATTENTION_MASK)], [output], doc)
 
 
+@dataclass(frozen=True)
+class BuildRequest:
+    """What ``_families.build_family`` hands the graph builder of a family: the checkpoint and
+    how to build its graph (see ``convert.export_onnx`` for the contract)."""
+
+    weights: WeightStore
+    config: dict[str, Any]
+    """The parsed config.json."""
+    n_build: int
+    """How many layers the graph runs (:func:`~._encoders.layers_to_build`, checked already)."""
+    all_layers: bool
+    """Output every hidden state as ``hidden_states``, else the last as ``hidden_state``."""
+    doc: str
+    """The model's ``doc_string``."""
+    fused: bool
+    """Write self-attention as ONNX Runtime's ``com.microsoft.Attention``."""
+
+    def finish(self, g: GraphBuilder, states: list[str], hidden: int) -> onnx.ModelProto:
+        """:func:`finish` with this request's ``all_layers`` and ``doc``."""
+        return finish(g, states, all_layers=self.all_layers, hidden=hidden, doc=self.doc)
+
+
 def seq_len(g: GraphBuilder) -> str:
     """The sequence length ``T`` of ``input_ids`` as a 1-d int64 tensor of one element."""
     shape = g.op("Shape", [INPUT_IDS], "shape/input_ids")

@@ -11,6 +11,7 @@ import onnx
 
 from ._albert import GROUP_PREFIX, build_albert
 from ._bart import bart_layer_names, build_bart
+from ._blocks import BuildRequest
 from ._checkpoint import WeightStore, model_depth
 from ._encoders import layers_to_build
 from ._led import build_led
@@ -20,7 +21,7 @@ from ._pegasus import build_pegasus
 from ._prophetnet import build_prophetnet
 from ._squeezebert import SQUEEZEBERT_LAYER, build_squeezebert
 
-Builder = Callable[..., onnx.ModelProto]
+Builder = Callable[[BuildRequest], onnx.ModelProto]
 
 FAMILY_BUILDERS: dict[str, Builder] = {
     "albert": build_albert,
@@ -49,10 +50,11 @@ def build_family(
     fused: bool,
 ) -> onnx.ModelProto:
     """Build the graph of a checkpoint of one of :data:`FAMILY_BUILDERS`' families."""
-    layers_to_build(model_depth(config), num_layers, all_layers)  # fail before reading weights
-    return FAMILY_BUILDERS[family](
-        WeightStore(model_dir), config, num_layers, all_layers=all_layers, doc=doc, fused=fused
+    n_build = layers_to_build(model_depth(config), num_layers, all_layers)  # before reading weights
+    request = BuildRequest(
+        WeightStore(model_dir), config, n_build, all_layers=all_layers, doc=doc, fused=fused
     )
+    return FAMILY_BUILDERS[family](request)
 
 
 def ffn_out_nodes(i: int) -> tuple[str, ...]:

@@ -12,14 +12,19 @@ transformers' padding of the batch to a window multiple only adds masked keys (s
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import onnx
 
 from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
-from ._checkpoint import WeightStore, model_depth
-from ._encoders import LayerNames, layers_to_build
+from ._blocks import (
+    BuildRequest,
+    encoder_dims,
+    encoder_layers,
+    new_graph,
+    stored_layer_norm,
+)
+from ._checkpoint import model_depth
+from ._encoders import LayerNames
 from ._longformer import attention_windows, window_bias
 
 
@@ -33,23 +38,16 @@ def led_layer_names(i: int) -> LayerNames:
     )
 
 
-def build_led(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_led(request: BuildRequest) -> onnx.ModelProto:
     """The encoder graph of an LED checkpoint (see ``convert.export_onnx``)."""
+    w, config = request.weights, request.config
     dims = encoder_dims(
         config, eps=LAYER_NORM_EPS, positions_field="max_encoder_position_embeddings"
     )
     hidden = dims.hidden
     depth = model_depth(config)
     windows = attention_windows(config, depth)
-    n_build = layers_to_build(depth, num_layers, all_layers)
+    n_build = request.n_build
 
     g = new_graph()
     word = embed_tokens(g, w, dims.vocab, hidden, scale=False)
@@ -57,6 +55,13 @@ def build_led(
     x = add_learned_positions(g, word, table, 0)
     x = stored_layer_norm(g, w, x, "encoder.layernorm_embedding", hidden, LAYER_NORM_EPS)
     states = encoder_layers(
-        g, w, x, n_build, led_layer_names, dims, fused=fused, extra_bias=window_bias(g, windows)
+        g,
+        w,
+        x,
+        n_build,
+        led_layer_names,
+        dims,
+        fused=request.fused,
+        extra_bias=window_bias(g, windows),
     )
-    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)
+    return request.finish(g, states, hidden)

@@ -21,15 +21,14 @@ from typing import Any
 
 import onnx
 
-from ._blocks import encoder_layers, finish, new_graph, numbered
-from ._checkpoint import CheckpointError, WeightStore
+from ._blocks import BuildRequest, encoder_layers, new_graph, numbered
+from ._checkpoint import CheckpointError
 from ._encoders import (
     ATTENTION_MASK,
     BERT_LAYER,
     INPUT_IDS,
     _embeddings,
     encoder_spec,
-    layers_to_build,
 )
 from ._graph import FLOAT32_MIN, GraphBuilder
 
@@ -88,21 +87,14 @@ def window_bias(g: GraphBuilder, windows: list[int]) -> Callable[[int], str]:
     return bias
 
 
-def build_longformer(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_longformer(request: BuildRequest) -> onnx.ModelProto:
     """The graph of a Longformer checkpoint (see ``convert.export_onnx``): RoBERTa's embeddings
     (positions from ``pad_token_id + 1``) and layers, each layer's attention limited to the band
     of its ``attention_window``. Fused, the band goes in as ORT Attention's ``attention_bias``."""
+    w, config = request.weights, request.config
     spec = replace(encoder_spec({**config, "model_type": "roberta"}), model_type="longformer")
     windows = attention_windows(config, spec.depth)
-    n_build = layers_to_build(spec.depth, num_layers, all_layers)
+    n_build = request.n_build
     g = new_graph()
     x = _embeddings(g, spec, w, ATTENTION_MASK)
     states = encoder_layers(
@@ -112,7 +104,7 @@ def build_longformer(
         n_build,
         numbered(BERT_LAYER),
         spec,
-        fused=fused,
+        fused=request.fused,
         extra_bias=window_bias(g, windows),
     )
-    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
+    return request.finish(g, states, spec.hidden)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import onnx
 
 from ._blocks import (
+    BuildRequest,
     EncoderDims,
     encoder_layers,
-    finish,
     float_field,
     hidden_and_heads,
     new_graph,
@@ -19,8 +18,8 @@ from ._blocks import (
     seq_len,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore, _int_field, max_positions, model_depth
-from ._encoders import INPUT_IDS, LayerNames, layers_to_build
+from ._checkpoint import CheckpointError, _int_field, max_positions
+from ._encoders import INPUT_IDS, LayerNames
 from ._graph import GraphBuilder
 
 PADDING_IDX = 1
@@ -105,21 +104,14 @@ def _position_bias(g: GraphBuilder, table: np.ndarray, max_len: int) -> str:
     return g.op("Unsqueeze", [values, g.ints("axis0", [0])], "position_bias")
 
 
-def build_mpnet(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_mpnet(request: BuildRequest) -> onnx.ModelProto:
     """MPNet's graph (see ``convert.export_onnx`` for the contract).
 
     Hidden state 0: LayerNorm(word + position), positions ``cumsum(mask) + 1`` as RoBERTa's with
     padding_idx 1; each layer is BERT's post-LayerNorm layer with the relative position bias of
     ``encoder.relative_attention_bias`` added to the attention scores.
     """
+    w, config = request.weights, request.config
     hidden, heads = hidden_and_heads(
         config, "hidden_size", "num_attention_heads", label="hidden size"
     )
@@ -127,7 +119,7 @@ def build_mpnet(
     n_positions = _int_field(config, "max_position_embeddings")
     n_buckets = _int_field(config, "relative_attention_num_buckets")
     eps = float_field(config, "layer_norm_eps", 1e-12)
-    n_build = layers_to_build(model_depth(config), num_layers, all_layers)
+    n_build = request.n_build
 
     g = new_graph()
     word = g.weight(
@@ -164,6 +156,13 @@ def build_mpnet(
         layer_norm_eps=eps,
     )
     states = encoder_layers(
-        g, w, x, n_build, mpnet_layer_names, sizes, fused=fused, extra_bias=lambda i: position_bias
+        g,
+        w,
+        x,
+        n_build,
+        mpnet_layer_names,
+        sizes,
+        fused=request.fused,
+        extra_bias=lambda i: position_bias,
     )
-    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)
+    return request.finish(g, states, hidden)

@@ -16,15 +16,18 @@ Blenderbot (``blenderbot-400M-distill``) is the same encoder with learned positi
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import onnx
 
 from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
-from ._checkpoint import CheckpointError, WeightStore, model_depth
-from ._encoders import layers_to_build
+from ._blocks import (
+    BuildRequest,
+    encoder_dims,
+    encoder_layers,
+    new_graph,
+    stored_layer_norm,
+)
+from ._checkpoint import CheckpointError
 
 
 def sinusoidal_table(n_positions: int, dim: int) -> np.ndarray:
@@ -44,21 +47,14 @@ def sinusoidal_table(n_positions: int, dim: int) -> np.ndarray:
     return out
 
 
-def build_pegasus(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_pegasus(request: BuildRequest) -> onnx.ModelProto:
     """The encoder graph of a Pegasus or Blenderbot checkpoint (see ``convert.export_onnx``)."""
+    w, config = request.weights, request.config
     dims = encoder_dims(config, eps=LAYER_NORM_EPS)
     hidden, n_positions = dims.hidden, dims.n_positions
     if n_positions <= 0:
         raise CheckpointError(f"max_position_embeddings must be positive, got {n_positions}")
-    n_build = layers_to_build(model_depth(config), num_layers, all_layers)
+    n_build = request.n_build
 
     g = new_graph()
     word = embed_tokens(g, w, dims.vocab, hidden, scale=bool(config.get("scale_embedding", False)))
@@ -67,6 +63,8 @@ def build_pegasus(
     else:
         stored = sinusoidal_table(n_positions, hidden)
     x = add_learned_positions(g, word, stored, 0)
-    states = encoder_layers(g, w, x, n_build, bart_layer_names, dims, fused=fused, pre_norm=True)
+    states = encoder_layers(
+        g, w, x, n_build, bart_layer_names, dims, fused=request.fused, pre_norm=True
+    )
     states[-1] = stored_layer_norm(g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS)
-    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)
+    return request.finish(g, states, hidden)

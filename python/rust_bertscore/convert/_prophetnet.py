@@ -13,13 +13,16 @@ table under ``encoder.word_embeddings`` or the model's shared ``word_embeddings`
 
 from __future__ import annotations
 
-from typing import Any
-
 import onnx
 
-from ._blocks import encoder_dims, encoder_layers, finish, new_graph, stored_layer_norm
-from ._checkpoint import WeightStore, model_depth
-from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames, layers_to_build
+from ._blocks import (
+    BuildRequest,
+    encoder_dims,
+    encoder_layers,
+    new_graph,
+    stored_layer_norm,
+)
+from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames
 
 LAYER_NORM_EPS = 1e-5
 """``torch.nn.LayerNorm``'s default, which ProphetNet uses everywhere (config.json has none)."""
@@ -40,16 +43,9 @@ def prophetnet_layer_names(i: int) -> LayerNames:
     )
 
 
-def build_prophetnet(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_prophetnet(request: BuildRequest) -> onnx.ModelProto:
     """The encoder graph of a ProphetNet checkpoint (see ``convert.export_onnx``)."""
+    w, config = request.weights, request.config
     dims = encoder_dims(
         config,
         eps=LAYER_NORM_EPS,
@@ -58,7 +54,7 @@ def build_prophetnet(
     )
     hidden, n_positions = dims.hidden, dims.n_positions
     pad = int(config.get("pad_token_id") or 0)
-    n_build = layers_to_build(model_depth(config), num_layers, all_layers)
+    n_build = request.n_build
 
     g = new_graph()
     key = next(
@@ -87,5 +83,5 @@ def build_prophetnet(
     )
     x = g.op("Add", [word, pos], "embeddings/add_position")
     x = stored_layer_norm(g, w, x, "encoder.embeddings_layer_norm", hidden, LAYER_NORM_EPS)
-    states = encoder_layers(g, w, x, n_build, prophetnet_layer_names, dims, fused=fused)
-    return finish(g, states, all_layers=all_layers, hidden=hidden, doc=doc)
+    states = encoder_layers(g, w, x, n_build, prophetnet_layer_names, dims, fused=request.fused)
+    return request.finish(g, states, hidden)

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._blocks import encoder_layers, finish, new_graph, numbered
+from ._blocks import BuildRequest, encoder_layers, new_graph, numbered
 from ._checkpoint import CheckpointError, WeightStore, _int_field
-from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec, layers_to_build
+from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec
 
 SQUEEZEBERT_LAYER = LayerNames(
     prefix="encoder.layers.{i}.",
@@ -108,16 +108,9 @@ def squeezebert_groups(config: dict[str, Any], hidden: int, intermediate: int) -
     return groups
 
 
-def build_squeezebert(
-    w: WeightStore,
-    config: dict[str, Any],
-    num_layers: int | None,
-    *,
-    all_layers: bool,
-    doc: str,
-    fused: bool,
-) -> onnx.ModelProto:
+def build_squeezebert(request: BuildRequest) -> onnx.ModelProto:
     """The graph of a SqueezeBERT checkpoint (see ``convert.export_onnx``)."""
+    w, config = request.weights, request.config
     spec = replace(encoder_spec({**config, "model_type": "bert"}), model_type="squeezebert")
     embedding_size = config.get("embedding_size", spec.hidden)
     if embedding_size != spec.hidden:
@@ -126,7 +119,7 @@ def build_squeezebert(
             "not converted (transformers requires them equal)"
         )
     weights = SqueezeBertWeights(w, squeezebert_groups(config, spec.hidden, spec.intermediate))
-    n_build = layers_to_build(spec.depth, num_layers, all_layers)
+    n_build = request.n_build
     g = new_graph()
     x = _embeddings(g, spec, weights, ATTENTION_MASK)  # type: ignore[arg-type]
     states = encoder_layers(
@@ -136,6 +129,6 @@ def build_squeezebert(
         n_build,
         numbered(SQUEEZEBERT_LAYER),
         spec,
-        fused=fused,  # type: ignore[arg-type]
+        fused=request.fused,  # type: ignore[arg-type]
     )
-    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
+    return request.finish(g, states, spec.hidden)
