@@ -20,7 +20,7 @@ from ._checkpoint import (
     model_family,
 )
 from ._deberta import DebertaSpec, deberta_spec, deberta_states
-from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
+from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
 from ._relative_key import DISTANCE_TABLE, RELATIVE_TYPES, add_relative_scores, distance_rows
 
 INPUT_IDS = "input_ids"
@@ -249,19 +249,6 @@ def _embedding_norm(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str) 
     return x
 
 
-def _mask_bias(g: GraphBuilder, mask_i64: str) -> str:
-    """[batch, 1, 1, seq] additive bias: 0 for real keys, float32's most negative for padding."""
-    m = g.op("Unsqueeze", [mask_i64, g.ints("axes_1_2", [1, 2])], "mask/unsqueeze")
-    m = g.op("Cast", [m], "mask/cast", to=onnx.TensorProto.FLOAT)
-    m = g.op("Sub", [g.scalar(1.0), m], "mask/invert")
-    return g.op("Mul", [m, g.scalar(FLOAT32_MIN)], "mask/bias")
-
-
-def _mask_index(g: GraphBuilder, mask_i64: str) -> str:
-    """The attention mask as int32 ``[batch, seq]``: the raw ``mask_index`` of ORT's Attention."""
-    return g.op("Cast", [mask_i64], "mask/int32", to=onnx.TensorProto.INT32)
-
-
 def _layer(
     g: GraphBuilder,
     spec: EncoderSpec,
@@ -278,10 +265,10 @@ def _layer(
     ``distance`` (unfused only): the :func:`~._relative_key.distance_rows` of a BERT with
     relative position scores.
 
-    ``bias`` is the additive mask of :func:`_mask_bias`, or with ``fused`` the int32 mask of
-    :func:`_mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which takes the three
-    projections as one packed (hidden x 3 hidden) weight and does the heads' split, scores,
-    masked softmax and context in one kernel.
+    ``bias`` is the additive mask of :func:`~._blocks.mask_bias`, or with ``fused`` the int32
+    mask of :func:`~._blocks.mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which
+    takes the three projections as one packed (hidden x 3 hidden) weight and does the heads'
+    split, scores, masked softmax and context in one kernel.
     """
     names = spec.layers
     pre = names.prefix.format(i=i)
@@ -423,7 +410,9 @@ def build_model(
         The graph, weights included as initializers.
     """
     config = load_config(model_dir)
-    from ._families import FAMILY_BUILDERS, build_family  # (it imports this module)
+    # _blocks and _families import this module: import them on first use
+    from ._blocks import attention_mask, finish, new_graph
+    from ._families import FAMILY_BUILDERS, build_family
 
     family = model_family(config)
     if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
@@ -439,12 +428,9 @@ def build_model(
     spec = deberta_spec(config) if deberta else encoder_spec(config)
     n_build = layers_to_build(spec.depth, num_layers, all_layers)
     weights = WeightStore(model_dir)
-    g = GraphBuilder()
-    g.fresh(INPUT_IDS)
-    g.fresh(ATTENTION_MASK)
+    g = new_graph()
     if isinstance(spec, DebertaSpec):
         states = deberta_states(g, config, weights, n_build, INPUT_IDS, ATTENTION_MASK)
-        x = states[-1]
     else:
         x = _embeddings(g, spec, weights, ATTENTION_MASK)
         states = [x]
@@ -453,18 +439,8 @@ def build_model(
             fused = False  # no fused variant: the scores carry query- and key-dependent terms
             distance = distance_rows(g, INPUT_IDS, spec.n_positions)
         if n_build:
-            bias = _mask_index(g, ATTENTION_MASK) if fused else _mask_bias(g, ATTENTION_MASK)
+            bias = attention_mask(g, fused)
             for i in range(n_build):
                 x = _layer(g, spec, weights, x, bias, i, fused=fused, distance=distance)
                 states.append(x)
-    if all_layers:
-        axis0 = g.ints("axis_0", [0])
-        parts = [g.op("Unsqueeze", [s, axis0], f"hidden_states/{i}") for i, s in enumerate(states)]
-        g.nodes.append(
-            onnx.helper.make_node("Concat", parts, [HIDDEN_STATES], name=HIDDEN_STATES, axis=0)
-        )
-        output = float_output(HIDDEN_STATES, [spec.depth + 1, "batch", "seq", spec.hidden])
-    else:
-        g.nodes.append(onnx.helper.make_node("Identity", [x], [HIDDEN_STATE], name=HIDDEN_STATE))
-        output = float_output(HIDDEN_STATE, ["batch", "seq", spec.hidden])
-    return g.model([int64_input(INPUT_IDS), int64_input(ATTENTION_MASK)], [output], doc)
+    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)

@@ -22,17 +22,10 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ._blocks import finish, mask_bias, mask_index, new_graph
 from ._checkpoint import CheckpointError, WeightStore, load_config, model_depth
-from ._encoders import (
-    ATTENTION_MASK,
-    HIDDEN_STATE,
-    HIDDEN_STATES,
-    INPUT_IDS,
-    _mask_bias,
-    _mask_index,
-    layers_to_build,
-)
-from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
+from ._encoders import INPUT_IDS, layers_to_build
+from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
 
 T5_BLOCK = "encoder.block.{i}."
 """Prefix of block ``i``'s tensors in a T5 checkpoint."""
@@ -362,32 +355,18 @@ def build_t5_model(
     spec = t5_spec(load_config(model_dir))
     n_build = layers_to_build(spec.depth, num_layers, all_layers)
     weights = WeightStore(model_dir)
-    g = GraphBuilder()
-    g.fresh(INPUT_IDS)
-    g.fresh(ATTENTION_MASK)
+    g = new_graph()
     x = _embeddings(g, spec, weights)
     states = [x]
     if n_build:
         position_bias = _position_bias(g, spec, weights)
         if fused:
-            bias = _mask_index(g, ATTENTION_MASK)
+            bias = mask_index(g)
         else:
-            bias = g.op("Add", [position_bias, _mask_bias(g, ATTENTION_MASK)], "attention_bias")
+            bias = g.op("Add", [position_bias, mask_bias(g)], "attention_bias")
         for i in range(n_build):
             x = _block(g, spec, weights, x, bias, position_bias, i, fused=fused)
             states.append(x)
     final = weights.get("encoder.final_layer_norm.weight", (spec.hidden,))
     states[-1] = _rms_norm(g, states[-1], final, spec.eps, "encoder.final_layer_norm")
-    if all_layers:
-        axis0 = g.ints("axis_0", [0])
-        parts = [g.op("Unsqueeze", [s, axis0], f"hidden_states/{i}") for i, s in enumerate(states)]
-        g.nodes.append(
-            onnx.helper.make_node("Concat", parts, [HIDDEN_STATES], name=HIDDEN_STATES, axis=0)
-        )
-        output = float_output(HIDDEN_STATES, [spec.depth + 1, "batch", "seq", spec.hidden])
-    else:
-        g.nodes.append(
-            onnx.helper.make_node("Identity", [states[-1]], [HIDDEN_STATE], name=HIDDEN_STATE)
-        )
-        output = float_output(HIDDEN_STATE, ["batch", "seq", spec.hidden])
-    return g.model([int64_input(INPUT_IDS), int64_input(ATTENTION_MASK)], [output], doc)
+    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
