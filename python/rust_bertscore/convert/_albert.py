@@ -7,8 +7,8 @@ from typing import Any
 
 import onnx
 
-from ._blocks import BuildRequest, attention_mask, float_field, new_graph
-from ._checkpoint import CheckpointError, _int_field, model_depth
+from ._blocks import BuildRequest, attention_mask, new_graph
+from ._checkpoint import CheckpointError, _int_field, float_field, model_depth
 from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer
 
 GROUP_PREFIX = "encoder.albert_layer_groups.{group}.albert_layers.{inner}."

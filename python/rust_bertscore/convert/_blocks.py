@@ -310,14 +310,6 @@ def self_attention(
     return g.linear(ctx, out[0], out[1], f"{name}.out")
 
 
-def float_field(config: dict[str, Any], name: str, default: float) -> float:
-    """A positive number from config.json (``default`` when absent)."""
-    value = config.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise CheckpointError(f"config field {name!r} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def transformer_layer(
     g: GraphBuilder,
     w: WeightStore,

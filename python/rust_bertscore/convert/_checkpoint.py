@@ -168,6 +168,14 @@ def _int_field(config: dict[str, Any], *names: str) -> int:
     raise CheckpointError(f"config has none of the fields {', '.join(map(repr, names))}")
 
 
+def float_field(config: dict[str, Any], name: str, default: float) -> float:
+    """A positive number from config.json (``default`` when absent)."""
+    value = config.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise CheckpointError(f"config field {name!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
 def model_depth(config: dict[str, Any]) -> int:
     """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
     BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder;

@@ -15,6 +15,7 @@ from ._checkpoint import (
     CheckpointError,
     WeightStore,
     _int_field,
+    float_field,
     load_config,
     model_depth,
     model_family,
@@ -99,24 +100,12 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
     """Read an :class:`EncoderSpec` from a configuration (``ValueError`` if unsupported)."""
     family = model_family(config)
     model_type = str(config["model_type"])
-    if family == "distilbert":
+    distilbert = family == "distilbert"
+    if distilbert:
         hidden = _int_field(config, "dim")
-        spec = EncoderSpec(
-            model_type=model_type,
-            family=family,
-            depth=model_depth(config),
-            hidden=hidden,
-            heads=_int_field(config, "n_heads"),
-            intermediate=_int_field(config, "hidden_dim"),
-            embedding_size=hidden,
-            vocab_size=_int_field(config, "vocab_size"),
-            n_positions=_int_field(config, "max_position_embeddings"),
-            type_vocab_size=0,
-            layer_norm_eps=1e-12,  # fixed in transformers' DistilBERT code, not in config.json
-            activation=str(config.get("activation", "gelu")),
-            pad_token_id=int(config.get("pad_token_id") or 0),
-            layers=DISTILBERT_LAYER,
-        )
+        embedding_size = hidden
+        eps = 1e-12  # fixed in transformers' DistilBERT code, not in config.json
+        position_type = "absolute"
     else:
         if model_type == "big_bird":
             check_bigbird(config)
@@ -133,33 +122,30 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
         embedding_size = hidden
         if model_type == "electra" and config.get("embedding_size") is not None:
             embedding_size = _int_field(config, "embedding_size")
-        eps = config.get("layer_norm_eps", 1e-12)
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-            raise CheckpointError(
-                f"config field 'layer_norm_eps' must be a positive number, got {eps!r}"
-            )
-        spec = EncoderSpec(
-            model_type=model_type,
-            family=family,
-            depth=model_depth(config),
-            hidden=hidden,
-            heads=_int_field(config, "num_attention_heads"),
-            intermediate=_int_field(config, "intermediate_size"),
-            embedding_size=embedding_size,
-            vocab_size=_int_field(config, "vocab_size"),
-            n_positions=_int_field(config, "max_position_embeddings"),
-            type_vocab_size=int(config.get("type_vocab_size", 2)),
-            layer_norm_eps=float(eps),
-            activation=str(config.get("hidden_act", "gelu")),
-            pad_token_id=int(config.get("pad_token_id") or 0),
-            layers=BERT_LAYER,
-            position_embedding_type=str(position_type),
-        )
+        eps = float_field(config, "layer_norm_eps", 1e-12)
+    # DistilBERT names the fields of config.json its own way and has no token type table.
+    spec = EncoderSpec(
+        model_type=model_type,
+        family=family,
+        depth=model_depth(config),
+        hidden=hidden,
+        heads=_int_field(config, "n_heads" if distilbert else "num_attention_heads"),
+        intermediate=_int_field(config, "hidden_dim" if distilbert else "intermediate_size"),
+        embedding_size=embedding_size,
+        vocab_size=_int_field(config, "vocab_size"),
+        n_positions=_int_field(config, "max_position_embeddings"),
+        type_vocab_size=0 if distilbert else int(config.get("type_vocab_size", 2)),
+        layer_norm_eps=eps,
+        activation=str(config.get("activation" if distilbert else "hidden_act", "gelu")),
+        pad_token_id=int(config.get("pad_token_id") or 0),
+        layers=DISTILBERT_LAYER if distilbert else BERT_LAYER,
+        position_embedding_type=str(position_type),
+    )
     if spec.heads <= 0 or spec.hidden % spec.heads:
         raise CheckpointError(
             f"hidden size {spec.hidden} is not a multiple of the number of heads {spec.heads}"
         )
-    if family != "distilbert" and spec.type_vocab_size < 1:
+    if not distilbert and spec.type_vocab_size < 1:
         raise CheckpointError(f"type_vocab_size must be >= 1, got {spec.type_vocab_size}")
     return spec
 

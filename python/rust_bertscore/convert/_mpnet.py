@@ -11,14 +11,13 @@ from ._blocks import (
     BuildRequest,
     EncoderDims,
     encoder_layers,
-    float_field,
     hidden_and_heads,
     new_graph,
     padding_aware_positions,
     seq_len,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, _int_field, max_positions
+from ._checkpoint import CheckpointError, _int_field, float_field, max_positions
 from ._encoders import INPUT_IDS, LayerNames
 from ._graph import GraphBuilder
 
