@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checkpoint import CheckpointError, _int_field, model_depth
+from ._checkpoint import CheckpointError, _int_field, float_field, model_depth
 
 DEBERTA_MODEL_TYPES = ("deberta", "deberta-v2")
 """The ``model_type`` values built here (``deberta-v2`` covers DeBERTa-v3 and mDeBERTa-v3)."""
@@ -92,11 +92,7 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
     head_dim = hidden // heads
     if v2 and config.get("attention_head_size") is not None:
         head_dim = _int_field(config, "attention_head_size")
-    eps = config.get("layer_norm_eps", 1e-7)
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-        raise CheckpointError(
-            f"config field 'layer_norm_eps' must be a positive number, got {eps!r}"
-        )
+    eps = float_field(config, "layer_norm_eps", 1e-7)
     types = _pos_att_type(config)
     relative = _bool_field(config, "relative_attention", False)
     n_positions = _int_field(config, "max_position_embeddings")
@@ -133,7 +129,7 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
         n_positions=n_positions,
         type_vocab_size=int(config.get("type_vocab_size", 0) or 0),
         position_biased_input=_bool_field(config, "position_biased_input", True),
-        layer_norm_eps=float(eps),
+        layer_norm_eps=eps,
         activation=str(config.get("hidden_act", "gelu")),
         relative_attention=relative,
         c2p=relative and "c2p" in types,

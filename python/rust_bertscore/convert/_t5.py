@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 
 from ._blocks import finish, mask_bias, mask_index, new_graph
-from ._checkpoint import CheckpointError, WeightStore, load_config, model_depth
+from ._checkpoint import CheckpointError, WeightStore, float_field, load_config, model_depth
 from ._encoders import INPUT_IDS, layers_to_build
 from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
 
@@ -109,11 +109,7 @@ def t5_spec(config: dict[str, Any]) -> T5Spec:
     CheckpointError
         For a missing or malformed field.
     """
-    eps = config.get("layer_norm_epsilon", _DEFAULTS["layer_norm_epsilon"])
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-        raise CheckpointError(
-            f"config field 'layer_norm_epsilon' must be a positive number, got {eps!r}"
-        )
+    eps = float_field(config, "layer_norm_epsilon", _DEFAULTS["layer_norm_epsilon"])
     gated, activation = feed_forward(
         config.get("feed_forward_proj", _DEFAULTS["feed_forward_proj"])
     )
@@ -125,7 +121,7 @@ def t5_spec(config: dict[str, Any]) -> T5Spec:
         heads=_field(config, "num_heads"),
         d_ff=_field(config, "d_ff"),
         vocab_size=_field(config, "vocab_size"),
-        eps=float(eps),
+        eps=eps,
         gated=gated,
         activation=activation,
         num_buckets=_field(config, "relative_attention_num_buckets"),
