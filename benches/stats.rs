@@ -36,8 +36,13 @@ fn variants() -> [(&'static str, Option<usize>); 2] {
     [("serial", Some(1)), ("rayon", None)]
 }
 
+/// Keeps a job's result from the optimiser; an error (an invalid setting) stops the bench.
+fn keep<T, E: std::fmt::Debug>(result: Result<T, E>) {
+    black_box(result.expect("valid"));
+}
+
 /// One timed run outside criterion, printed next to its figures (seconds for the full job).
-fn report(name: &str, mut f: impl FnMut()) {
+fn report(name: &str, f: impl Fn()) {
     let start = Instant::now();
     f();
     println!("{name}: {:.3} s", start.elapsed().as_secs_f64());
@@ -45,9 +50,8 @@ fn report(name: &str, mut f: impl FnMut()) {
 
 fn stats(c: &mut Criterion) {
     println!("rayon pool: {} threads", get_num_threads().unwrap_or(0));
-    let a = scores(SEGMENTS, 1);
-    let one = systems(1);
-    let four = systems(4);
+    let (a, one, four) = (scores(SEGMENTS, 1), systems(1), systems(4));
+    let (a, one, four) = (a.view(), one.view(), four.view());
     let mut group = c.benchmark_group("stats");
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(10);
@@ -60,53 +64,25 @@ fn stats(c: &mut Criterion) {
             num_threads: threads,
         };
         let size = format!("{RESAMPLES}x{SEGMENTS}");
-        let ci = || black_box(bootstrap_ci(a.view(), 0.95, &opts).expect("valid"));
-        let bs1 = || black_box(paired_bootstrap(a.view(), one.view(), 0.95, &opts).expect("valid"));
-        let bs4 =
-            || black_box(paired_bootstrap(a.view(), four.view(), 0.95, &opts).expect("valid"));
-        let ar1 = || black_box(paired_permutation(a.view(), one.view(), &opts).expect("valid"));
-        let ar4 = || black_box(paired_permutation(a.view(), four.view(), &opts).expect("valid"));
-        report(&format!("bootstrap_ci {name} {size}"), || {
-            ci();
-        });
-        group.bench_function(
-            BenchmarkId::new(format!("bootstrap_ci/{name}"), &size),
-            |b| b.iter(ci),
-        );
-        report(&format!("paired_bootstrap 1 system {name} {size}"), || {
-            bs1();
-        });
-        group.bench_function(
-            BenchmarkId::new(format!("paired_bootstrap_1/{name}"), &size),
-            |b| b.iter(bs1),
-        );
-        report(&format!("paired_bootstrap 4 systems {name} {size}"), || {
-            bs4();
-        });
-        group.bench_function(
-            BenchmarkId::new(format!("paired_bootstrap_4/{name}"), &size),
-            |b| b.iter(bs4),
-        );
-        report(
-            &format!("paired_permutation 1 system {name} {size}"),
-            || {
-                ar1();
-            },
-        );
-        group.bench_function(
-            BenchmarkId::new(format!("paired_permutation_1/{name}"), &size),
-            |b| b.iter(ar1),
-        );
-        report(
-            &format!("paired_permutation 4 systems {name} {size}"),
-            || {
-                ar4();
-            },
-        );
-        group.bench_function(
-            BenchmarkId::new(format!("paired_permutation_4/{name}"), &size),
-            |b| b.iter(ar4),
-        );
+        let ci = || keep(bootstrap_ci(a, 0.95, &opts));
+        let bs1 = || keep(paired_bootstrap(a, one, 0.95, &opts));
+        let bs4 = || keep(paired_bootstrap(a, four, 0.95, &opts));
+        let ar1 = || keep(paired_permutation(a, one, &opts));
+        let ar4 = || keep(paired_permutation(a, four, &opts));
+        // (what the timed run prints, the criterion id, the job).
+        let jobs: [(&str, &str, &dyn Fn()); 5] = [
+            ("bootstrap_ci", "bootstrap_ci", &ci),
+            ("paired_bootstrap 1 system", "paired_bootstrap_1", &bs1),
+            ("paired_bootstrap 4 systems", "paired_bootstrap_4", &bs4),
+            ("paired_permutation 1 system", "paired_permutation_1", &ar1),
+            ("paired_permutation 4 systems", "paired_permutation_4", &ar4),
+        ];
+        for (label, id, job) in jobs {
+            report(&format!("{label} {name} {size}"), job);
+            group.bench_function(BenchmarkId::new(format!("{id}/{name}"), &size), |b| {
+                b.iter(job)
+            });
+        }
     }
     group.finish();
 }

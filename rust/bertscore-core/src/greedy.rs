@@ -147,6 +147,15 @@ mod tests {
         (f64::from(a) - b).abs() < 1e-6
     }
 
+    /// [`score_pair`] of two texts without weights.
+    fn score_unweighted(c: &Array2<f32>, r: &Array2<f32>, normalize: bool) -> Result<PairScore> {
+        score_pair(
+            &EmbeddedText::new(c.view()),
+            &EmbeddedText::new(r.view()),
+            normalize,
+        )
+    }
+
     #[test]
     fn reval_example_with_raw_dot_products() {
         // ExampleBERTScore of the Go module github.com/itsubaki/reval: P=0.8600, R=0.7700,
@@ -154,12 +163,7 @@ mod tests {
         // R = (0.32 + 1.22) / 2, F = 2PR / (P + R).
         let c = array![[0.1_f32, 0.2, 0.3], [0.4, 0.5, 0.6]];
         let r = array![[0.1_f32, 0.2, 0.3], [0.7, 0.8, 0.9]];
-        let s = score_pair(
-            &EmbeddedText::new(c.view()),
-            &EmbeddedText::new(r.view()),
-            false,
-        )
-        .unwrap();
+        let s = score_unweighted(&c, &r, false).unwrap();
         assert!(close(s.precision, 0.86) && close(s.recall, 0.77), "{s:?}");
         assert!(close(s.f1, 2.0 * 0.86 * 0.77 / 1.63), "{s:?}");
     }
@@ -188,13 +192,7 @@ mod tests {
         let c = array![[1.0_f32, 0.0]];
         let empty = Array2::<f32>::zeros((0, 2));
         for (a, b) in [(&c, &empty), (&empty, &c), (&empty, &empty)] {
-            let s = score_pair(
-                &EmbeddedText::new(a.view()),
-                &EmbeddedText::new(b.view()),
-                true,
-            )
-            .unwrap();
-            assert_eq!(s, PairScore::ZERO);
+            assert_eq!(score_unweighted(a, b, true), Ok(PairScore::ZERO));
         }
         let w = array![0.0_f32];
         let s = score_pair(
@@ -208,22 +206,11 @@ mod tests {
     #[test]
     fn zero_vectors_and_extreme_scales_stay_finite_and_exact() {
         let zeros = Array2::<f32>::zeros((2, 3));
-        let s = score_pair(
-            &EmbeddedText::new(zeros.view()),
-            &EmbeddedText::new(zeros.view()),
-            true,
-        )
-        .unwrap();
-        assert_eq!(s, PairScore::ZERO);
+        assert_eq!(score_unweighted(&zeros, &zeros, true), Ok(PairScore::ZERO));
         for scale in [1e-25_f32, 1e25, f32::MAX / 4.0] {
             let a = array![[3.0_f32, 4.0]] * scale;
             let b = array![[4.0_f32, 3.0]];
-            let s = score_pair(
-                &EmbeddedText::new(a.view()),
-                &EmbeddedText::new(b.view()),
-                true,
-            )
-            .unwrap();
+            let s = score_unweighted(&a, &b, true).unwrap();
             assert!(
                 close(s.precision, 0.96) && close(s.f1, 0.96),
                 "{scale}: {s:?}"
@@ -235,12 +222,7 @@ mod tests {
     fn dim_mismatch_names_both_sides() {
         let a = Array2::<f32>::zeros((1, 2));
         let b = Array2::<f32>::zeros((1, 3));
-        let e = score_pair(
-            &EmbeddedText::new(a.view()),
-            &EmbeddedText::new(b.view()),
-            true,
-        )
-        .unwrap_err();
+        let e = score_unweighted(&a, &b, true).unwrap_err();
         assert_eq!(
             e.to_string(),
             "pair 0 (candidate) has embedding dim 2, but pair 0 (reference) has dim 3"

@@ -206,7 +206,7 @@ pub(crate) fn pack(prepared: &[Prepared<'_>], dim: usize) -> Packed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
+    use ndarray::{array, Array1};
 
     #[test]
     fn values_and_weights_are_checked() {
@@ -218,30 +218,25 @@ mod tests {
             Some(KernelError::NonFiniteEmbedding { owner, token: 0 })
         );
         let e = array![[1.0_f32, 2.0], [3.0, 4.0]];
-        let w = array![1.0_f32];
-        let err = prepare(
-            &EmbeddedText::with_weights(e.view(), Some(w.view())),
-            owner,
-            true,
-        )
-        .err();
+        // The error of `e` (two tokens) weighted by `w`.
+        let weights_err = |w: Array1<f32>| {
+            prepare(
+                &EmbeddedText::with_weights(e.view(), Some(w.view())),
+                owner,
+                true,
+            )
+            .err()
+        };
         assert!(matches!(
-            err,
+            weights_err(array![1.0_f32]),
             Some(KernelError::WeightLength {
                 weights: 1,
                 tokens: 2,
                 ..
             })
         ));
-        let w = array![1.0_f32, -0.5];
-        let err = prepare(
-            &EmbeddedText::with_weights(e.view(), Some(w.view())),
-            owner,
-            true,
-        )
-        .err();
         assert!(matches!(
-            err,
+            weights_err(array![1.0_f32, -0.5]),
             Some(KernelError::InvalidWeight { token: 1, .. })
         ));
     }

@@ -252,6 +252,19 @@ mod tests {
     use ndarray::{array, s, Array1};
     use proptest::prelude::*;
 
+    /// A block side: embeddings `emb`, scaled by `scale` when given.
+    fn side<'a>(emb: ArrayView2<'a, f32>, scale: Option<&'a [f32]>) -> BlockSide<'a> {
+        BlockSide { emb, scale }
+    }
+
+    /// A fresh scratch whose kernels run on `isa`.
+    fn scratch_on(isa: Isa) -> Scratch {
+        Scratch {
+            isa,
+            ..Scratch::default()
+        }
+    }
+
     #[test]
     fn strided_and_empty_inputs() {
         let a = matrix(6, 40, 1);
@@ -262,17 +275,7 @@ mod tests {
         let t = b.t().to_owned();
         let mut scratch = Scratch::default();
         let bounds = [0, 3, 7];
-        scratch.maxima(
-            BlockSide {
-                emb: a_view,
-                scale: None,
-            },
-            BlockSide {
-                emb: t.t(),
-                scale: None,
-            },
-            &bounds,
-        );
+        scratch.maxima(side(a_view, None), side(t.t(), None), &bounds);
         let want = naive(&a_view.to_owned(), &b);
         for i in 0..3 {
             for k in 0..2 {
@@ -283,17 +286,7 @@ mod tests {
             }
         }
         let e = Array2::<f32>::zeros((0, 40));
-        scratch.maxima(
-            BlockSide {
-                emb: e.view(),
-                scale: None,
-            },
-            BlockSide {
-                emb: b.view(),
-                scale: None,
-            },
-            &[0, 7],
-        );
+        scratch.maxima(side(e.view(), None), side(b.view(), None), &[0, 7]);
         assert!(scratch.row_max.is_empty());
         assert!(scratch.col_max.iter().all(|&x| x == f32::NEG_INFINITY));
     }
@@ -305,19 +298,10 @@ mod tests {
         let fa = [1.0_f32, 0.5];
         let fb = [1.0 / 3.0_f32, std::f32::consts::FRAC_1_SQRT_2, 1.0];
         for isa in Isa::all_available() {
-            let mut scratch = Scratch {
-                isa,
-                ..Scratch::default()
-            };
+            let mut scratch = scratch_on(isa);
             scratch.maxima(
-                BlockSide {
-                    emb: a.view(),
-                    scale: Some(&fa),
-                },
-                BlockSide {
-                    emb: b.view(),
-                    scale: Some(&fb),
-                },
+                side(a.view(), Some(&fa)),
+                side(b.view(), Some(&fb)),
                 &[0, 1, 3],
             );
             // s = [[1, h, 0], [0, h, -1]], h = 1/sqrt 2.
@@ -335,17 +319,7 @@ mod tests {
                 .zip(&[1.0, h, 0.0])
                 .all(|(&x, &y)| close(x, y)));
             // Only one side scaled: the other's factors are 1.
-            scratch.maxima(
-                BlockSide {
-                    emb: a.view(),
-                    scale: Some(&fa),
-                },
-                BlockSide {
-                    emb: b.view(),
-                    scale: None,
-                },
-                &[0, 3],
-            );
+            scratch.maxima(side(a.view(), Some(&fa)), side(b.view(), None), &[0, 3]);
             assert_eq!(scratch.row_max, vec![3.0, 1.0]);
             assert_eq!(scratch.col_max, vec![3.0, 1.0, 0.0]);
         }
@@ -401,21 +375,8 @@ mod tests {
         let bounds = [0, 7, 20, 20, 33, 40];
         let (want_rows, want_cols) = naive_maxima(&a, Some(&fa), &b, None, &bounds);
         for isa in Isa::all_available() {
-            let mut scratch = Scratch {
-                isa,
-                ..Scratch::default()
-            };
-            scratch.maxima(
-                BlockSide {
-                    emb: a.view(),
-                    scale: Some(&fa),
-                },
-                BlockSide {
-                    emb: b.view(),
-                    scale: None,
-                },
-                &bounds,
-            );
+            let mut scratch = scratch_on(isa);
+            scratch.maxima(side(a.view(), Some(&fa)), side(b.view(), None), &bounds);
             assert_eq!(scratch.block.len(), 4500 * 16, "{isa:?}");
             assert!(close_all(&scratch.row_max, &want_rows, 1e-5), "{isa:?}");
             assert!(close_all(&scratch.col_max, &want_cols, 1e-5), "{isa:?}");
@@ -452,12 +413,8 @@ mod tests {
             let (want_rows, want_cols) = naive_maxima(&a, fa, &b, fb, &bounds);
             let tol = 1e-5 * (dim.max(1) as f64) * 2.0;
             for isa in Isa::all_available() {
-                let mut scratch = Scratch { isa, ..Scratch::default() };
-                scratch.maxima(
-                    BlockSide { emb: a.view(), scale: fa },
-                    BlockSide { emb: b.view(), scale: fb },
-                    &bounds,
-                );
+                let mut scratch = scratch_on(isa);
+                scratch.maxima(side(a.view(), fa), side(b.view(), fb), &bounds);
                 prop_assert!(close_all(&scratch.row_max, &want_rows, tol), "{isa:?} rows");
                 prop_assert!(close_all(&scratch.col_max, &want_cols, tol), "{isa:?} cols");
             }

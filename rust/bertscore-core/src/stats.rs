@@ -204,6 +204,16 @@ fn percentile_interval(mut values: Vec<f64>, confidence: f64) -> (f64, f64) {
     )
 }
 
+/// The [`Interval`] of `mean`: the percentile interval at `confidence` of its `resampled` means.
+fn interval(mean: f64, resampled: Vec<f64>, confidence: f64) -> Interval {
+    let (ci_low, ci_high) = percentile_interval(resampled, confidence);
+    Interval {
+        mean,
+        ci_low,
+        ci_high,
+    }
+}
+
 fn mean(x: ArrayView1<'_, f64>) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
 }
@@ -227,12 +237,7 @@ pub fn bootstrap_ci(
     check_resampling(opts, "n_resamples")?;
     check_scores("scores", scores)?;
     let means = resampled_means(&[scores], opts)?;
-    let (ci_low, ci_high) = percentile_interval(means, confidence);
-    Ok(Interval {
-        mean: mean(scores),
-        ci_low,
-        ci_high,
-    })
+    Ok(interval(mean(scores), means, confidence))
 }
 
 /// Koehn's paired bootstrap of every row of `b` (systems x segments) against the baseline `a`:
@@ -255,18 +260,12 @@ pub fn paired_bootstrap(
     let table = resampled_means(&systems, opts)?;
     let column = |j: usize| -> Vec<f64> { table.chunks_exact(k).map(|row| row[j]).collect() };
     let base = column(0);
-    let (lo, hi) = percentile_interval(base.clone(), confidence);
-    let baseline = Interval {
-        mean: mean(a),
-        ci_low: lo,
-        ci_high: hi,
-    };
+    let baseline = interval(mean(a), base.clone(), confidence);
     let results = (1..k)
         .map(|j| {
             let sys = column(j);
             let deltas: Vec<f64> = sys.iter().zip(&base).map(|(s, b)| s - b).collect();
             let not_better = deltas.iter().filter(|&&d| d <= 0.0).count();
-            let (s_lo, s_hi) = percentile_interval(sys, confidence);
             let (d_lo, d_hi) = percentile_interval(deltas, confidence);
             let mean_b = mean(systems[j]);
             PairedBootstrap {
@@ -276,11 +275,7 @@ pub fn paired_bootstrap(
                 ci_low: d_lo,
                 ci_high: d_hi,
                 p_value: add_one(not_better, opts.n_resamples),
-                system: Interval {
-                    mean: mean_b,
-                    ci_low: s_lo,
-                    ci_high: s_hi,
-                },
+                system: interval(mean_b, sys, confidence),
             }
         })
         .collect();

@@ -12,9 +12,9 @@ mod errors;
 mod stats;
 
 use bertscore_core as core;
-use bertscore_core::{Ragged, ScoreMatrix, ScoreOptions, Scores};
-use ndarray::{Ix1, Ix2, IxDyn};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyUntypedArrayMethods};
+use bertscore_core::{EmbeddedText, Ragged, ScoreOptions};
+use ndarray::{Array, ArrayView1, ArrayView2, Dimension, Ix1, Ix2, IxDyn};
+use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyUntypedArrayMethods};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -22,33 +22,39 @@ use pyo3::types::PyDict;
 use crate::arrays::{flag_array, float_array, index_array, items, FloatArray, PyTexts};
 use crate::errors::{detach, threads_arg};
 
-type Triple1<'py> = (
-    Bound<'py, PyArray1<f32>>,
-    Bound<'py, PyArray1<f32>>,
-    Bound<'py, PyArray1<f32>>,
-);
-type Triple2<'py> = (
-    Bound<'py, PyArray2<f32>>,
-    Bound<'py, PyArray2<f32>>,
-    Bound<'py, PyArray2<f32>>,
+/// `(P, R, F)` as NumPy arrays: 1-D (one score per pair) or 2-D (candidates x references).
+type Triple<'py, D> = (
+    Bound<'py, PyArray<f32, D>>,
+    Bound<'py, PyArray<f32, D>>,
+    Bound<'py, PyArray<f32, D>>,
 );
 
 type IdfTable<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>);
 
-fn scores_to_py(py: Python<'_>, s: Scores) -> Triple1<'_> {
-    (
-        s.precision.into_pyarray(py),
-        s.recall.into_pyarray(py),
-        s.f1.into_pyarray(py),
-    )
+/// Hands precision, recall and F1 (of `Scores` or of a `ScoreMatrix`) to NumPy without a copy.
+fn prf_to_py<D: Dimension>(py: Python<'_>, [p, r, f]: [Array<f32, D>; 3]) -> Triple<'_, D> {
+    (p.into_pyarray(py), r.into_pyarray(py), f.into_pyarray(py))
 }
 
-fn matrix_to_py(py: Python<'_>, m: ScoreMatrix) -> Triple2<'_> {
-    (
-        m.precision.into_pyarray(py),
-        m.recall.into_pyarray(py),
-        m.f1.into_pyarray(py),
-    )
+/// Runs `work` on the candidates' and the references' texts with the GIL released; float64
+/// inputs are converted to float32 inside the GIL-free closure.
+fn detach_texts<T: Send>(
+    py: Python<'_>,
+    cands: &PyTexts<'_>,
+    refs: &PyTexts<'_>,
+    work: impl FnOnce(&[EmbeddedText<'_>], &[EmbeddedText<'_>]) -> core::Result<T> + Send,
+) -> PyResult<T> {
+    let (cv, rv) = (cands.views(), refs.views());
+    detach(py, move || {
+        let (c, r) = (cv.into_f32(), rv.into_f32());
+        work(&c.texts(), &r.texts())
+    })
+}
+
+/// `num_docs` from Python as a count, rejecting negative values.
+fn num_docs_arg(num_docs: i64) -> PyResult<usize> {
+    usize::try_from(num_docs)
+        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))
 }
 
 fn options(normalize: bool, num_threads: Option<i64>) -> PyResult<ScoreOptions> {
@@ -69,7 +75,7 @@ fn score_embeddings<'py>(
     ref_weights: Option<&Bound<'py, PyAny>>,
     normalize: bool,
     num_threads: Option<i64>,
-) -> PyResult<Triple1<'py>> {
+) -> PyResult<Triple<'py, Ix1>> {
     let opts = options(normalize, num_threads)?;
     let (c, r) = (items(cands, "cands")?, items(refs, "refs")?);
     if c.len() != r.len() {
@@ -85,12 +91,8 @@ fn score_embeddings<'py>(
     let r = PyTexts::extract(&r, ref_weights, "ref_weights", &|k| {
         format!("pair {k} (reference)")
     })?;
-    let (cv, rv) = (c.views(), r.views());
-    let scores = detach(py, move || {
-        let (c, r) = (cv.into_f32(), rv.into_f32());
-        core::score_pairs(&c.texts(), &r.texts(), &opts)
-    })?;
-    Ok(scores_to_py(py, scores))
+    let s = detach_texts(py, &c, &r, move |c, r| core::score_pairs(c, r, &opts))?;
+    Ok(prf_to_py(py, [s.precision, s.recall, s.f1]))
 }
 
 /// Every candidate against every reference.
@@ -104,7 +106,7 @@ fn pairwise_embeddings<'py>(
     ref_weights: Option<&Bound<'py, PyAny>>,
     normalize: bool,
     num_threads: Option<i64>,
-) -> PyResult<Triple2<'py>> {
+) -> PyResult<Triple<'py, Ix2>> {
     let opts = options(normalize, num_threads)?;
     let c = PyTexts::extract(
         &items(cands, "cands")?,
@@ -115,12 +117,8 @@ fn pairwise_embeddings<'py>(
     let r = PyTexts::extract(&items(refs, "refs")?, ref_weights, "ref_weights", &|j| {
         format!("reference {j}")
     })?;
-    let (cv, rv) = (c.views(), r.views());
-    let m = detach(py, move || {
-        let (c, r) = (cv.into_f32(), rv.into_f32());
-        core::score_all_pairs(&c.texts(), &r.texts(), &opts)
-    })?;
-    Ok(matrix_to_py(py, m))
+    let m = detach_texts(py, &c, &r, move |c, r| core::score_all_pairs(c, r, &opts))?;
+    Ok(prf_to_py(py, [m.precision, m.recall, m.f1]))
 }
 
 /// The ragged inputs shared by `score_ragged` and `pairwise_ragged`.
@@ -143,6 +141,26 @@ impl<'py> RaggedArgs<'py> {
                 .filter(|w| !w.is_none())
                 .map(|w| float_array(w, &|| "weights".to_owned()))
                 .transpose()?,
+        })
+    }
+
+    /// Runs `work` on the batch with the GIL released: float64 inputs are converted, the
+    /// offsets checked and the [`Ragged`] batch built inside the GIL-free closure.
+    fn detach_with<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&Ragged<'_>) -> core::Result<T> + Send,
+    ) -> PyResult<T> {
+        let (data, offsets, weights) = (
+            self.data.view(),
+            self.offsets.as_array(),
+            self.weights.as_ref().map(FloatArray::view),
+        );
+        detach(py, move || {
+            let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
+            let offsets = core::offsets_from_i64("offsets", offsets)?;
+            let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
+            work(&batch)
         })
     }
 }
@@ -198,28 +216,20 @@ fn score_ragged<'py>(
     num_threads: Option<i64>,
     floor_precision: Option<&Bound<'py, PyAny>>,
     floor_recall: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Triple1<'py>> {
+) -> PyResult<Triple<'py, Ix1>> {
     let opts = options(normalize, num_threads)?;
     let args = RaggedArgs::extract(data, offsets, weights)?;
     let (pc, pr) = (
         index_array(pair_cand, "pair_cand")?,
         index_array(pair_ref, "pair_ref")?,
     );
-    let (data, offsets, weights) = (
-        args.data.view(),
-        args.offsets.as_array(),
-        args.weights.as_ref().map(FloatArray::view),
-    );
     let floors = floors_arg(floor_precision, floor_recall, pc.len())?;
     let (pc, pr) = (pc.as_array(), pr.as_array());
-    let scores = detach(py, move || {
-        let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
-        let offsets = core::offsets_from_i64("offsets", offsets)?;
-        let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
+    let s = args.detach_with(py, move |batch| {
         let pairs = core::pair_indices(pc, pr, batch.len())?;
         core::score_indexed_floored(&batch.texts(), &pairs, &floors, &opts)
     })?;
-    Ok(scores_to_py(py, scores))
+    Ok(prf_to_py(py, [s.precision, s.recall, s.f1]))
 }
 
 type FlagPair<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<bool>>);
@@ -262,24 +272,16 @@ fn pairwise_ragged<'py>(
     refs: &Bound<'py, PyAny>,
     normalize: bool,
     num_threads: Option<i64>,
-) -> PyResult<Triple2<'py>> {
+) -> PyResult<Triple<'py, Ix2>> {
     let opts = options(normalize, num_threads)?;
     let args = RaggedArgs::extract(data, offsets, weights)?;
     let (ci, ri) = (index_array(cands, "cands")?, index_array(refs, "refs")?);
-    let (data, offsets, weights) = (
-        args.data.view(),
-        args.offsets.as_array(),
-        args.weights.as_ref().map(FloatArray::view),
-    );
     let (ci, ri) = (ci.as_array(), ri.as_array());
-    let m = detach(py, move || {
-        let (data, weights) = (data.into_f32(), weights.map(|w| w.into_f32()));
-        let offsets = core::offsets_from_i64("offsets", offsets)?;
-        let batch = Ragged::new(data.view(), offsets, weights.as_ref().map(|w| w.view()))?;
+    let m = args.detach_with(py, move |batch| {
         let (c, r) = (batch.select("cands", ci)?, batch.select("refs", ri)?);
         core::score_all_pairs(&c, &r, &opts)
     })?;
-    Ok(matrix_to_py(py, m))
+    Ok(prf_to_py(py, [m.precision, m.recall, m.f1]))
 }
 
 /// P, R and F each maxed over consecutive groups.
@@ -290,18 +292,18 @@ fn multi_ref_max<'py>(
     recall: &Bound<'py, PyAny>,
     f1: &Bound<'py, PyAny>,
     group_offsets: &Bound<'py, PyAny>,
-) -> PyResult<Triple1<'py>> {
+) -> PyResult<Triple<'py, Ix1>> {
     let p = float_array::<Ix1>(precision, &|| "precision".to_owned())?;
     let r = float_array::<Ix1>(recall, &|| "recall".to_owned())?;
     let f = float_array::<Ix1>(f1, &|| "f1".to_owned())?;
     let g = index_array(group_offsets, "group_offsets")?;
     let (pv, rv, fv, gv) = (p.view(), r.view(), f.view(), g.as_array());
-    let scores = detach(py, move || {
+    let s = detach(py, move || {
         let (p, r, f) = (pv.into_f32(), rv.into_f32(), fv.into_f32());
         let offsets = core::offsets_from_i64("group_offsets", gv)?;
         core::multi_ref_max(p.view(), r.view(), f.view(), &offsets)
     })?;
-    Ok(scores_to_py(py, scores))
+    Ok(prf_to_py(py, [s.precision, s.recall, s.f1]))
 }
 
 /// `(x - baseline) / (1 - baseline)`.
@@ -348,45 +350,63 @@ impl Reduced {
     }
 }
 
-fn as_1d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ndarray::ArrayView1<'_, f32>> {
+fn as_1d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ArrayView1<'_, f32>> {
     a.into_dimensionality::<Ix1>().ok()
 }
 
-fn as_2d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ndarray::ArrayView2<'_, f32>> {
+fn as_2d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ArrayView2<'_, f32>> {
     a.into_dimensionality::<Ix2>().ok()
+}
+
+/// Reads the argument `a` (see [`vector_or_rows`]) and, with the GIL released, runs `vector`
+/// on it if it is 1-D or `rows` if it is 2-D (float64 converted to float32 first).
+fn detach_vector_or_rows<T: Send>(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    vector: impl FnOnce(ArrayView1<'_, f32>) -> T + Send,
+    rows: impl FnOnce(ArrayView2<'_, f32>) -> T + Send,
+) -> PyResult<T> {
+    let a = vector_or_rows(a, "a")?;
+    let av = a.view();
+    detach(py, move || {
+        let a = av.into_f32();
+        let v = a.view();
+        match (as_1d(v.view()), as_2d(v.view())) {
+            (Some(x), _) => Ok(vector(x)),
+            (_, Some(x)) => Ok(rows(x)),
+            // vector_or_rows has let through only 1-D and 2-D arrays.
+            _ => Err(core::KernelError::InvalidArgument {
+                what: "a",
+                problem: format!(
+                    "must be a 1-D vector or a 2-D array of rows, got {}-D",
+                    v.ndim()
+                ),
+            }),
+        }
+    })
 }
 
 /// Euclidean norm of a vector (float) or of each row (array).
 #[pyfunction]
 fn l2_norm<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let a = vector_or_rows(a, "a")?;
-    let av = a.view();
-    let out = detach(py, move || {
-        let a = av.into_f32();
-        let v = a.view();
-        Ok(match (as_1d(v.view()), as_2d(v.view())) {
-            (Some(x), _) => Reduced::Scalar(core::l2_norm(x)),
-            (_, Some(x)) => Reduced::Rows(core::l2_norm_rows(x)),
-            _ => Reduced::Rows(ndarray::Array1::zeros(0)),
-        })
-    })?;
-    out.into_py(py)
+    detach_vector_or_rows(
+        py,
+        a,
+        |x| Reduced::Scalar(core::l2_norm(x)),
+        |x| Reduced::Rows(core::l2_norm_rows(x)),
+    )?
+    .into_py(py)
 }
 
 /// A vector, or each row, divided by its norm (zero vectors unchanged).
 #[pyfunction]
 fn normalize<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-    let a = vector_or_rows(a, "a")?;
-    let av = a.view();
-    let out = detach(py, move || {
-        let a = av.into_f32();
-        let v = a.view();
-        Ok(match (as_1d(v.view()), as_2d(v.view())) {
-            (Some(x), _) => core::normalize(x).into_dyn(),
-            (_, Some(x)) => core::normalize_rows(x).into_dyn(),
-            _ => v.to_owned(),
-        })
-    })?;
+    let out = detach_vector_or_rows(
+        py,
+        a,
+        |x| core::normalize(x).into_dyn(),
+        |x| core::normalize_rows(x).into_dyn(),
+    )?;
     Ok(out.into_pyarray(py))
 }
 
@@ -440,12 +460,7 @@ fn compute_idf(
     num_threads: Option<i64>,
 ) -> PyResult<core::Idf<i64>> {
     let threads = threads_arg(num_threads)?;
-    let num_docs = num_docs
-        .map(|m| {
-            usize::try_from(m)
-                .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {m}")))
-        })
-        .transpose()?;
+    let num_docs = num_docs.map(num_docs_arg).transpose()?;
     let docs: Vec<Vec<i64>> = items(docs, "docs")?
         .iter()
         .enumerate()
@@ -495,9 +510,7 @@ fn idf_table<'py>(
 /// IDF of a token seen in none of `num_docs` documents: `ln(num_docs + 1)`.
 #[pyfunction]
 fn idf_default(num_docs: i64) -> PyResult<f64> {
-    usize::try_from(num_docs)
-        .map(core::idf_default)
-        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))
+    num_docs_arg(num_docs).map(core::idf_default)
 }
 
 /// The thread count the user set (set_num_threads, else RUST_BERTSCORE_NUM_THREADS), or None.
@@ -519,8 +532,7 @@ fn idf_from_frequencies<'py>(
     df: &Bound<'py, PyAny>,
     num_docs: i64,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let m = usize::try_from(num_docs)
-        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))?;
+    let m = num_docs_arg(num_docs)?;
     let df = index_array(df, "df")?;
     let values = df
         .as_array()

@@ -1,9 +1,10 @@
 """Make the reference data of tests/data/reference/more_families/ (run by hand, never by pytest).
 
 Needs torch, transformers 4.57.6, bert-score 0.3.13 and sentencepiece (the project's
-/work/torchenv venv); the package itself is not used. For each family it builds a seeded
-random-weight checkpoint (3 layers, hidden size 64, 4 heads), saves it with ``save_pretrained``
-(safetensors) and a slow tokenizer beside it, then records:
+/work/torchenv venv); the package itself is not used. For each family of ``FAMILIES`` (a table:
+tokenizer maker, config class and keywords, model class, seed) it builds a seeded random-weight
+checkpoint (3 layers, hidden size 64, 4 heads), saves it with ``save_pretrained`` (safetensors)
+and a slow tokenizer beside it, then records:
 
 - ``<family>/hidden_states.npz``: ``ids_i`` (bert_score's ``sent_encode`` ids) and ``hidden_i``
   (PyTorch's hidden states of every layer of the whole model, ``output_hidden_states=True``; for
@@ -13,7 +14,8 @@ random-weight checkpoint (3 layers, hidden size 64, 4 heads), saves it with ``sa
   of a few edge cases;
 - ``cases.json``: ``bert_score.score(cands, refs, model_type=<dir>, num_layers=L, ...)`` P/R/F.
 
-Usage: /work/torchenv/bin/python tests/data/reference/make_more_families.py
+Usage: /work/torchenv/bin/python tests/data/reference/make_more_families.py [FAMILY ...]
+(no names: every family; named ones replace their entries in cases.json, the others stay).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import bert_score
 import numpy as np
@@ -136,152 +141,6 @@ def save(model: torch.nn.Module, tokenizer: object, out: Path) -> None:
         (out / extra).unlink(missing_ok=True)
 
 
-def make_bert(kind: str) -> Path:
-    torch.manual_seed(11)
-    out = OUT / f"bert-{kind.replace('_', '-')}"
-    tok = BertTokenizer(str(TINY / "bert" / "vocab.txt"), do_lower_case=True)
-    config = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        num_hidden_layers=SIZES["layers"],
-        num_attention_heads=SIZES["heads"],
-        intermediate_size=SIZES["ffn"],
-        max_position_embeddings=128,
-        position_embedding_type=kind,
-        initializer_range=0.4,
-    )
-    model = BertModel(config, add_pooling_layer=False)
-    perturb_norms(model, 1)
-    save(model, tok, out)
-    return out
-
-
-def make_longformer() -> Path:
-    torch.manual_seed(12)
-    out = OUT / "longformer"
-    tok = LongformerTokenizer(
-        str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt")
-    )
-    config = LongformerConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        num_hidden_layers=SIZES["layers"],
-        num_attention_heads=SIZES["heads"],
-        intermediate_size=SIZES["ffn"],
-        max_position_embeddings=130,
-        attention_window=[4, 8, 4],  # one-sided 2, 4, 2 (each must divide the largest)
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        sep_token_id=2,
-        initializer_range=0.4,
-    )
-    model = LongformerModel(config, add_pooling_layer=False)
-    perturb_norms(model, 2)
-    save(model, tok, out)
-    return out
-
-
-def make_pegasus() -> Path:
-    torch.manual_seed(13)
-    out = OUT / "pegasus"
-    out.mkdir(parents=True, exist_ok=True)
-    sp_path = OUT / "pegasus_spiece.model"
-    train_sp(sp_path, 600, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
-    tok = PegasusTokenizer(str(sp_path))
-    config = PegasusConfig(
-        vocab_size=tok.vocab_size,
-        d_model=SIZES["hidden"],
-        encoder_layers=SIZES["layers"],
-        decoder_layers=1,
-        encoder_attention_heads=SIZES["heads"],
-        decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_position_embeddings=256,
-        activation_function="relu",
-        scale_embedding=True,
-        init_std=0.4,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-    )
-    model = PegasusModel(config)
-    perturb_norms(model, 3)
-    save(model, tok, out)
-    sp_path.unlink()
-    return out
-
-
-def make_bigbird() -> Path:
-    torch.manual_seed(14)
-    out = OUT / "bigbird"
-    out.mkdir(parents=True, exist_ok=True)
-    sp_path = OUT / "bigbird_spiece.model"
-    train_sp(
-        sp_path,
-        600,
-        pad_id=0,
-        eos_id=1,
-        bos_id=2,
-        unk_id=3,
-        user_defined_symbols=["[SEP]", "[CLS]", "[MASK]"],
-    )
-    tok = BigBirdTokenizer(str(sp_path))
-    config = BigBirdConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        num_hidden_layers=SIZES["layers"],
-        num_attention_heads=SIZES["heads"],
-        intermediate_size=SIZES["ffn"],
-        max_position_embeddings=512,
-        hidden_act="gelu_new",
-        attention_type="block_sparse",
-        block_size=16,
-        num_random_blocks=2,  # full attention up to (5 + 2 * 2) * 16 = 144 tokens
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=1,
-        sep_token_id=4,
-        initializer_range=0.4,
-    )
-    model = BigBirdModel(config, add_pooling_layer=False)
-    perturb_norms(model, 4)
-    save(model, tok, out)
-    sp_path.unlink()
-    return out
-
-
-def make_blenderbot() -> Path:
-    torch.manual_seed(15)
-    out = OUT / "blenderbot"
-    tok = BlenderbotTokenizer(
-        str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt")
-    )
-    config = BlenderbotConfig(
-        vocab_size=len(tok),
-        d_model=SIZES["hidden"],
-        encoder_layers=SIZES["layers"],
-        decoder_layers=1,
-        encoder_attention_heads=SIZES["heads"],
-        decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_position_embeddings=130,
-        activation_function="gelu",
-        scale_embedding=True,
-        init_std=0.4,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=1,
-    )
-    model = BlenderbotModel(config)
-    perturb_norms(model, 5)
-    save(model, tok, out)
-    return out
-
-
 def _small_words(bertweet: bool = False) -> Counter:
     """Lower-cased words as BlenderbotSmallTokenizer splits them (Bertweet: the whitespace-split
     words as they are), with their counts."""
@@ -351,171 +210,301 @@ def learn_small_bpe(
     return vocab_path, merges_path
 
 
-def make_blenderbot_small() -> Path:
-    torch.manual_seed(16)
-    out = OUT / "blenderbot-small"
-    vocab_path, merges_path = learn_small_bpe(OUT / "_small_bpe")
-    tok = BlenderbotSmallTokenizer(str(vocab_path), str(merges_path))
-    config = BlenderbotSmallConfig(
-        vocab_size=len(tok),
-        d_model=SIZES["hidden"],
-        encoder_layers=SIZES["layers"],
-        decoder_layers=1,
-        encoder_attention_heads=SIZES["heads"],
-        decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_position_embeddings=256,
-        activation_function="gelu",
-        scale_embedding=True,
-        init_std=0.4,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-        decoder_start_token_id=1,
+# The sizes every family shares, under the names each kind of config gives them.
+SHAPES: dict[str, dict[str, object]] = {
+    "encoder": {  # BERT, RoBERTa, Longformer, BigBird, SqueezeBERT
+        "hidden_size": SIZES["hidden"],
+        "num_hidden_layers": SIZES["layers"],
+        "num_attention_heads": SIZES["heads"],
+        "intermediate_size": SIZES["ffn"],
+        "initializer_range": 0.4,
+    },
+    "bart": {  # BART-like seq2seq (Pegasus, Blenderbot, LED): a 1-layer decoder bert_score drops
+        "d_model": SIZES["hidden"],
+        "encoder_layers": SIZES["layers"],
+        "decoder_layers": 1,
+        "encoder_attention_heads": SIZES["heads"],
+        "decoder_attention_heads": SIZES["heads"],
+        "encoder_ffn_dim": SIZES["ffn"],
+        "decoder_ffn_dim": 64,
+        "init_std": 0.4,
+    },
+    "prophetnet": {  # ProphetNet's own names for the same seq2seq sizes
+        "hidden_size": SIZES["hidden"],
+        "num_encoder_layers": SIZES["layers"],
+        "num_decoder_layers": 1,
+        "num_encoder_attention_heads": SIZES["heads"],
+        "num_decoder_attention_heads": SIZES["heads"],
+        "encoder_ffn_dim": SIZES["ffn"],
+        "decoder_ffn_dim": 64,
+        "init_std": 0.4,
+    },
+}
+
+# Makes a family's slow tokenizer; its argument is a scratch folder for files it learns.
+TokenizerMaker = Callable[[Path], Any]
+
+
+def wordpiece(cls: type, **kwargs: object) -> TokenizerMaker:
+    """``cls`` on tiny/bert's uncased WordPiece vocabulary."""
+    return lambda scratch: cls(str(TINY / "bert" / "vocab.txt"), **kwargs)
+
+
+def byte_bpe(cls: type) -> TokenizerMaker:
+    """``cls`` on tiny/roberta's byte-level BPE (vocab.json, merges.txt)."""
+    return lambda scratch: cls(
+        str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt")
     )
-    model = BlenderbotSmallModel(config)
-    perturb_norms(model, 6)
-    save(model, tok, out)
-    shutil.rmtree(OUT / "_small_bpe")
-    return out
 
 
-def make_bertweet() -> Path:
-    torch.manual_seed(17)
-    out = OUT / "bertweet"
-    vocab_path, codes_path = learn_small_bpe(OUT / "_bertweet_bpe", n_merges=500, bertweet=True)
-    tok = BertweetTokenizer(str(vocab_path), str(codes_path))
-    config = RobertaConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        num_hidden_layers=SIZES["layers"],
-        num_attention_heads=SIZES["heads"],
-        intermediate_size=SIZES["ffn"],
-        max_position_embeddings=258,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        initializer_range=0.4,
-        tokenizer_class="BertweetTokenizer",  # as vinai/bertweet-base's config.json says
-    )
-    model = RobertaModel(config, add_pooling_layer=False)
-    perturb_norms(model, 7)
-    save(model, tok, out)
-    shutil.rmtree(OUT / "_bertweet_bpe")
-    return out
+def sentencepiece(cls: type, **train_kwargs: object) -> TokenizerMaker:
+    """``cls`` on a 600-piece unigram SentencePiece model learned on the texts of cases.json
+    (``train_kwargs``: the special ids and symbols, as ``train_sp`` takes them)."""
+
+    def make(scratch: Path) -> Any:
+        sp_path = scratch / "spiece.model"
+        train_sp(sp_path, 600, **train_kwargs)
+        return cls(str(sp_path))
+
+    return make
 
 
-def make_squeezebert() -> Path:
-    torch.manual_seed(18)
-    out = OUT / "squeezebert"
-    tok = SqueezeBertTokenizer(str(TINY / "bert" / "vocab.txt"), do_lower_case=True)
-    config = SqueezeBertConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        embedding_size=SIZES["hidden"],
-        num_hidden_layers=SIZES["layers"],
-        num_attention_heads=SIZES["heads"],
-        intermediate_size=SIZES["ffn"],
-        max_position_embeddings=128,
-        q_groups=4,
-        k_groups=2,
-        v_groups=4,
-        post_attention_groups=2,
-        intermediate_groups=4,
-        output_groups=4,
-        initializer_range=0.4,
-    )
-    model = SqueezeBertModel(config)
-    perturb_norms(model, 8)
-    save(model, tok, out)
-    return out
+def word_bpe(cls: type, **learn_kwargs: Any) -> TokenizerMaker:
+    """``cls`` on a word-level BPE from ``learn_small_bpe`` (its two files, in that order)."""
+
+    def make(scratch: Path) -> Any:
+        vocab_path, merges_path = learn_small_bpe(scratch / "bpe", **learn_kwargs)
+        return cls(str(vocab_path), str(merges_path))
+
+    return make
 
 
-def make_led() -> Path:
-    torch.manual_seed(19)
-    out = OUT / "led"
-    tok = LEDTokenizer(str(TINY / "roberta" / "vocab.json"), str(TINY / "roberta" / "merges.txt"))
-    config = LEDConfig(
-        vocab_size=len(tok),
-        d_model=SIZES["hidden"],
-        encoder_layers=SIZES["layers"],
-        decoder_layers=1,
-        encoder_attention_heads=SIZES["heads"],
-        decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_encoder_position_embeddings=130,
-        max_decoder_position_embeddings=16,
-        attention_window=[4, 8, 4],
-        activation_function="gelu",
-        init_std=0.4,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
-    )
-    model = LEDModel(config)
-    perturb_norms(model, 9)
-    save(model, tok, out)
-    return out
+@dataclass(frozen=True)
+class Family:
+    """One random-weight checkpoint of more_families/: its tokenizer, config and model.
+
+    ``torch.manual_seed(seed)`` comes before the model is made (its random weights) and
+    ``seed - 10`` seeds ``perturb_norms``. The config gets ``vocab_size`` (``vocab_size(tok)``),
+    the sizes ``SHAPES[shape]`` and ``config_kwargs``; the model is ``model(config,
+    **model_kwargs)``. ``extra_settings`` are bert_score settings scored besides ``SETTINGS``.
+    """
+
+    name: str  # the folder under more_families/, bert_score's model_type and model_dir
+    seed: int
+    tokenizer: TokenizerMaker
+    config: type
+    shape: str
+    config_kwargs: dict[str, Any]
+    model: type
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    vocab_size: Callable[[Any], int] = len
+    extra_settings: tuple[dict[str, Any], ...] = ()
 
 
-def make_prophetnet() -> Path:
-    torch.manual_seed(20)
-    out = OUT / "prophetnet"
-    tok = ProphetNetTokenizer(str(TINY / "bert" / "vocab.txt"))
-    config = ProphetNetConfig(
-        vocab_size=len(tok),
-        hidden_size=SIZES["hidden"],
-        num_encoder_layers=SIZES["layers"],
-        num_decoder_layers=1,
-        num_encoder_attention_heads=SIZES["heads"],
-        num_decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_position_embeddings=128,
-        ngram=2,
-        num_buckets=8,
-        relative_max_distance=16,
-        activation_function="gelu",
-        init_std=0.4,
-        pad_token_id=0,
-    )
-    model = ProphetNetModel(config)
-    perturb_norms(model, 10)
-    save(model, tok, out)
-    return out
+NO_POOLER = {"add_pooling_layer": False}
+PROPHETNET = dict(ngram=2, num_buckets=8, relative_max_distance=16, activation_function="gelu")
+FAMILIES = {
+    family.name: family
+    for family in [
+        *(
+            Family(
+                name=f"bert-{kind.replace('_', '-')}",
+                seed=11,
+                tokenizer=wordpiece(BertTokenizer, do_lower_case=True),
+                config=BertConfig,
+                shape="encoder",
+                config_kwargs=dict(max_position_embeddings=128, position_embedding_type=kind),
+                model=BertModel,
+                model_kwargs=NO_POOLER,
+            )
+            for kind in ("relative_key", "relative_key_query")
+        ),
+        Family(
+            name="longformer",
+            seed=12,
+            tokenizer=byte_bpe(LongformerTokenizer),
+            config=LongformerConfig,
+            shape="encoder",
+            config_kwargs=dict(
+                max_position_embeddings=130,
+                attention_window=[4, 8, 4],  # one-sided 2, 4, 2 (each must divide the largest)
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                sep_token_id=2,
+            ),
+            model=LongformerModel,
+            model_kwargs=NO_POOLER,
+        ),
+        Family(
+            name="pegasus",
+            seed=13,
+            tokenizer=sentencepiece(PegasusTokenizer, pad_id=0, eos_id=1, unk_id=2, bos_id=-1),
+            vocab_size=lambda tok: tok.vocab_size,
+            config=PegasusConfig,
+            shape="bart",
+            config_kwargs=dict(
+                max_position_embeddings=256,
+                activation_function="relu",
+                scale_embedding=True,
+                pad_token_id=0,
+                eos_token_id=1,
+                decoder_start_token_id=0,
+            ),
+            model=PegasusModel,
+        ),
+        Family(
+            name="bigbird",
+            seed=14,
+            tokenizer=sentencepiece(
+                BigBirdTokenizer,
+                pad_id=0,
+                eos_id=1,
+                bos_id=2,
+                unk_id=3,
+                user_defined_symbols=["[SEP]", "[CLS]", "[MASK]"],
+            ),
+            config=BigBirdConfig,
+            shape="encoder",
+            config_kwargs=dict(
+                max_position_embeddings=512,
+                hidden_act="gelu_new",
+                attention_type="block_sparse",
+                block_size=16,
+                num_random_blocks=2,  # full attention up to (5 + 2 * 2) * 16 = 144 tokens
+                pad_token_id=0,
+                bos_token_id=2,
+                eos_token_id=1,
+                sep_token_id=4,
+            ),
+            model=BigBirdModel,
+            model_kwargs=NO_POOLER,
+        ),
+        Family(
+            name="blenderbot",
+            seed=15,
+            tokenizer=byte_bpe(BlenderbotTokenizer),
+            config=BlenderbotConfig,
+            shape="bart",
+            config_kwargs=dict(
+                max_position_embeddings=130,
+                activation_function="gelu",
+                scale_embedding=True,
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                decoder_start_token_id=1,
+            ),
+            model=BlenderbotModel,
+        ),
+        Family(
+            name="blenderbot-small",
+            seed=16,
+            tokenizer=word_bpe(BlenderbotSmallTokenizer),
+            config=BlenderbotSmallConfig,
+            shape="bart",
+            config_kwargs=dict(
+                max_position_embeddings=256,
+                activation_function="gelu",
+                scale_embedding=True,
+                pad_token_id=0,
+                bos_token_id=1,
+                eos_token_id=2,
+                decoder_start_token_id=1,
+            ),
+            model=BlenderbotSmallModel,
+        ),
+        Family(
+            name="bertweet",
+            seed=17,
+            tokenizer=word_bpe(BertweetTokenizer, n_merges=500, bertweet=True),
+            config=RobertaConfig,
+            shape="encoder",
+            config_kwargs=dict(
+                max_position_embeddings=258,
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                tokenizer_class="BertweetTokenizer",  # as vinai/bertweet-base's config.json says
+            ),
+            model=RobertaModel,
+            model_kwargs=NO_POOLER,
+        ),
+        Family(
+            name="squeezebert",
+            seed=18,
+            tokenizer=wordpiece(SqueezeBertTokenizer, do_lower_case=True),
+            config=SqueezeBertConfig,
+            shape="encoder",
+            config_kwargs=dict(
+                embedding_size=SIZES["hidden"],
+                max_position_embeddings=128,
+                q_groups=4,
+                k_groups=2,
+                v_groups=4,
+                post_attention_groups=2,
+                intermediate_groups=4,
+                output_groups=4,
+            ),
+            model=SqueezeBertModel,
+            # bert_score scores it with all_layers only: idf that way too
+            extra_settings=({"num_layers": 2, "all_layers": True, "idf": True, "batch_size": 5},),
+        ),
+        Family(
+            name="led",
+            seed=19,
+            tokenizer=byte_bpe(LEDTokenizer),
+            config=LEDConfig,
+            shape="bart",
+            config_kwargs=dict(
+                max_encoder_position_embeddings=130,
+                max_decoder_position_embeddings=16,
+                attention_window=[4, 8, 4],
+                activation_function="gelu",
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                decoder_start_token_id=2,
+            ),
+            model=LEDModel,
+        ),
+        Family(
+            name="prophetnet",
+            seed=20,
+            tokenizer=wordpiece(ProphetNetTokenizer),
+            config=ProphetNetConfig,
+            shape="prophetnet",
+            config_kwargs=dict(max_position_embeddings=128, pad_token_id=0, **PROPHETNET),
+            model=ProphetNetModel,
+        ),
+        Family(
+            name="xlm-prophetnet",
+            seed=21,
+            tokenizer=sentencepiece(
+                XLMProphetNetTokenizer, unk_id=0, bos_id=1, eos_id=2, pad_id=-1
+            ),
+            vocab_size=lambda tok: tok.vocab_size,
+            config=XLMProphetNetConfig,
+            shape="prophetnet",
+            config_kwargs=dict(max_position_embeddings=256, pad_token_id=0, **PROPHETNET),
+            model=XLMProphetNetModel,
+        ),
+    ]
+}
 
 
-def make_xlm_prophetnet() -> Path:
-    torch.manual_seed(21)
-    out = OUT / "xlm-prophetnet"
-    out.mkdir(parents=True, exist_ok=True)
-    sp_path = OUT / "xprophetnet_spiece.model"
-    train_sp(sp_path, 600, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
-    tok = XLMProphetNetTokenizer(str(sp_path))
-    config = XLMProphetNetConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=SIZES["hidden"],
-        num_encoder_layers=SIZES["layers"],
-        num_decoder_layers=1,
-        num_encoder_attention_heads=SIZES["heads"],
-        num_decoder_attention_heads=SIZES["heads"],
-        encoder_ffn_dim=SIZES["ffn"],
-        decoder_ffn_dim=64,
-        max_position_embeddings=256,
-        ngram=2,
-        num_buckets=8,
-        relative_max_distance=16,
-        activation_function="gelu",
-        init_std=0.4,
-        pad_token_id=0,
-    )
-    model = XLMProphetNetModel(config)
-    perturb_norms(model, 11)
-    save(model, tok, out)
-    sp_path.unlink()
+def build(family: Family) -> Path:
+    """Make ``family``'s seeded checkpoint and slow tokenizer in more_families/<name>/."""
+    torch.manual_seed(family.seed)
+    out = OUT / family.name
+    with tempfile.TemporaryDirectory() as scratch:
+        tok = family.tokenizer(Path(scratch))
+        config = family.config(
+            vocab_size=family.vocab_size(tok), **SHAPES[family.shape], **family.config_kwargs
+        )
+        model = family.model(config, **family.model_kwargs)
+        perturb_norms(model, family.seed - 10)
+        save(model, tok, out)
     return out
 
 
@@ -572,64 +561,41 @@ def record(out: Path, family: str) -> dict:
     return {"family": family, "batched_vs_alone": batch_diff}
 
 
-def score_cases(out: Path, family: str) -> list[dict]:
+# The bert_score settings every family is scored with (``Family.extra_settings`` adds more).
+SETTINGS: list[dict[str, Any]] = [
+    {"num_layers": 2, "idf": False, "batch_size": 8},
+    {"num_layers": 3, "idf": True, "batch_size": 8},
+    {"num_layers": 1, "all_layers": True, "batch_size": 8},
+]
+
+
+def score_cases(out: Path, family: Family) -> list[dict]:
     cases = []
-    settings: list[dict] = [
-        {"num_layers": 2, "idf": False, "batch_size": 8},
-        {"num_layers": 3, "idf": True, "batch_size": 8},
-        {"num_layers": 1, "all_layers": True, "batch_size": 8},
-    ]
-    if family == "squeezebert":  # bert_score scores it with all_layers only: idf that way too
-        settings.append({"num_layers": 2, "all_layers": True, "idf": True, "batch_size": 5})
-    for kwargs in settings:
-        name = family + "_" + "_".join(f"{k}{v}" for k, v in kwargs.items())
+    for kwargs in [*SETTINGS, *family.extra_settings]:
+        name = family.name + "_" + "_".join(f"{k}{v}" for k, v in kwargs.items())
+        case = {
+            "name": name,
+            "model_dir": family.name,
+            "cands": CANDS,
+            "refs": REFS,
+            "kwargs": kwargs,
+        }
         try:
             P, R, F = bert_score.score(
                 CANDS, REFS, model_type=str(out), device="cpu", use_fast_tokenizer=False, **kwargs
             )
         except Exception as exc:  # recorded: what bert_score itself does with this family
             print(f"{name}: bert_score raised {exc!r}", file=sys.stderr)
-            cases.append(
-                {
-                    "name": name,
-                    "model_dir": family,
-                    "cands": CANDS,
-                    "refs": REFS,
-                    "kwargs": kwargs,
-                    "bert_score_error": f"{type(exc).__name__}: {exc}",
-                }
-            )
-            continue
-        cases.append(
-            {
-                "name": name,
-                "model_dir": family,
-                "cands": CANDS,
-                "refs": REFS,
-                "kwargs": kwargs,
-                "expected": {"P": P.tolist(), "R": R.tolist(), "F": F.tolist()},
-            }
-        )
+            case["bert_score_error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            case["expected"] = {"P": P.tolist(), "R": R.tolist(), "F": F.tolist()}
+        cases.append(case)
     return cases
 
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    builders = {
-        "bert-relative-key": lambda: make_bert("relative_key"),
-        "bert-relative-key-query": lambda: make_bert("relative_key_query"),
-        "longformer": make_longformer,
-        "pegasus": make_pegasus,
-        "bigbird": make_bigbird,
-        "blenderbot": make_blenderbot,
-        "blenderbot-small": make_blenderbot_small,
-        "bertweet": make_bertweet,
-        "squeezebert": make_squeezebert,
-        "led": make_led,
-        "prophetnet": make_prophetnet,
-        "xlm-prophetnet": make_xlm_prophetnet,
-    }
-    wanted = sys.argv[1:] or list(builders)
+    wanted = sys.argv[1:] or list(FAMILIES)
     cases_path = OUT / "cases.json"
     data = json.loads(cases_path.read_text()) if cases_path.is_file() else {"meta": {}, "cases": []}
     batch_diffs = data["meta"].get("batched_vs_alone", {})
@@ -640,10 +606,11 @@ def main() -> None:
         "note": "seeded random-weight tiny models made by make_more_families.py; "
         "model_type = the folder",
     }
-    for family in wanted:
-        out = builders[family]()
-        batch_diffs[family] = record(out, family)["batched_vs_alone"]
-        data["cases"] = [c for c in data["cases"] if c["model_dir"] != family]
+    for name in wanted:
+        family = FAMILIES[name]
+        out = build(family)
+        batch_diffs[name] = record(out, name)["batched_vs_alone"]
+        data["cases"] = [c for c in data["cases"] if c["model_dir"] != name]
         data["cases"].extend(score_cases(out, family))
     data["meta"]["batched_vs_alone"] = batch_diffs
     cases_path.write_text(json.dumps(data, ensure_ascii=False))

@@ -24,6 +24,16 @@ fn scores(n: usize, seed: u64) -> Array1<f64> {
     }))
 }
 
+/// Asserts that a p-value estimated from `trials` random draws is within four standard errors
+/// (plus 1e-4) of the `exact` one.
+fn assert_near_exact(got: f64, exact: f64, trials: usize) {
+    let se = (exact * (1.0 - exact) / trials as f64).sqrt();
+    assert!(
+        (got - exact).abs() < 4.0 * se + 1e-4,
+        "{got} vs exact {exact}"
+    );
+}
+
 fn rows(systems: &[Array1<f64>]) -> Array2<f64> {
     let views: Vec<_> = systems
         .iter()
@@ -116,11 +126,7 @@ fn permutation_p_matches_exact_enumeration() {
     let exact = hits as f64 / 1024.0;
     let trials = 40_000;
     let got = paired_permutation(a.view(), rows(&[b]).view(), &opts(trials, 4)).unwrap()[0].p_value;
-    let se = (exact * (1.0 - exact) / trials as f64).sqrt();
-    assert!(
-        (got - exact).abs() < 4.0 * se + 1e-4,
-        "{got} vs exact {exact}"
-    );
+    assert_near_exact(got, exact, trials);
 }
 
 #[test]
@@ -142,11 +148,7 @@ fn bootstrap_p_matches_exact_enumeration() {
         .unwrap()
         .systems[0]
         .p_value;
-    let se = (exact * (1.0 - exact) / r as f64).sqrt();
-    assert!(
-        (got - exact).abs() < 4.0 * se + 1e-4,
-        "{got} vs exact {exact}"
-    );
+    assert_near_exact(got, exact, r);
 }
 
 #[test]
@@ -174,17 +176,7 @@ fn seeded_results_do_not_depend_on_threads_or_company() {
     assert_eq!(ar_alone[0], ar1[1]);
     assert_eq!(bs_alone.baseline, bs1.baseline);
     // Another seed draws other resamples.
-    let other = paired_bootstrap(
-        a.view(),
-        b.view(),
-        0.95,
-        &Resampling {
-            n_resamples: 2000,
-            seed: 100,
-            num_threads: None,
-        },
-    )
-    .unwrap();
+    let other = paired_bootstrap(a.view(), b.view(), 0.95, &opts(2000, 100)).unwrap();
     assert_ne!(other.baseline, bs1.baseline);
     let single = |t| {
         bootstrap_ci(
