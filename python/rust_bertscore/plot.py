@@ -179,6 +179,13 @@ def plot_example(
         rescale_with_baseline=rescale_with_baseline,
         baseline_path=baseline_path,
     )
+    return save_example(sim, fname)
+
+
+def save_example(sim: SimilarityMatrix, fname: str) -> SimilarityMatrix:
+    """The end of bert_score's ``plot_example`` (this module's and ``BERTScorer``'s): ``sim``
+    drawn to ``fname`` when it is given, saying so on stderr as bert_score does; returns
+    ``sim``."""
     if fname:
         plot_similarity(sim, fname)
         print("Saved figure to file: ", fname, file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, Union, overload
@@ -429,14 +428,10 @@ class BERTScorer:
         """bert_score's ``BERTScorer.plot_example``: the heatmap of one pair, saved to
         ``fname`` when given (needs matplotlib; loaded only when called). Returns the
         :class:`~rust_bertscore.similarity.SimilarityMatrix` drawn."""
-        from .plot import plot_similarity, require_matplotlib
+        from .plot import require_matplotlib, save_example
 
         require_matplotlib()
-        sim = self.similarity_matrix(candidate, reference)
-        if fname:
-            plot_similarity(sim, fname)
-            print("Saved figure to file: ", fname, file=sys.stderr)
-        return sim
+        return save_example(self.similarity_matrix(candidate, reference), fname)
 
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals

@@ -21,6 +21,7 @@ from .common import (
     debug,
     positive_int,
     scorer_options,
+    scorer_settings,
 )
 
 EPILOG = """\
@@ -106,14 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_json(out: TextIO, scorer: BERTScorer, records: Sequence[Alignment]) -> None:
-    doc = {
-        "hash": scorer.hash,
-        "model": scorer.model_type,
-        "num_layers": scorer.num_layers,
-        "idf": scorer.idf,
-        "rescale_with_baseline": scorer.rescale_with_baseline,
-        "pairs": [r.to_dict() for r in records],
-    }
+    doc = {**scorer_settings(scorer), "pairs": [r.to_dict() for r in records]}
     out.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 

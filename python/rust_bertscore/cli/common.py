@@ -8,7 +8,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ..scores import BERTScorer
 
 PROG = "rust-bertscore"
 
@@ -138,6 +141,18 @@ def add_scoring_flags(parser: argparse._ActionsContainer, *, batch_independent_h
     )
 
 
+def add_model_and_scoring_groups(
+    parser: argparse.ArgumentParser, *, batch_size_help: str, batch_independent_help: str
+) -> None:
+    """The "model" group (:func:`add_model_flags` and ``-b/--batch_size``, default 64) and the
+    "scoring" group (:func:`add_scoring_flags`) of the subcommands that score files."""
+    model = parser.add_argument_group("model")
+    add_model_flags(model)
+    model.add_argument("-b", "--batch_size", type=positive_int, default=64, help=batch_size_help)
+    scoring = parser.add_argument_group("scoring")
+    add_scoring_flags(scoring, batch_independent_help=batch_independent_help)
+
+
 def check_baseline_path(args: argparse.Namespace) -> None:
     """A usage error unless ``--baseline_path`` (when given) is a file."""
     if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
@@ -156,6 +171,18 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
+    }
+
+
+def scorer_settings(scorer: BERTScorer) -> dict[str, Any]:
+    """The scorer's settings that head every JSON output: ``hash``, ``model``, ``num_layers``,
+    ``idf`` and ``rescale_with_baseline``."""
+    return {
+        "hash": scorer.hash,
+        "model": scorer.model_type,
+        "num_layers": scorer.num_layers,
+        "idf": scorer.idf,
+        "rescale_with_baseline": scorer.rescale_with_baseline,
     }
 
 

@@ -15,14 +15,14 @@ from ..scores import BERTScorer
 from .common import (
     CliError,
     add_common_flags,
-    add_model_flags,
-    add_scoring_flags,
+    add_model_and_scoring_groups,
     check_baseline,
     check_baseline_path,
     checked_number,
     debug,
     positive_int,
     scorer_options,
+    scorer_settings,
 )
 from .inputs import read_lines
 
@@ -109,14 +109,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=0.95,
         help="coverage of the intervals, in (0, 1) (0.95)",
     )
-    model = p.add_argument_group("model")
-    add_model_flags(model)
-    model.add_argument(
-        "-b", "--batch_size", type=positive_int, default=64, help="pairs per batch, as score (64)"
-    )
-    scoring = p.add_argument_group("scoring")
-    add_scoring_flags(
-        scoring,
+    add_model_and_scoring_groups(
+        p,
+        batch_size_help="pairs per batch, as score (64)",
         batch_independent_help="score every pair on its own, without bert_score's batch "
         "padding floor",
     )
@@ -213,14 +208,7 @@ def run(args: argparse.Namespace) -> int:
     )
     debug(args, f"scored and tested {len(systems)} systems in {time.perf_counter() - start:.2f} s")
     if args.format == "json":
-        doc = {
-            "hash": scorer.hash,
-            "model": scorer.model_type,
-            "num_layers": scorer.num_layers,
-            "idf": scorer.idf,
-            "rescale_with_baseline": scorer.rescale_with_baseline,
-            **table.to_dict(),
-        }
+        doc = {**scorer_settings(scorer), **table.to_dict()}
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     elif args.format == "tsv":
         sys.stdout.write(table.format_tsv())

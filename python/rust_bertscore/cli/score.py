@@ -23,8 +23,7 @@ from .batches import scored_chunks
 from .common import (
     CliError,
     add_common_flags,
-    add_model_flags,
-    add_scoring_flags,
+    add_model_and_scoring_groups,
     check_baseline,
     check_baseline_path,
     debug,
@@ -32,6 +31,7 @@ from .common import (
     positive_int,
     progress_bar,
     scorer_options,
+    scorer_settings,
 )
 from .inputs import Source, open_source
 
@@ -89,18 +89,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="NAME",
         help="JSONL reference field: a string or a list of strings (ref)",
     )
-    model = p.add_argument_group("model")
-    add_model_flags(model)
-    model.add_argument(
-        "-b",
-        "--batch_size",
-        type=positive_int,
-        default=64,
-        help="pairs per scoring batch (bert_score's padding floor) and texts per encoder call (64)",
-    )
-    scoring = p.add_argument_group("scoring")
-    add_scoring_flags(
-        scoring,
+    add_model_and_scoring_groups(
+        p,
+        batch_size_help="pairs per scoring batch (bert_score's padding floor) and texts per "
+        "encoder call (64)",
         batch_independent_help="score every pair on its own (the paper's definition), without "
         "bert_score's batch padding floor",
     )
@@ -188,14 +180,7 @@ class JsonWriter(Writer):
     """One JSON document, written as it goes: settings, ``pairs`` and ``summary``."""
 
     def begin(self) -> None:
-        head = {
-            "hash": self.hash,
-            "model": self.scorer.model_type,
-            "num_layers": self.scorer.num_layers,
-            "idf": self.scorer.idf,
-            "rescale_with_baseline": self.scorer.rescale_with_baseline,
-            "precision": self.scorer.precision,
-        }
+        head = {**scorer_settings(self.scorer), "precision": self.scorer.precision}
         self.out.write(json.dumps(head)[:-1] + ', "pairs": [')
         self._first = True
 

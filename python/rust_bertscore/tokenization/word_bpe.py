@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .added_tokens import AddedToken, AddedTokenSplitter
@@ -65,7 +65,43 @@ def merge_word(token: str, ranks: dict[tuple[str, ...], int]) -> str:
     return "@@ ".join(word)[:-4]
 
 
-class BlenderbotSmallIds:
+class _WordBpeIds:
+    """What the two word-level BPE tokenizers share: added tokens are kept whole, the rest of a
+    text is cut into whitespace-separated words (each with its trailing newline) and
+    :meth:`_word_ids` gives each word's ids. Subclasses fill ``encoder`` (piece -> id),
+    ``_added_ids`` (added token -> id) and ``_splitter``."""
+
+    encoder: dict[str, int]
+    _added_ids: dict[str, int]
+    _splitter: AddedTokenSplitter
+
+    def _word_ids(self, word: str) -> Iterable[int]:
+        """Ids of one whitespace-separated word (with its trailing newline, if any)."""
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` (already stripped), no special tokens around it."""
+        ids: list[int] = []
+        for part, is_added in self._splitter.split(text):
+            if is_added:
+                ids.append(self._added_ids[part])
+                continue
+            for word in re.findall(r"\S+\n?", part):
+                ids.extend(self._word_ids(word))
+        return ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode` of each text."""
+        return [self.encode(t) for t in texts]
+
+    def token_to_id(self, token: str) -> int | None:
+        if token in self._added_ids:
+            return self._added_ids[token]
+        token_id = self.encoder.get(token)
+        return None if token_id is None else int(token_id)
+
+
+class BlenderbotSmallIds(_WordBpeIds):
     """Token ids of text without special tokens, as BlenderbotSmallTokenizer gives them.
 
     Parameters
@@ -119,32 +155,14 @@ class BlenderbotSmallIds:
             raise ValueError(f"{piece!r} is not in the vocabulary and there is no unknown token")
         return int(token_id)
 
-    def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` (already stripped), no special tokens around it."""
-        ids: list[int] = []
-        for part, is_added in self._splitter.split(text):
-            if is_added:
-                ids.append(self._added_ids[part])
-                continue
-            for word in re.findall(r"\S+\n?", part):
-                ids.extend(self._id(p) for p in self._bpe(word))
-        return ids
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """:meth:`encode` of each text."""
-        return [self.encode(t) for t in texts]
-
-    def token_to_id(self, token: str) -> int | None:
-        if token in self._added_ids:
-            return self._added_ids[token]
-        token_id = self.encoder.get(token)
-        return None if token_id is None else int(token_id)
+    def _word_ids(self, word: str) -> Iterable[int]:
+        return (self._id(p) for p in self._bpe(word))
 
     def id_to_token(self, token_id: int) -> str | None:
         return self.decoder.get(token_id)
 
 
-class BertweetIds:
+class BertweetIds(_WordBpeIds):
     """Token ids of text without special tokens, as BertweetTokenizer (``normalization`` off)
     gives them.
 
@@ -211,26 +229,9 @@ class BertweetIds:
         self._splitter = AddedTokenSplitter(added)
         self.vocab_size = max(self.base_vocab_size, max(self._added_ids.values(), default=-1) + 1)
 
-    def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` (already stripped), no special tokens around it."""
-        ids: list[int] = []
-        for part, is_added in self._splitter.split(text):
-            if is_added:
-                ids.append(self._added_ids[part])
-                continue
-            for word in re.findall(r"\S+\n?", part):
-                pieces = merge_word(word, self.ranks).split(" ")
-                ids.extend(self.encoder.get(p, self.unk_id) for p in pieces)
-        return ids
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """:meth:`encode` of each text."""
-        return [self.encode(t) for t in texts]
-
-    def token_to_id(self, token: str) -> int | None:
-        if token in self._added_ids:
-            return self._added_ids[token]
-        return self.encoder.get(token)
+    def _word_ids(self, word: str) -> Iterable[int]:
+        pieces = merge_word(word, self.ranks).split(" ")
+        return (self.encoder.get(p, self.unk_id) for p in pieces)
 
     def id_to_token(self, token_id: int) -> str | None:
         for text, i in self._added_ids.items():
