@@ -15,6 +15,7 @@ from safetensors.numpy import load_file, save_file
 
 from encoder_reference import (
     TINY,
+    Float64Weights,
     int8_runs,
     load_reference,
     outputs,
@@ -136,18 +137,8 @@ def _grouped_checkpoint(dst: Path, n_groups: int, n_inner: int) -> Path:
 def _numpy_albert(model_dir: Path, ids: np.ndarray, groups: list[int]) -> np.ndarray:
     """Hidden states of a forward pass applying layer group ``groups[i]`` at depth i (float64)."""
     config = load_config(model_dir)
-    w = {
-        k: v.astype(np.float64) for k, v in load_file(str(model_dir / "model.safetensors")).items()
-    }
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
-
-    def norm(x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
-    def lin(x: np.ndarray, name: str) -> np.ndarray:
-        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+    w = Float64Weights(model_dir, config["layer_norm_eps"])
+    heads, norm, lin = config["num_attention_heads"], w.norm, w.lin
 
     def gelu_new(x: np.ndarray) -> np.ndarray:
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))

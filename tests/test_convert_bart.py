@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
 
 from encoder_reference import (
     TINY,
+    encoder_final_norm,
     int8_runs,
     load_reference,
     outputs,
@@ -44,21 +44,10 @@ TOL = 1e-4  # seen: 6.4e-5 (bart layer 3), 2.0e-5 (mbart)
 VOCAB = {"bart": 1500, "mbart": 1027}
 
 
-def final_norm(hidden: np.ndarray) -> np.ndarray:
-    """mBART's ``encoder.layer_norm`` (eps 1e-5) applied to one reference state, in float64."""
-    w = load_file(str(TINY / "mbart" / "model.safetensors"))
-    x = hidden.astype(np.float64)
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * w["encoder.layer_norm.weight"] + w[
-        "encoder.layer_norm.bias"
-    ]
-
-
 def expected_at(family: str, hidden: np.ndarray, layer: int) -> np.ndarray:
     """What the model truncated at ``layer`` outputs, from the whole model's states."""
     if family == "mbart" and layer < 3:
-        return final_norm(hidden[layer])
+        return encoder_final_norm(hidden[layer], TINY / "mbart")
     return hidden[layer]
 
 
