@@ -11,13 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import (
-    as_lists,
-    check_scores,
-    expected_scores,
-    floor_case,
-    shuffled_rows,
-)
+from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
 
 ray = pytest.importorskip("ray", reason="ray[data] is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")

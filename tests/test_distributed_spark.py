@@ -9,13 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import (
-    as_lists,
-    check_scores,
-    expected_scores,
-    floor_case,
-    shuffled_rows,
-)
+from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
