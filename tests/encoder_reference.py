@@ -5,6 +5,7 @@ NumPy forward passes."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -179,6 +180,14 @@ def resave(
     return save_checkpoint(renamed, dst, shards, metadata)
 
 
+def all_layers_sessions(families: Sequence[str], out: Path) -> dict[str, ort.InferenceSession]:
+    """A session of each ``tiny/<family>``'s all-layers graph (exported to ``out``), by family."""
+    return {
+        fam: session(export_onnx(TINY / fam, out / f"{fam}.onnx", None, all_layers=True))
+        for fam in families
+    }
+
+
 def same_hidden_states(model_dir: Path, family: str, tmp: Path, root: Path = TINY) -> float:
     """Largest difference between the all-layers graph of ``model_dir`` and that of the
     reference checkpoint ``<root>/<family>`` on the reference texts, padded with
@@ -263,3 +272,17 @@ class Float64Weights:
     def lin(self, x: np.ndarray, name: str) -> np.ndarray:
         """Linear layer ``name`` of ``x``: x @ W.T + b."""
         return x @ self[f"{name}.weight"].T + self[f"{name}.bias"]
+
+    def self_attention(self, x: np.ndarray, prefix: str, heads: int) -> np.ndarray:
+        """Unmasked multi-head self-attention of ``x`` (T, hidden) through the linear layers
+        ``<prefix>query``, ``<prefix>key`` and ``<prefix>value``: the (T, hidden) context, before
+        the output projection."""
+        n = len(x)
+        q, k, v = (
+            self.lin(x, prefix + t).reshape(n, heads, -1).transpose(1, 0, 2)
+            for t in ("query", "key", "value")
+        )
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        return (probs @ v).transpose(1, 0, 2).reshape(n, -1)

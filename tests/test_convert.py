@@ -16,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 from conftest import REFERENCE, TINY
 from encoder_reference import (
     Float64Weights,
+    all_layers_sessions,
     copy_checkpoint,
     edit_config,
     load_hidden_states,
@@ -65,11 +66,7 @@ def minilm_layer6(minilm_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def tiny_all_layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ort.InferenceSession]:
-    out = tmp_path_factory.mktemp("tiny_all")
-    return {
-        fam: session(export_onnx(TINY / fam, out / f"{fam}.onnx", None, all_layers=True))
-        for fam in FAMILIES
-    }
+    return all_layers_sessions(FAMILIES, tmp_path_factory.mktemp("tiny_all"))
 
 
 # ---- parity with PyTorch ------------------------------------------------------------------------
@@ -230,6 +227,7 @@ def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
     }
     acts["gelu_pytorch_tanh"] = acts["gelu_new"]
     act = acts[config["hidden_act"]]
+
     n = len(ids)
     x = (
         w["embeddings.word_embeddings.weight"][ids]
@@ -239,15 +237,7 @@ def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
     states = [x]
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
-        split = [
-            lin(x, p + f"attention.self.{t}").reshape(n, heads, -1).transpose(1, 0, 2)
-            for t in ("query", "key", "value")
-        ]
-        q, k, v = split
-        scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        ctx = (probs @ v).transpose(1, 0, 2).reshape(n, -1)
+        ctx = w.self_attention(x, p + "attention.self.", heads)
         a = norm(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
         x = norm(
             lin(act(lin(a, p + "intermediate.dense")), p + "output.dense") + a,

@@ -154,14 +154,7 @@ def _numpy_albert(model_dir: Path, ids: np.ndarray, groups: list[int]) -> np.nda
     for g in groups:
         for j in range(config["inner_group_num"]):
             p = GROUP.format(g=g, j=j)
-            q, k, v = (
-                lin(x, p + f"attention.{t}").reshape(n, heads, -1).transpose(1, 0, 2)
-                for t in ("query", "key", "value")
-            )
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
-            probs = np.exp(scores - scores.max(-1, keepdims=True))
-            probs /= probs.sum(-1, keepdims=True)
-            ctx = (probs @ v).transpose(1, 0, 2).reshape(n, -1)
+            ctx = w.self_attention(x, p + "attention.", heads)
             a = norm(lin(ctx, p + "attention.dense") + x, p + "attention.LayerNorm")
             x = norm(
                 lin(gelu_new(lin(a, p + "ffn")), p + "ffn_output") + a, p + "full_layer_layer_norm"

@@ -18,6 +18,7 @@ from safetensors.numpy import load_file, save_file
 
 from conftest import TINY
 from encoder_reference import (
+    all_layers_sessions,
     copy_checkpoint,
     edit_config,
     load_reference,
@@ -45,11 +46,7 @@ TOL = 1e-4
 
 @pytest.fixture(scope="module")
 def all_layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ort.InferenceSession]:
-    out = tmp_path_factory.mktemp("deberta_all")
-    return {
-        fam: session(export_onnx(TINY / fam, out / f"{fam}.onnx", None, all_layers=True))
-        for fam in FAMILIES
-    }
+    return all_layers_sessions(FAMILIES, tmp_path_factory.mktemp("deberta_all"))
 
 
 # ---- parity with PyTorch ------------------------------------------------------------------------
