@@ -16,7 +16,13 @@ import onnxruntime as ort
 from safetensors.numpy import load_file, save_file
 
 from conftest import TINY
-from rust_bertscore.convert import export_onnx, load_config
+from rust_bertscore.convert import (
+    export_onnx,
+    load_config,
+    max_positions,
+    model_depth,
+    model_family,
+)
 from rust_bertscore.models.export import export_model
 
 Reference = list[tuple[np.ndarray, np.ndarray]]
@@ -52,6 +58,13 @@ def run(sess: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.nda
 def run_one(sess: ort.InferenceSession, ids: np.ndarray) -> np.ndarray:
     """The graph's output for one text alone (a batch of one, no padding)."""
     return run(sess, ids[None], np.ones((1, len(ids)), np.int64))
+
+
+def config_facts(model_dir: Path) -> tuple[str, int, int | None]:
+    """What the converter reads from a checkpoint's config: ``(model_family, model_depth,
+    max_positions)``."""
+    config = load_config(model_dir)
+    return model_family(config), model_depth(config), max_positions(config)
 
 
 def pad_id(model_dir: Path) -> int:

@@ -16,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 from encoder_reference import (
     TINY,
     Float64Weights,
+    config_facts,
     int8_runs,
     load_reference,
     outputs,
@@ -30,9 +31,6 @@ from rust_bertscore.convert import (
     export_onnx,
     int8_fp32_nodes,
     load_config,
-    max_positions,
-    model_depth,
-    model_family,
     quantize_int8,
 )
 
@@ -90,10 +88,7 @@ def test_hub_layout_prefix_heads_and_shards(tmp_path: Path) -> None:
 
 
 def test_config_helpers() -> None:
-    config = load_config(MODEL)
-    assert model_family(config) == "albert"
-    assert model_depth(config) == 3
-    assert max_positions(config) == 128
+    assert config_facts(MODEL) == ("albert", 3, 128)
 
 
 def test_shared_layer_is_stored_once(tmp_path: Path) -> None:

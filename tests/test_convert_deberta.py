@@ -19,6 +19,7 @@ from safetensors.numpy import load_file, save_file
 from conftest import TINY
 from encoder_reference import (
     all_layers_sessions,
+    config_facts,
     copy_checkpoint,
     edit_config,
     load_reference,
@@ -33,9 +34,6 @@ from rust_bertscore.convert import (
     export_onnx,
     int8_fp32_nodes,
     load_config,
-    max_positions,
-    model_depth,
-    model_family,
     quantize_int8,
 )
 from rust_bertscore.convert._deberta import deberta_spec, log_bucket, relative_index_table
@@ -282,10 +280,7 @@ def test_config_helpers() -> None:
     assert SUPPORTED_MODEL_TYPES["deberta"] == "deberta"
     assert SUPPORTED_MODEL_TYPES["deberta-v2"] == "deberta-v2"
     for family in FAMILIES:
-        config = load_config(TINY / family)
-        assert model_family(config) == config["model_type"]
-        assert model_depth(config) == 3
-        assert max_positions(config) == 128
+        assert config_facts(TINY / family) == (load_config(TINY / family)["model_type"], 3, 128)
     spec = deberta_spec(load_config(TINY / "deberta-v2"))
     assert (spec.span, spec.conv_kernel_size, spec.share_att_key, spec.norm_rel_ebd) == (
         16,

@@ -78,6 +78,16 @@ def scaled_worst(got: list[np.ndarray], want: list[np.ndarray]) -> float:
     return diff
 
 
+def assert_close_to_pytorch(
+    family: str, alone: list[np.ndarray], batched: list[np.ndarray], want: list[np.ndarray]
+) -> None:
+    """The texts' outputs run alone and in one padded batch are both within the family's
+    tolerance of PyTorch's states ``want`` (by :func:`scaled_worst`)."""
+    tol = FAMILY_TOL.get(family, TOL)
+    assert scaled_worst(alone, want) <= tol
+    assert scaled_worst(batched, want) <= tol
+
+
 # ---- the graphs against PyTorch ----
 
 
@@ -92,9 +102,7 @@ def test_truncated_graph_matches_pytorch(
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", layer, fused=fused))
     alone, batched = outputs(sess, [ids for ids, _ in refs], pad=pad_id(model_dir))
     want = [expected_at(family, hidden, layer) for _, hidden in refs]
-    tol = FAMILY_TOL.get(family, TOL)
-    assert scaled_worst(alone, want) <= tol
-    assert scaled_worst(batched, want) <= tol
+    assert_close_to_pytorch(family, alone, batched, want)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -104,10 +112,7 @@ def test_all_layers_match_pytorch(family: str, tmp_path: Path) -> None:
     path = export_onnx(model_dir, tmp_path / "all.onnx", None, all_layers=True, fused=True)
     alone, batched = outputs(session(path), [ids for ids, _ in refs], pad=pad_id(model_dir))
     assert alone[0].shape[0] == 4
-    want = [hidden for _, hidden in refs]
-    tol = FAMILY_TOL.get(family, TOL)
-    assert scaled_worst(alone, want) <= tol
-    assert scaled_worst(batched, want) <= tol
+    assert_close_to_pytorch(family, alone, batched, [hidden for _, hidden in refs])
 
 
 @pytest.mark.parametrize("family", FINAL_NORM)

@@ -26,6 +26,7 @@ from safetensors.numpy import load_file, save_file
 
 from conftest import TINY
 from encoder_reference import (
+    config_facts,
     edit_config,
     load_reference,
     padded_batch,
@@ -40,9 +41,6 @@ from rust_bertscore.convert import (
     CheckpointError,
     build_model,
     export_onnx,
-    load_config,
-    max_positions,
-    model_depth,
     model_family,
     quantize_int8,
 )
@@ -101,10 +99,7 @@ def all_layers() -> dict[tuple[str, bool], ort.InferenceSession]:
 def test_registered() -> None:
     assert "t5" in SUPPORTED_FAMILIES
     for fam in FAMILIES:
-        config = load_config(TINY / fam)
-        assert model_family(config) == "t5"
-        assert model_depth(config) == 3
-        assert max_positions(config) is None  # relative positions: no table, no limit
+        assert config_facts(TINY / fam) == ("t5", 3, None)  # relative positions: no table, no limit
     assert model_family({"model_type": "mt5"}) == "t5"
 
 
