@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import functools
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from conftest import REFERENCE, load_cases
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def texts() -> list[str]:
@@ -57,3 +61,12 @@ def expected_scores(model: str, n: int, seed: int = 0) -> tuple[np.ndarray, np.n
     cands, refs = shuffled_rows(n, seed)
     P, R, F = score(cands, refs, model_type=model, idf=True)
     return P, R, F
+
+
+def check_scores(out: pd.DataFrame, expected, atol: float) -> None:
+    """An engine's output frame holds rows 0..n-1 once each (in any order) whose P, R and F
+    columns are within ``atol`` of ``expected`` (P, R, F arrays in row order)."""
+    out = out.sort_values("row")
+    assert out["row"].tolist() == list(range(len(out)))
+    for col, want in zip("PRF", expected):
+        np.testing.assert_allclose(out[col].to_numpy(), want, atol=atol)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import load_file, save_file
 
+from conftest import REFERENCE, TINY
+from encoder_reference import (
+    Float64Weights,
+    all_layers_sessions,
+    config_facts,
+    copy_checkpoint,
+    edit_config,
+    load_hidden_states,
+    load_reference,
+    max_diffs,
+    pad_id,
+    padded_batch,
+    run,
+    run_one,
+    save_checkpoint,
+    session,
+)
 from rust_bertscore import convert
 from rust_bertscore.convert import (
     CONVERTER_VERSION,
@@ -29,8 +44,6 @@ from rust_bertscore.convert import (
     weights_fingerprint,
 )
 
-REFERENCE = Path(__file__).parent / "data" / "reference"
-TINY = REFERENCE / "tiny"
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
 PREFIXES = {
     "bert": "bert.",
@@ -39,81 +52,6 @@ PREFIXES = {
     "roberta": "roberta.",
 }
 TOL = 1e-4
-
-
-# ---- helpers ------------------------------------------------------------------------------------
-
-
-def load_reference(npz: Path) -> list[tuple[np.ndarray, np.ndarray]]:
-    """[(ids (T,), hidden states (layers + 1, T, hidden))] for every text in a reference file."""
-    with np.load(npz) as data:
-        n = sum(key.startswith("ids_") for key in data.files)
-        return [(data[f"ids_{i}"].astype(np.int64), data[f"hidden_{i}"]) for i in range(n)]
-
-
-def session(path: Path) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
-def run(sess: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-
-
-def padded_batch(
-    refs: list[tuple[np.ndarray, np.ndarray]], pad_id: int, extra: int = 3
-) -> tuple[np.ndarray, np.ndarray]:
-    """All reference texts in one batch, padded at the end (plus ``extra`` columns of padding)."""
-    width = max(len(ids) for ids, _ in refs) + extra
-    ids = np.full((len(refs), width), pad_id, dtype=np.int64)
-    mask = np.zeros((len(refs), width), dtype=np.int64)
-    for row, (tokens, _) in enumerate(refs):
-        ids[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
-    return ids, mask
-
-
-def max_diffs(
-    sess: ort.InferenceSession,
-    refs: list[tuple[np.ndarray, np.ndarray]],
-    pad_id: int,
-    layer: int | None,
-) -> tuple[float, float]:
-    """Max abs diff against the reference, texts run one at a time and as one padded batch.
-
-    ``layer`` None: the graph outputs every hidden state (all_layers).
-    """
-    want = [h if layer is None else h[layer] for _, h in refs]
-    single = 0.0
-    for (ids, _), expected in zip(refs, want):
-        out = run(sess, ids[None], np.ones((1, len(ids)), np.int64))
-        got = out[:, 0] if layer is None else out[0]
-        assert got.shape == expected.shape
-        single = max(single, float(np.abs(got - expected).max()))
-    ids, mask = padded_batch(refs, pad_id)
-    out = run(sess, ids, mask)
-    batch = 0.0
-    for row, ((tokens, _), expected) in enumerate(zip(refs, want)):
-        got = out[:, row, : len(tokens)] if layer is None else out[row, : len(tokens)]
-        batch = max(batch, float(np.abs(got - expected).max()))
-    return single, batch
-
-
-def copy_checkpoint(family: str, dst: Path) -> Path:
-    shutil.copytree(TINY / family, dst)
-    return dst
-
-
-def edit_config(model_dir: Path, **changes: object) -> None:
-    path = model_dir / "config.json"
-    config = json.loads(path.read_text())
-    config.update(changes)
-    path.write_text(json.dumps(config))
-
-
-def pad_id(model_dir: Path) -> int:
-    return int(load_config(model_dir).get("pad_token_id") or 0)
 
 
 @pytest.fixture(scope="module")
@@ -129,11 +67,7 @@ def minilm_layer6(minilm_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def tiny_all_layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ort.InferenceSession]:
-    out = tmp_path_factory.mktemp("tiny_all")
-    return {
-        fam: session(export_onnx(TINY / fam, out / f"{fam}.onnx", None, all_layers=True))
-        for fam in FAMILIES
-    }
+    return all_layers_sessions(FAMILIES, tmp_path_factory.mktemp("tiny_all"))
 
 
 # ---- parity with PyTorch ------------------------------------------------------------------------
@@ -145,7 +79,7 @@ def test_tiny_truncated_graph_matches_pytorch(family: str, layer: int, tmp_path:
     path = export_onnx(TINY / family, tmp_path / "enc.onnx", layer)
     sess = session(path)
     assert [o.name for o in sess.get_outputs()] == ["hidden_state"]
-    single, batch = max_diffs(sess, load_reference(TINY / family / "hidden_states.npz"), 0, layer)
+    single, batch = max_diffs(sess, load_reference(family), 0, layer)
     # Seen: up to 5.8e-5 (electra layer 3); the random weights amplify fp32 rounding, torch's
     # own output is as far from a float64 forward pass.
     assert single <= TOL
@@ -157,8 +91,8 @@ def test_tiny_all_layers_match_pytorch(
     family: str, tiny_all_layers: dict[str, ort.InferenceSession]
 ) -> None:
     sess = tiny_all_layers[family]
-    refs = load_reference(TINY / family / "hidden_states.npz")
-    ids, mask = padded_batch(refs, pad_id(TINY / family))
+    refs = load_reference(family)
+    ids, mask = padded_batch([ids for ids, _ in refs], pad_id(TINY / family))
     assert run(sess, ids, mask).shape == (4, *ids.shape, 64)
     single, batch = max_diffs(sess, refs, pad_id(TINY / family), None)
     assert single <= TOL
@@ -170,22 +104,22 @@ def test_minilm_truncated_graph_matches_pytorch(
     layer: int, minilm_dir: Path, tmp_path: Path
 ) -> None:
     sess = session(export_onnx(minilm_dir, tmp_path / "enc.onnx", layer))
-    single, batch = max_diffs(sess, load_reference(REFERENCE / "hidden_states.npz"), 0, layer)
+    single, batch = max_diffs(sess, load_hidden_states(REFERENCE / "hidden_states.npz"), 0, layer)
     assert single <= TOL  # seen: <= 4.2e-6
     assert batch <= TOL
 
 
 def test_minilm_layer6_matches_pytorch(minilm_layer6: Path) -> None:
     sess = session(minilm_layer6)
-    single, batch = max_diffs(sess, load_reference(REFERENCE / "hidden_states.npz"), 0, 6)
+    single, batch = max_diffs(sess, load_hidden_states(REFERENCE / "hidden_states.npz"), 0, 6)
     assert single <= TOL
     assert batch <= TOL
 
 
 def test_minilm_all_layers_match_pytorch(minilm_dir: Path, tmp_path: Path) -> None:
     sess = session(export_onnx(minilm_dir, tmp_path / "all.onnx", 2, all_layers=True))
-    refs = load_reference(REFERENCE / "hidden_states.npz")
-    ids, mask = padded_batch(refs, 0)
+    refs = load_hidden_states(REFERENCE / "hidden_states.npz")
+    ids, mask = padded_batch([ids for ids, _ in refs], 0)
     assert run(sess, ids, mask).shape == (7, *ids.shape, 384)  # whole model, num_layers ignored
     single, batch = max_diffs(sess, refs, 0, None)
     assert single <= TOL
@@ -208,8 +142,8 @@ def test_real_tokens_ignore_padding(
 ) -> None:
     """Whatever id fills the padding and however much of it, real tokens' outputs stay put."""
     sess = tiny_all_layers[family]
-    ids = load_reference(TINY / family / "hidden_states.npz")[text][0]
-    alone = run(sess, ids[None], np.ones((1, len(ids)), np.int64))[:, 0]
+    ids = load_reference(family)[text][0]
+    alone = run_one(sess, ids)[:, 0]
     padded = np.concatenate([ids, np.full(n_pad, pad_with, np.int64)])
     mask = (np.arange(len(padded)) < len(ids)).astype(np.int64)
     batch_ids = np.stack([padded, np.full_like(padded, pad_id(TINY / family))])
@@ -238,7 +172,7 @@ def test_task_model_prefixes_heads_and_old_layernorm_names(family: str, tmp_path
     renamed["lm_head.dense.weight"] = np.zeros((64, 64), np.float32)
     save_file(renamed, str(model_dir / "model.safetensors"))
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", 3))
-    single, batch = max_diffs(sess, load_reference(TINY / family / "hidden_states.npz"), 1, 3)
+    single, batch = max_diffs(sess, load_reference(family), 1, 3)
     assert max(single, batch) <= TOL
 
 
@@ -246,19 +180,9 @@ def test_sharded_checkpoint(tmp_path: Path) -> None:
     model_dir = copy_checkpoint("roberta", tmp_path / "roberta")
     weights = load_file(str(model_dir / "model.safetensors"))
     (model_dir / "model.safetensors").unlink()
-    keys = sorted(weights)
-    shards = {
-        "model-00001-of-00002.safetensors": keys[::2],
-        "model-00002-of-00002.safetensors": keys[1::2],
-    }
-    weight_map = {}
-    for name, shard_keys in shards.items():
-        save_file({k: weights[k] for k in shard_keys}, str(model_dir / name))
-        weight_map.update(dict.fromkeys(shard_keys, name))
-    index = {"metadata": {}, "weight_map": weight_map}
-    (model_dir / "model.safetensors.index.json").write_text(json.dumps(index))
+    save_checkpoint(weights, model_dir, shards=2, metadata={})  # model-0000{1,2}-of-00002
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", 2))
-    single, batch = max_diffs(sess, load_reference(TINY / "roberta" / "hidden_states.npz"), 1, 2)
+    single, batch = max_diffs(sess, load_reference("roberta"), 1, 2)
     assert max(single, batch) <= TOL
     assert len(weights_fingerprint(model_dir)) == 64
 
@@ -291,10 +215,8 @@ def test_graph_contract(tmp_path: Path) -> None:
 def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
     """Hidden states 0..L of a bare BERT-layout checkpoint, in float64."""
     config = load_config(model_dir)
-    w = {
-        k: v.astype(np.float64) for k, v in load_file(str(model_dir / "model.safetensors")).items()
-    }
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
+    w = Float64Weights(model_dir, config["layer_norm_eps"])
+    heads, norm, lin = config["num_attention_heads"], w.norm, w.lin
     erf = np.vectorize(math.erf)
     acts = {
         "gelu": lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2))),
@@ -307,14 +229,6 @@ def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
     acts["gelu_pytorch_tanh"] = acts["gelu_new"]
     act = acts[config["hidden_act"]]
 
-    def norm(x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
-    def lin(x: np.ndarray, name: str) -> np.ndarray:
-        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
-
     n = len(ids)
     x = (
         w["embeddings.word_embeddings.weight"][ids]
@@ -324,15 +238,7 @@ def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
     states = [x]
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
-        split = [
-            lin(x, p + f"attention.self.{t}").reshape(n, heads, -1).transpose(1, 0, 2)
-            for t in ("query", "key", "value")
-        ]
-        q, k, v = split
-        scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        ctx = (probs @ v).transpose(1, 0, 2).reshape(n, -1)
+        ctx = w.self_attention(x, p + "attention.self.", heads)
         a = norm(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
         x = norm(
             lin(act(lin(a, p + "intermediate.dense")), p + "output.dense") + a,
@@ -344,7 +250,7 @@ def numpy_bert(model_dir: Path, ids: np.ndarray) -> np.ndarray:
 
 def test_numpy_forward_matches_pytorch() -> None:
     """The float64 reference used for the activations agrees with PyTorch where both exist."""
-    for ids, hidden in load_reference(TINY / "bert" / "hidden_states.npz"):
+    for ids, hidden in load_reference("bert"):
         assert np.abs(numpy_bert(TINY / "bert", ids) - hidden).max() <= TOL
 
 
@@ -353,8 +259,8 @@ def test_activations(act: str, tmp_path: Path) -> None:
     model_dir = copy_checkpoint("bert", tmp_path / "bert")
     edit_config(model_dir, hidden_act=act)
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", None, all_layers=True))
-    for ids, _ in load_reference(TINY / "bert" / "hidden_states.npz"):
-        got = run(sess, ids[None], np.ones((1, len(ids)), np.int64))[:, 0]
+    for ids, _ in load_reference("bert"):
+        got = run_one(sess, ids)[:, 0]
         assert np.abs(got - numpy_bert(model_dir, ids)).max() <= TOL
 
 
@@ -374,10 +280,8 @@ def test_config_helpers(minilm_dir: Path) -> None:
     assert isinstance(CONVERTER_VERSION, str) and CONVERTER_VERSION
     expected = {"bert": "bert", "electra": "bert", "distilbert": "distilbert", "roberta": "roberta"}
     for fam, family in expected.items():
-        config = load_config(TINY / fam)
-        assert model_family(config) == family
-        assert model_depth(config) == 3
-        assert max_positions(config) == 128  # roberta: 130 positions, ids start at pad_token_id + 1
+        # roberta: 130 positions, ids start at pad_token_id + 1
+        assert config_facts(TINY / fam) == (family, 3, 128)
     assert model_family({"model_type": "xlm-roberta"}) == "roberta"
     assert model_depth(load_config(minilm_dir)) == 6
     assert max_positions(load_config(minilm_dir)) == 512
@@ -472,8 +376,8 @@ def test_half_precision_weights(tmp_path: Path) -> None:
         {k: v.astype(np.float16) for k, v in weights.items()}, str(model_dir / "model.safetensors")
     )
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", 0))
-    ids, hidden = load_reference(TINY / "bert" / "hidden_states.npz")[0]
-    got = run(sess, ids[None], np.ones((1, len(ids)), np.int64))[0]
+    ids, hidden = load_reference("bert")[0]
+    got = run_one(sess, ids)[0]
     assert np.abs(got - hidden[0]).max() < 0.05  # fp16 rounding of the weights only
 
 
@@ -536,9 +440,7 @@ def test_external_data(tmp_path: Path) -> None:
     export_onnx(TINY / "roberta", out, None, all_layers=True, external_data=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["enc.onnx", "enc.onnx.data"]
     assert out.stat().st_size < 100_000 < (tmp_path / "enc.onnx.data").stat().st_size
-    single, batch = max_diffs(
-        session(out), load_reference(TINY / "roberta" / "hidden_states.npz"), 1, None
-    )
+    single, batch = max_diffs(session(out), load_reference("roberta"), 1, None)
     assert max(single, batch) <= TOL
 
 
@@ -553,8 +455,8 @@ def test_quantize_int8(minilm_layer6: Path, tmp_path: Path) -> None:
     assert "MatMulInteger" in ops
     sess = session(dst)
     cosines = []
-    for ids, hidden in load_reference(REFERENCE / "hidden_states.npz"):
-        got = run(sess, ids[None], np.ones((1, len(ids)), np.int64))[0]
+    for ids, hidden in load_hidden_states(REFERENCE / "hidden_states.npz"):
+        got = run_one(sess, ids)[0]
         want = hidden[6]
         cos = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
         cosines.extend(cos.tolist())

@@ -15,6 +15,8 @@ from safetensors.numpy import load_file, save_file
 
 from encoder_reference import (
     TINY,
+    Float64Weights,
+    config_facts,
     int8_runs,
     load_reference,
     outputs,
@@ -29,9 +31,6 @@ from rust_bertscore.convert import (
     export_onnx,
     int8_fp32_nodes,
     load_config,
-    max_positions,
-    model_depth,
-    model_family,
     quantize_int8,
 )
 
@@ -89,10 +88,7 @@ def test_hub_layout_prefix_heads_and_shards(tmp_path: Path) -> None:
 
 
 def test_config_helpers() -> None:
-    config = load_config(MODEL)
-    assert model_family(config) == "albert"
-    assert model_depth(config) == 3
-    assert max_positions(config) == 128
+    assert config_facts(MODEL) == ("albert", 3, 128)
 
 
 def test_shared_layer_is_stored_once(tmp_path: Path) -> None:
@@ -136,18 +132,8 @@ def _grouped_checkpoint(dst: Path, n_groups: int, n_inner: int) -> Path:
 def _numpy_albert(model_dir: Path, ids: np.ndarray, groups: list[int]) -> np.ndarray:
     """Hidden states of a forward pass applying layer group ``groups[i]`` at depth i (float64)."""
     config = load_config(model_dir)
-    w = {
-        k: v.astype(np.float64) for k, v in load_file(str(model_dir / "model.safetensors")).items()
-    }
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
-
-    def norm(x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
-    def lin(x: np.ndarray, name: str) -> np.ndarray:
-        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+    w = Float64Weights(model_dir, config["layer_norm_eps"])
+    heads, norm, lin = config["num_attention_heads"], w.norm, w.lin
 
     def gelu_new(x: np.ndarray) -> np.ndarray:
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
@@ -163,14 +149,7 @@ def _numpy_albert(model_dir: Path, ids: np.ndarray, groups: list[int]) -> np.nda
     for g in groups:
         for j in range(config["inner_group_num"]):
             p = GROUP.format(g=g, j=j)
-            q, k, v = (
-                lin(x, p + f"attention.{t}").reshape(n, heads, -1).transpose(1, 0, 2)
-                for t in ("query", "key", "value")
-            )
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
-            probs = np.exp(scores - scores.max(-1, keepdims=True))
-            probs /= probs.sum(-1, keepdims=True)
-            ctx = (probs @ v).transpose(1, 0, 2).reshape(n, -1)
+            ctx = w.self_attention(x, p + "attention.", heads)
             a = norm(lin(ctx, p + "attention.dense") + x, p + "attention.LayerNorm")
             x = norm(
                 lin(gelu_new(lin(a, p + "ffn")), p + "ffn_output") + a, p + "full_layer_layer_norm"

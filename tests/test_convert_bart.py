@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
 
 from encoder_reference import (
     TINY,
+    config_facts,
+    encoder_final_norm,
     int8_runs,
     load_reference,
     outputs,
@@ -35,30 +36,17 @@ from rust_bertscore.convert import (
     export_onnx,
     int8_fp32_nodes,
     load_config,
-    max_positions,
     model_depth,
-    model_family,
 )
 
 TOL = 1e-4  # seen: 6.4e-5 (bart layer 3), 2.0e-5 (mbart)
 VOCAB = {"bart": 1500, "mbart": 1027}
 
 
-def final_norm(hidden: np.ndarray) -> np.ndarray:
-    """mBART's ``encoder.layer_norm`` (eps 1e-5) applied to one reference state, in float64."""
-    w = load_file(str(TINY / "mbart" / "model.safetensors"))
-    x = hidden.astype(np.float64)
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * w["encoder.layer_norm.weight"] + w[
-        "encoder.layer_norm.bias"
-    ]
-
-
 def expected_at(family: str, hidden: np.ndarray, layer: int) -> np.ndarray:
     """What the model truncated at ``layer`` outputs, from the whole model's states."""
     if family == "mbart" and layer < 3:
-        return final_norm(hidden[layer])
+        return encoder_final_norm(hidden[layer], TINY / "mbart")
     return hidden[layer]
 
 
@@ -180,10 +168,9 @@ def test_missing_token_embedding(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("family", ["bart", "mbart", "mbart-50"])
 def test_config_helpers(family: str, tmp_path: Path) -> None:
+    want_family = "bart" if family == "bart" else "mbart"
+    assert config_facts(TINY / family) == (want_family, 3, 128)  # 130 rows, positions from row 2
     config = load_config(TINY / family)
-    assert model_family(config) == ("bart" if family == "bart" else "mbart")
-    assert model_depth(config) == 3
-    assert max_positions(config) == 128  # 130 rows, positions start at row 2
     # The encoder's depth is encoder_layers, whatever num_hidden_layers or decoder_layers say.
     changed = {**config, "encoder_layers": 2, "num_hidden_layers": 3, "decoder_layers": 5}
     assert model_depth(changed) == 2

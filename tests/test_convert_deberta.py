@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +17,23 @@ from hypothesis import strategies as st
 from safetensors.numpy import load_file, save_file
 
 from conftest import TINY
+from encoder_reference import (
+    all_layers_sessions,
+    config_facts,
+    copy_checkpoint,
+    edit_config,
+    load_reference,
+    max_diffs,
+    padded_batch,
+    run,
+    run_one,
+    session,
+)
 from rust_bertscore.convert import (
     SUPPORTED_MODEL_TYPES,
     export_onnx,
     int8_fp32_nodes,
     load_config,
-    max_positions,
-    model_depth,
-    model_family,
     quantize_int8,
 )
 from rust_bertscore.convert._deberta import deberta_spec, log_bucket, relative_index_table
@@ -33,76 +41,10 @@ from rust_bertscore.convert._deberta import deberta_spec, log_bucket, relative_i
 FAMILIES = ("deberta", "deberta-v2", "deberta-v3")
 TOL = 1e-4
 
-# ---- helpers ------------------------------------------------------------------------------------
-
-
-def load_reference(family: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    with np.load(TINY / family / "hidden_states.npz") as data:
-        n = sum(key.startswith("ids_") for key in data.files)
-        return [(data[f"ids_{i}"].astype(np.int64), data[f"hidden_{i}"]) for i in range(n)]
-
-
-def session(path: Path) -> ort.InferenceSession:
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-
-
-def run(sess: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-
-
-def run_one(sess: ort.InferenceSession, ids: np.ndarray) -> np.ndarray:
-    return run(sess, ids[None], np.ones((1, len(ids)), np.int64))
-
-
-def padded(refs: list[np.ndarray], extra: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(ids) for ids in refs) + extra
-    ids = np.zeros((len(refs), width), np.int64)
-    mask = np.zeros((len(refs), width), np.int64)
-    for row, tokens in enumerate(refs):
-        ids[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
-    return ids, mask
-
-
-def max_diffs(sess: ort.InferenceSession, family: str, layer: int | None) -> tuple[float, float]:
-    """Max abs diff to PyTorch, texts alone and in one padded batch (None: all layers)."""
-    refs = load_reference(family)
-    want = [h if layer is None else h[layer] for _, h in refs]
-    single = 0.0
-    for (ids, _), expected in zip(refs, want):
-        out = run_one(sess, ids)
-        got = out[:, 0] if layer is None else out[0]
-        assert got.shape == expected.shape
-        single = max(single, float(np.abs(got - expected).max()))
-    ids, mask = padded([ids for ids, _ in refs])
-    out = run(sess, ids, mask)
-    batch = 0.0
-    for row, ((tokens, _), expected) in enumerate(zip(refs, want)):
-        got = out[:, row, : len(tokens)] if layer is None else out[row, : len(tokens)]
-        batch = max(batch, float(np.abs(got - expected).max()))
-    return single, batch
-
-
-def copy_checkpoint(family: str, dst: Path) -> Path:
-    shutil.copytree(TINY / family, dst)
-    return dst
-
-
-def edit_config(model_dir: Path, **changes: object) -> dict:
-    path = model_dir / "config.json"
-    config = json.loads(path.read_text())
-    config.update(changes)
-    path.write_text(json.dumps(config))
-    return config
-
 
 @pytest.fixture(scope="module")
 def all_layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ort.InferenceSession]:
-    out = tmp_path_factory.mktemp("deberta_all")
-    return {
-        fam: session(export_onnx(TINY / fam, out / f"{fam}.onnx", None, all_layers=True))
-        for fam in FAMILIES
-    }
+    return all_layers_sessions(FAMILIES, tmp_path_factory.mktemp("deberta_all"))
 
 
 # ---- parity with PyTorch ------------------------------------------------------------------------
@@ -113,7 +55,7 @@ def all_layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ort.Infere
 def test_truncated_graph_matches_pytorch(family: str, layer: int, tmp_path: Path) -> None:
     sess = session(export_onnx(TINY / family, tmp_path / "enc.onnx", layer))
     assert [o.name for o in sess.get_outputs()] == ["hidden_state"]
-    single, batch = max_diffs(sess, family, layer)
+    single, batch = max_diffs(sess, load_reference(family), 0, layer)
     # Seen: <= 5.8e-5 (v1 layer 3), like the BERT-family tiny models (random weights amplify
     # fp32 rounding; the float64 forward pass of deberta_reference is as far from PyTorch).
     assert single <= TOL
@@ -123,9 +65,9 @@ def test_truncated_graph_matches_pytorch(family: str, layer: int, tmp_path: Path
 @pytest.mark.parametrize("family", FAMILIES)
 def test_all_layers_match_pytorch(family: str, all_layers: dict[str, ort.InferenceSession]) -> None:
     sess = all_layers[family]
-    ids, mask = padded([ids for ids, _ in load_reference(family)])
+    ids, mask = padded_batch([ids for ids, _ in load_reference(family)], 0)
     assert run(sess, ids, mask).shape == (4, *ids.shape, 64)
-    single, batch = max_diffs(sess, family, None)
+    single, batch = max_diffs(sess, load_reference(family), 0, None)
     assert single <= TOL
     assert batch <= TOL
 
@@ -242,7 +184,7 @@ def test_config_variants_match_float64_reference(variant: str, tmp_path: Path) -
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", None, all_layers=True))
     family = "deberta" if variant.startswith("v1") else "deberta-v2"
     refs = [ids for ids, _ in load_reference(family)]
-    ids, mask = padded(refs)
+    ids, mask = padded_batch(refs, 0)
     batch = run(sess, ids, mask)
     for row, tokens in enumerate(refs):
         want = deberta_forward(config, weights, tokens)
@@ -327,7 +269,7 @@ def test_hub_layouts_prefix_heads_and_shards(family: str, tmp_path: Path) -> Non
     hub = session(export_onnx(model_dir, tmp_path / "hub.onnx", None, all_layers=True))
     for ids, _ in load_reference(family):
         np.testing.assert_array_equal(run_one(hub, ids), run_one(bare, ids))
-    single, batch = max_diffs(hub, family, None)
+    single, batch = max_diffs(hub, load_reference(family), 0, None)
     assert max(single, batch) <= TOL
 
 
@@ -338,10 +280,7 @@ def test_config_helpers() -> None:
     assert SUPPORTED_MODEL_TYPES["deberta"] == "deberta"
     assert SUPPORTED_MODEL_TYPES["deberta-v2"] == "deberta-v2"
     for family in FAMILIES:
-        config = load_config(TINY / family)
-        assert model_family(config) == config["model_type"]
-        assert model_depth(config) == 3
-        assert max_positions(config) == 128
+        assert config_facts(TINY / family) == (load_config(TINY / family)["model_type"], 3, 128)
     spec = deberta_spec(load_config(TINY / "deberta-v2"))
     assert (spec.span, spec.conv_kernel_size, spec.share_att_key, spec.norm_rel_ebd) == (
         16,
@@ -443,5 +382,5 @@ def test_cli_export(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     record = json.loads((out.parent / "deberta-L2.onnx.json").read_text())
     assert (record["model_type"], record["num_layers"]) == ("deberta", 2)
-    single, batch = max_diffs(session(out), "deberta", 2)
+    single, batch = max_diffs(session(out), load_reference("deberta"), 0, 2)
     assert max(single, batch) <= TOL

@@ -13,7 +13,6 @@ reference x_L and the checkpoint's ``encoder.layer_norm``. BlenderbotSmall is po
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -21,7 +20,20 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from encoder_reference import outputs, run, session, worst
+import encoder_reference
+from conftest import MORE, MORE_FAMILIES
+from encoder_reference import (
+    Reference,
+    copy_checkpoint,
+    edit_config,
+    encoder_final_norm,
+    outputs,
+    pad_id,
+    run,
+    same_hidden_states,
+    session,
+    worst,
+)
 from rust_bertscore.convert import (
     CheckpointError,
     build_model,
@@ -33,21 +45,7 @@ from rust_bertscore.convert import (
 )
 from rust_bertscore.convert._pegasus import sinusoidal_table
 
-MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
-FAMILIES = [
-    "bert-relative-key",
-    "bert-relative-key-query",
-    "longformer",
-    "pegasus",
-    "bigbird",
-    "blenderbot",
-    "blenderbot-small",
-    "bertweet",
-    "squeezebert",
-    "led",
-    "prophetnet",
-    "xlm-prophetnet",
-]
+FAMILIES = MORE_FAMILIES
 FINAL_NORM = ("pegasus", "blenderbot")
 TOL = 1e-4  # seen: 3.2e-5 (BERT relative_key_query, Longformer), 4.1e-5 (BigBird), 5.6e-5 (Pegasus)
 # ProphetNet's random-weight states drift most through fp32 rounding: seen 7.9e-5 and 9.8e-5 (layer
@@ -55,30 +53,14 @@ TOL = 1e-4  # seen: 3.2e-5 (BERT relative_key_query, Longformer), 4.1e-5 (BigBir
 FAMILY_TOL = {"prophetnet": 2e-4, "xlm-prophetnet": 2e-4}
 
 
-def load_reference(family: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    with np.load(MORE / family / "hidden_states.npz") as data:
-        n = sum(key.startswith("ids_") for key in data.files)
-        return [(data[f"ids_{i}"].astype(np.int64), data[f"hidden_{i}"]) for i in range(n)]
-
-
-def pad_of(model_dir: Path) -> int:
-    return int(load_config(model_dir).get("pad_token_id") or 0)
-
-
-def final_norm(hidden: np.ndarray, model_dir: Path) -> np.ndarray:
-    """The encoder's final ``layer_norm`` (eps 1e-5) of one reference state, in float64."""
-    w = load_file(str(model_dir / "model.safetensors"))
-    x = hidden.astype(np.float64)
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * w["encoder.layer_norm.weight"] + w[
-        "encoder.layer_norm.bias"
-    ]
+def load_reference(family: str) -> Reference:
+    """The ids and PyTorch hidden states of every text in ``more_families/<family>``."""
+    return encoder_reference.load_reference(family, MORE)
 
 
 def expected_at(family: str, hidden: np.ndarray, layer: int) -> np.ndarray:
     if family in FINAL_NORM and layer < 3:
-        return final_norm(hidden[layer], MORE / family)
+        return encoder_final_norm(hidden[layer], MORE / family)
     return hidden[layer]
 
 
@@ -96,6 +78,16 @@ def scaled_worst(got: list[np.ndarray], want: list[np.ndarray]) -> float:
     return diff
 
 
+def assert_close_to_pytorch(
+    family: str, alone: list[np.ndarray], batched: list[np.ndarray], want: list[np.ndarray]
+) -> None:
+    """The texts' outputs run alone and in one padded batch are both within the family's
+    tolerance of PyTorch's states ``want`` (by :func:`scaled_worst`)."""
+    tol = FAMILY_TOL.get(family, TOL)
+    assert scaled_worst(alone, want) <= tol
+    assert scaled_worst(batched, want) <= tol
+
+
 # ---- the graphs against PyTorch ----
 
 
@@ -108,11 +100,9 @@ def test_truncated_graph_matches_pytorch(
     refs = load_reference(family)
     model_dir = MORE / family
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", layer, fused=fused))
-    alone, batched = outputs(sess, [ids for ids, _ in refs], pad=pad_of(model_dir))
+    alone, batched = outputs(sess, [ids for ids, _ in refs], pad=pad_id(model_dir))
     want = [expected_at(family, hidden, layer) for _, hidden in refs]
-    tol = FAMILY_TOL.get(family, TOL)
-    assert scaled_worst(alone, want) <= tol
-    assert scaled_worst(batched, want) <= tol
+    assert_close_to_pytorch(family, alone, batched, want)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -120,19 +110,16 @@ def test_all_layers_match_pytorch(family: str, tmp_path: Path) -> None:
     refs = load_reference(family)
     model_dir = MORE / family
     path = export_onnx(model_dir, tmp_path / "all.onnx", None, all_layers=True, fused=True)
-    alone, batched = outputs(session(path), [ids for ids, _ in refs], pad=pad_of(model_dir))
+    alone, batched = outputs(session(path), [ids for ids, _ in refs], pad=pad_id(model_dir))
     assert alone[0].shape[0] == 4
-    want = [hidden for _, hidden in refs]
-    tol = FAMILY_TOL.get(family, TOL)
-    assert scaled_worst(alone, want) <= tol
-    assert scaled_worst(batched, want) <= tol
+    assert_close_to_pytorch(family, alone, batched, [hidden for _, hidden in refs])
 
 
 @pytest.mark.parametrize("family", FINAL_NORM)
 def test_truncated_output_is_final_normed(family: str, tmp_path: Path) -> None:
     refs = load_reference(family)
     sess = session(export_onnx(MORE / family, tmp_path / "enc.onnx", 2))
-    alone, _ = outputs(sess, [ids for ids, _ in refs], pad=pad_of(MORE / family))
+    alone, _ = outputs(sess, [ids for ids, _ in refs], pad=pad_id(MORE / family))
     assert worst(alone, [hidden[2] for _, hidden in refs]) > 1.0
 
 
@@ -174,10 +161,7 @@ def test_relative_terms_matter(family: str, tmp_path: Path) -> None:
 
 def test_longformer_band_matters(tmp_path: Path) -> None:
     """With windows wide enough to cover every text the states change: the band is real."""
-    model_dir = shutil.copytree(MORE / "longformer", tmp_path / "model")
-    config = load_config(model_dir)
-    config["attention_window"] = [512, 512, 512]
-    (model_dir / "config.json").write_text(json.dumps(config))
+    model_dir = _with_config(tmp_path, "longformer", attention_window=[512, 512, 512])
     refs = load_reference("longformer")
     sess = session(export_onnx(model_dir, tmp_path / "enc.onnx", 3))
     alone, _ = outputs(sess, [ids for ids, _ in refs], pad=1)
@@ -227,10 +211,8 @@ def test_families_and_limits() -> None:
 
 
 def _with_config(tmp_path: Path, family: str, **changes: object) -> Path:
-    model_dir = shutil.copytree(MORE / family, tmp_path / "model")
-    config = load_config(model_dir)
-    config.update(changes)
-    (model_dir / "config.json").write_text(json.dumps(config))
+    model_dir = copy_checkpoint(family, tmp_path / "model", root=MORE)
+    edit_config(model_dir, **changes)
     return model_dir
 
 
@@ -263,37 +245,13 @@ def test_other_position_types_are_refused(tmp_path: Path) -> None:
 
 def resave(src: Path, dst: Path, rename, extra: dict[str, np.ndarray], shards: int = 1) -> Path:
     """``src`` with its tensors renamed (None drops one) and ``extra`` added, one file or
-    ``shards`` files with an index."""
-    shutil.copytree(src, dst)
-    weights = load_file(str(dst / "model.safetensors"))
-    (dst / "model.safetensors").unlink()
-    out = {rename(k): v for k, v in weights.items() if rename(k) is not None}
-    out.update(extra)
-    if shards == 1:
-        save_file(out, str(dst / "model.safetensors"))
-        return dst
-    keys = sorted(out)
-    weight_map = {}
-    for i in range(shards):
-        name = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        save_file({k: out[k] for k in keys[i::shards]}, str(dst / name))
-        weight_map.update(dict.fromkeys(keys[i::shards], name))
-    (dst / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    return dst
+    ``shards`` files with an index that has no ``metadata`` (:func:`encoder_reference.resave`)."""
+    return encoder_reference.resave(src, dst, rename, extra, shards, metadata=None)
 
 
 def same_states(model_dir: Path, family: str, tmp: Path) -> float:
-    ids_list = [ids for ids, _ in load_reference(family)]
-    pad = pad_of(MORE / family)
-    got, _ = outputs(
-        session(export_onnx(model_dir, tmp / "hub.onnx", None, all_layers=True)), ids_list, pad
-    )
-    want, _ = outputs(
-        session(export_onnx(MORE / family, tmp / "orig.onnx", None, all_layers=True)),
-        ids_list,
-        pad,
-    )
-    return worst(got, want)
+    """:func:`encoder_reference.same_hidden_states` against ``more_families/<family>``."""
+    return same_hidden_states(model_dir, family, tmp, root=MORE)
 
 
 def _nan(*shape: int) -> np.ndarray:

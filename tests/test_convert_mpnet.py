@@ -9,6 +9,7 @@ import pytest
 
 from encoder_reference import (
     TINY,
+    config_facts,
     int8_runs,
     load_reference,
     outputs,
@@ -22,10 +23,6 @@ from rust_bertscore.convert import (
     build_model,
     export_onnx,
     int8_fp32_nodes,
-    load_config,
-    max_positions,
-    model_depth,
-    model_family,
 )
 from rust_bertscore.convert._mpnet import relative_position_bucket
 
@@ -89,11 +86,8 @@ def test_hub_layout_prefix_heads_and_shards(tmp_path: Path) -> None:
 
 
 def test_config_helpers() -> None:
-    config = load_config(MODEL)
-    assert model_family(config) == "mpnet"
-    assert model_depth(config) == 3
     # 130 position rows, positions start after padding_idx 1: 128 tokens.
-    assert max_positions(config) == 128
+    assert config_facts(MODEL) == ("mpnet", 3, 128)
 
 
 def test_longest_input(tmp_path: Path) -> None:

@@ -24,22 +24,29 @@ import onnxruntime as ort
 import pytest
 from safetensors.numpy import load_file, save_file
 
+from conftest import TINY
+from encoder_reference import (
+    config_facts,
+    edit_config,
+    load_reference,
+    padded_batch,
+    run,
+    run_one,
+    save_checkpoint,
+    session,
+)
 from rust_bertscore import convert
 from rust_bertscore.convert import (
     SUPPORTED_FAMILIES,
     CheckpointError,
     build_model,
     export_onnx,
-    load_config,
-    max_positions,
-    model_depth,
     model_family,
     quantize_int8,
 )
 from rust_bertscore.convert._t5 import feed_forward, relative_buckets
 from rust_bertscore.models.export import export_model
 
-TINY = Path(__file__).parent / "data" / "reference" / "tiny"
 FAMILIES = ("t5", "mt5", "byt5")
 REL_TOL = 5e-3  # worst token's |got - expected| / |expected| (see the module docstring)
 MEDIAN_TOL = 5e-6  # the median token's, over all 4 hidden states (layer 0 exact)
@@ -47,40 +54,6 @@ EPS = 1e-6  # layer_norm_epsilon of the tiny configs
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-
-def load_reference(family: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """[(ids (T,), hidden states (4, T, 64))] of the whole 3-layer model, from PyTorch."""
-    with np.load(TINY / family / "hidden_states.npz") as data:
-        n = sum(key.startswith("ids_") for key in data.files)
-        return [(data[f"ids_{i}"].astype(np.int64), data[f"hidden_{i}"]) for i in range(n)]
-
-
-def session(model: onnx.ModelProto | Path) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-
-
-def run(sess: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-
-
-def run_one(sess: ort.InferenceSession, ids: np.ndarray) -> np.ndarray:
-    return run(sess, ids[None], np.ones((1, len(ids)), np.int64))
-
-
-def padded_batch(
-    refs: list[tuple[np.ndarray, np.ndarray]], pad: int, extra: int = 5
-) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(ids) for ids, _ in refs) + extra
-    ids = np.full((len(refs), width), pad, dtype=np.int64)
-    mask = np.zeros((len(refs), width), dtype=np.int64)
-    for row, (tokens, _) in enumerate(refs):
-        ids[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
-    return ids, mask
 
 
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
@@ -126,10 +99,7 @@ def all_layers() -> dict[tuple[str, bool], ort.InferenceSession]:
 def test_registered() -> None:
     assert "t5" in SUPPORTED_FAMILIES
     for fam in FAMILIES:
-        config = load_config(TINY / fam)
-        assert model_family(config) == "t5"
-        assert model_depth(config) == 3
-        assert max_positions(config) is None  # relative positions: no table, no limit
+        assert config_facts(TINY / fam) == ("t5", 3, None)  # relative positions: no table, no limit
     assert model_family({"model_type": "mt5"}) == "t5"
 
 
@@ -200,7 +170,7 @@ def test_padding_does_not_change_real_tokens(
     sess = all_layers[family, fused]
     refs = load_reference(family)
     for pad in (0, 1):  # the pad id, and an id that means something (</s>)
-        ids, mask = padded_batch(refs, pad)
+        ids, mask = padded_batch([ids for ids, _ in refs], pad, extra=5)
         batch = run(sess, ids, mask)
         for row, (tokens, _) in enumerate(refs):
             alone = run_one(sess, tokens)[:, 0]
@@ -256,19 +226,7 @@ def _hub_checkpoint(family: str, dst: Path, *, keep_shared: bool, shards: int) -
             weights["decoder." + key.removeprefix("encoder.")] = fake
     weights["decoder.embed_tokens.weight"] = rng.standard_normal(table.shape).astype(np.float32)
     weights["lm_head.weight"] = rng.standard_normal(table.shape).astype(np.float32)
-    keys = sorted(weights)
-    if shards == 1:
-        save_file(weights, str(dst / "model.safetensors"))
-        return dst
-    weight_map = {}
-    for i in range(shards):
-        name = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        part = keys[i::shards]
-        save_file({k: weights[k] for k in part}, str(dst / name))
-        weight_map.update(dict.fromkeys(part, name))
-    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
-    (dst / "model.safetensors.index.json").write_text(json.dumps(index))
-    return dst
+    return save_checkpoint(weights, dst, shards)
 
 
 @pytest.mark.parametrize(
@@ -278,9 +236,7 @@ def _hub_checkpoint(family: str, dst: Path, *, keep_shared: bool, shards: int) -
 def test_hub_layouts(tmp_path: Path, family: str, keep_shared: bool, shards: int) -> None:
     model_dir = _hub_checkpoint(family, tmp_path / "hub", keep_shared=keep_shared, shards=shards)
     if family == "mt5":
-        config = json.loads((model_dir / "config.json").read_text())
-        config.update(model_type="mt5", architectures=["MT5ForConditionalGeneration"])
-        (model_dir / "config.json").write_text(json.dumps(config))
+        edit_config(model_dir, model_type="mt5", architectures=["MT5ForConditionalGeneration"])
     sess = session(build_model(model_dir, None, all_layers=True, fused=True))
     for ids, expected in load_reference(family):
         got = run_one(sess, ids)[:, 0]
@@ -554,7 +510,7 @@ def test_narrow_attention_other_buckets_gated_silu(tmp_path: Path) -> None:
     texts = [rng.integers(0, 50, size=n) for n in (1, 7, 30, 45)]  # past max_distance 20
     for fused in (False, True):
         sess = session(build_model(model_dir, None, all_layers=True, fused=fused))
-        ids, mask = padded_batch([(t, t) for t in texts], 0)
+        ids, mask = padded_batch(texts, 0, extra=5)
         batch = run(sess, ids, mask)
         for row, tokens in enumerate(texts):
             want = _numpy_t5(weights, config, tokens)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import as_lists, expected_scores, floor_case, shuffled_rows
+from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
 
 ray = pytest.importorskip("ray", reason="ray[data] is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
@@ -42,13 +42,6 @@ def _dataset(cands: list, refs: list, blocks: int, with_row: bool = False) -> ra
     return ray.data.from_pandas(frame).repartition(blocks)
 
 
-def _check(out: pd.DataFrame, expected, atol: float) -> None:
-    out = out.sort_values("row")
-    assert out["row"].tolist() == list(range(len(out)))
-    for col, want in zip("PRF", expected):
-        np.testing.assert_allclose(out[col].to_numpy(), want, atol=atol)
-
-
 def test_2000_pairs_with_idf_two_actors_equal_score(cluster, minilm_dir):
     """2,000 rows (30% with 2-4 references) over 2 actors and 8 blocks, rows numbered by the
     engine: equal to one in-process score() call with idf."""
@@ -58,7 +51,7 @@ def test_2000_pairs_with_idf_two_actors_equal_score(cluster, minilm_dir):
         ds, "hyp", "ref", model_type=str(minilm_dir), idf=True, concurrency=2, index_col="row"
     ).materialize()  # scored once, read twice
     out = scored.to_pandas()
-    _check(out, expected_scores(str(minilm_dir), 2000), atol=1e-6)
+    check_scores(out, expected_scores(str(minilm_dir), 2000), atol=1e-6)
     summary = summarize(scored)
     assert summary.count == 2000
     want = expected_scores(str(minilm_dir), 2000)
@@ -89,7 +82,7 @@ def test_shuffled_blocks_give_bert_scores_figures(
         model_type=str(minilm_dir),
         **kwargs,
     ).to_pandas()
-    _check(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
+    check_scores(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
 
 
 def test_batch_independent_needs_no_first_pass(cluster, minilm_dir):
@@ -100,7 +93,7 @@ def test_batch_independent_needs_no_first_pass(cluster, minilm_dir):
     ).to_pandas()
     assert list(out.columns) == ["hyp", "ref", "row", "P", "R", "F"]
     want = score(cands, refs, model_type=str(minilm_dir), batch_independent=True)
-    _check(out, want, atol=1e-6)
+    check_scores(out, want, atol=1e-6)
 
 
 def test_malformed_row_is_reported_with_its_index(cluster, minilm_dir):

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import as_lists, expected_scores, floor_case, shuffled_rows
+from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
@@ -57,13 +57,6 @@ def _frame(spark, cands: list, refs: list, partitions: int, with_row: bool = Fal
     return spark.createDataFrame(frame).repartition(partitions)
 
 
-def _check(out: pd.DataFrame, expected, atol: float) -> None:
-    out = out.sort_values("row")
-    assert out["row"].tolist() == list(range(len(out)))
-    for col, want in zip("PRF", expected):
-        np.testing.assert_allclose(out[col].to_numpy(), want, atol=atol)
-
-
 def test_2000_pairs_with_idf_equal_score(spark, minilm_dir):
     """2,000 rows (30% with 2-4 references), rows numbered by the engine: equal to one
     in-process score() call with idf; the summary is a Spark aggregation."""
@@ -74,7 +67,7 @@ def test_2000_pairs_with_idf_equal_score(spark, minilm_dir):
     ).cache()  # scored once, read twice
     out = scored.toPandas()
     want = expected_scores(str(minilm_dir), 2000)
-    _check(out, want, atol=1e-6)
+    check_scores(out, want, atol=1e-6)
     summary = summarize_spark(scored)
     assert summary.count == 2000
     assert abs(summary.R - float(np.mean(want[1], dtype=np.float64))) < 1e-6
@@ -98,7 +91,7 @@ def test_map_in_pandas_with_a_plan_gives_bert_scores_figures(spark, minilm_dir):
         idf=True,
     )
     out = df.mapInPandas(fn, score_schema(df.schema)).toPandas()
-    _check(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
+    check_scores(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
 
 
 def test_score_spark_multi_reference_figures(spark, minilm_dir):
@@ -107,7 +100,7 @@ def test_score_spark_multi_reference_figures(spark, minilm_dir):
     out = score_spark(
         df, "hyp", "ref", index_col="row", model_type=str(minilm_dir), **case["kwargs"]
     ).toPandas()
-    _check(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
+    check_scores(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
 
 
 def test_malformed_row_and_bad_columns(spark, minilm_dir):

@@ -147,11 +147,9 @@ def test_score_ragged_matches_reference(texts, data):
     pair_ref = np.array([r for _, r in pairs], dtype=np.int64)
     flat, offsets, w = ragged(texts)
     got = _core.score_ragged(flat, offsets, w, pair_cand, pair_ref)
+    cands, refs = [texts[c] for c in pair_cand], [texts[r] for r in pair_ref]
     want = ref.score_pairs(
-        [texts[c][0] for c in pair_cand],
-        [texts[r][0] for r in pair_ref],
-        [texts[c][1] for c in pair_cand],
-        [texts[r][1] for r in pair_ref],
+        embeddings(cands), embeddings(refs), weights(cands), weights(refs)
     ).reshape(3, len(pairs))
     assert_scores(got, want)
 
@@ -163,11 +161,9 @@ def test_pairwise_ragged_matches_reference(texts):
     cands = np.arange(len(texts))[::2].astype(np.int64)
     refs = np.arange(len(texts))[::-1].astype(np.int64)
     got = _core.pairwise_ragged(flat, offsets, w, cands, refs)
+    cand_texts, ref_texts = [texts[i] for i in cands], [texts[j] for j in refs]
     want = ref.pairwise(
-        [texts[i][0] for i in cands],
-        [texts[j][0] for j in refs],
-        [texts[i][1] for i in cands],
-        [texts[j][1] for j in refs],
+        embeddings(cand_texts), embeddings(ref_texts), weights(cand_texts), weights(ref_texts)
     )
     assert_scores(got, want)
 

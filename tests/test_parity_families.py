@@ -12,22 +12,11 @@ import numpy as np
 import pytest
 
 import rust_bertscore as rb
-from conftest import TINY, load_cases
+from conftest import TINY, assert_scores_match, load_cases
 from rust_bertscore.convert import SUPPORTED_MODEL_TYPES, load_config
 
 TOLERANCE = 1e-5
 CASES = load_cases(TINY / "cases2.json")
-
-
-def assert_matches(got, expected: dict) -> None:
-    for name, values in zip("PRF", got):
-        want = np.asarray(expected[name], dtype=np.float64)
-        assert values.shape == want.shape, name
-        have = values.astype(np.float64)
-        np.testing.assert_array_equal(np.isnan(have), np.isnan(want), err_msg=f"{name}: NaNs")
-        finite = ~np.isnan(want)
-        diff = float(np.max(np.abs(have[finite] - want[finite]), initial=0.0))
-        assert diff <= TOLERANCE, f"{name}: max |diff| {diff:.2e}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -37,7 +26,7 @@ def test_family_case(case: dict) -> None:
     if model_type not in SUPPORTED_MODEL_TYPES:
         pytest.skip(f"the converter does not handle {model_type!r} yet")
     got = rb.score(case["cands"], case["refs"], model_type=str(model_dir), **case["kwargs"])
-    assert_matches(got, case["expected"])
+    assert_scores_match(got, case["expected"], TOLERANCE)
 
 
 def test_weightless_side_is_nan_and_the_other_side_is_scored() -> None:

@@ -13,43 +13,17 @@ import numpy as np
 import pytest
 
 import rust_bertscore as rb
-from conftest import load_cases
+from conftest import MORE, MORE_FAMILIES, assert_scores_match, load_cases
 from rust_bertscore.convert import load_config
 from rust_bertscore.tokenization import TextTokenizer
 
-MORE = Path(__file__).resolve().parent / "data" / "reference" / "more_families"
-FAMILIES = [
-    "bert-relative-key",
-    "bert-relative-key-query",
-    "longformer",
-    "pegasus",
-    "bigbird",
-    "blenderbot",
-    "blenderbot-small",
-    "bertweet",
-    "squeezebert",
-    "led",
-    "prophetnet",
-    "xlm-prophetnet",
-]
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")
 
 
-def assert_matches(got, expected: dict) -> None:
-    for name, values in zip("PRF", got):
-        want = np.asarray(expected[name], dtype=np.float64)
-        assert values.shape == want.shape, name
-        have = values.astype(np.float64)
-        np.testing.assert_array_equal(np.isnan(have), np.isnan(want), err_msg=f"{name}: NaNs")
-        finite = ~np.isnan(want)
-        diff = float(np.max(np.abs(have[finite] - want[finite]), initial=0.0))
-        assert diff <= TOLERANCE, f"{name}: max |diff| {diff:.2e}"
-
-
 def test_every_family_has_cases() -> None:
-    assert {c["model_dir"] for c in CASES} == set(FAMILIES)
-    assert len(CASES) == 3 * len(FAMILIES) + 1  # SqueezeBERT: one more all_layers case
+    assert {c["model_dir"] for c in CASES} == set(MORE_FAMILIES)
+    assert len(CASES) == 3 * len(MORE_FAMILIES) + 1  # SqueezeBERT: one more all_layers case
 
 
 SCORED = [c for c in CASES if "bert_score_error" not in c]
@@ -60,7 +34,7 @@ FAILED = [c for c in CASES if "bert_score_error" in c]
 def test_case(case: dict) -> None:
     model_dir = MORE / case["model_dir"]
     got = rb.score(case["cands"], case["refs"], model_type=str(model_dir), **case["kwargs"])
-    assert_matches(got, case["expected"])
+    assert_scores_match(got, case["expected"], TOLERANCE)
 
 
 def test_bert_score_cannot_truncate_squeezebert() -> None:
@@ -91,7 +65,7 @@ def test_squeezebert_layer_is_bert_scores_all_layers_row(case: dict) -> None:
         idf=kwargs["idf"],
         batch_size=full["kwargs"]["batch_size"],
     )
-    assert_matches(got, {k: v[layer] for k, v in full["expected"].items()})
+    assert_scores_match(got, {k: v[layer] for k, v in full["expected"].items()}, TOLERANCE)
 
 
 def _tokenizer(family: str) -> TextTokenizer:
@@ -99,7 +73,7 @@ def _tokenizer(family: str) -> TextTokenizer:
     return TextTokenizer(model_dir, load_config(model_dir))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", MORE_FAMILIES)
 def test_slow_tokenizer_ids(family: str) -> None:
     data = json.loads((MORE / family / "ids.json").read_text(encoding="utf-8"))
     tok = _tokenizer(family)
@@ -107,7 +81,7 @@ def test_slow_tokenizer_ids(family: str) -> None:
     assert tok.encode(data["texts"]) == data["ids"]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", MORE_FAMILIES)
 def test_hidden_state_ids_are_the_tokenizers(family: str) -> None:
     """The ids the reference hidden states were computed on are what the tokenizer gives."""
     data = json.loads((MORE / family / "ids.json").read_text(encoding="utf-8"))
