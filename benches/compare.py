@@ -266,8 +266,8 @@ def main() -> int:
     parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge")
     parser.add_argument("--pairs", type=int, default=N_PAIRS, help="WMT pairs for MiniLM")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
-    parser.add_argument("--large-pairs", type=int, default=400, help="pairs for roberta-large")
-    parser.add_argument("--xlarge-pairs", type=int, default=200, help="pairs for deberta-xlarge")
+    parser.add_argument("--large-pairs", type=int, default=150, help="pairs for roberta-large")
+    parser.add_argument("--xlarge-pairs", type=int, default=100, help="pairs for deberta-xlarge")
     parser.add_argument("--memory", action="store_true", help="peak RSS of conversion")
     parser.add_argument(
         "--work-dir",

@@ -7,13 +7,16 @@ per-tensor activations by 0.0117; docs/performance.md). Here each MatMul with a 
 ``W [K, O]`` becomes::
 
     x2  = Reshape(x, [-1, K])
-    s   = max(ReduceMax(|x2|, axis 1), eps) / 127          # one scale per token, [N, 1]
+    s   = max(ReduceMax(x2), -ReduceMin(x2), eps) / 127    # one scale per token, [N, 1]
     xq  = QuantizeLinear(x2, s, 128, axis=0)               # uint8, symmetric about 128
     acc = MatMulIntegerToFloat(xq, Wq, 1, w_scale, 128)    # u8 x s8 GEMM, per-column scale
     y   = Reshape(acc * s, [..., O])
 
 with ``Wq`` int8 per output column (symmetric, 7 bits: :data:`WEIGHT_LEVELS`). ONNX Runtime's
 ``MatMulIntegerToFloat`` takes only a scalar activation scale, hence the separate ``* s``.
+The row maximum of ``|x|`` is taken as ``max(ReduceMax(x), -ReduceMin(x))``: the same value
+without writing ``|x|`` out (the per-token graph ran 0.81x the per-tensor int8 graph's speed
+with ``Abs``, 0.85x without, on all-MiniLM-L6-v2).
 """
 
 from __future__ import annotations
@@ -75,11 +78,16 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
         x, y = node.input[0], node.output[0]
         ordered += [
             helper.make_node("Reshape", [x, f"{p}/shape2"], [f"{p}/x2"], name=f"{p}/reshape"),
-            helper.make_node("Abs", [f"{p}/x2"], [f"{p}/abs"], name=f"{p}/abs"),
             helper.make_node(
-                "ReduceMax", [f"{p}/abs"], [f"{p}/amax"], name=f"{p}/amax", axes=[1], keepdims=1
+                "ReduceMax", [f"{p}/x2"], [f"{p}/rmax"], name=f"{p}/rmax", axes=[1], keepdims=1
             ),
-            helper.make_node("Max", [f"{p}/amax", "pt/eps"], [f"{p}/amax_eps"], name=f"{p}/max"),
+            helper.make_node(
+                "ReduceMin", [f"{p}/x2"], [f"{p}/rmin"], name=f"{p}/rmin", axes=[1], keepdims=1
+            ),
+            helper.make_node("Neg", [f"{p}/rmin"], [f"{p}/nmin"], name=f"{p}/nmin"),
+            helper.make_node(
+                "Max", [f"{p}/rmax", f"{p}/nmin", "pt/eps"], [f"{p}/amax_eps"], name=f"{p}/max"
+            ),
             helper.make_node("Mul", [f"{p}/amax_eps", "pt/inv127"], [f"{p}/s"], name=f"{p}/s"),
             helper.make_node("Reshape", [f"{p}/s", "pt/neg1"], [f"{p}/s1"], name=f"{p}/s1"),
             helper.make_node("Mul", [f"{p}/s1", "pt/zero_f"], [f"{p}/z0"], name=f"{p}/z0"),
