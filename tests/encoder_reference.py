@@ -226,7 +226,7 @@ def int8_runs(family: str, tmp: Path) -> np.ndarray:
     info = export_model(str(TINY / family), out, 3, precision="int8")
     assert (info.num_layers, info.precision, info.depth) == (3, "int8", 3)
     assert (out.parent / "config.json").is_file()
-    assert "MatMulInteger" in {n.op_type for n in onnx.load(str(out)).graph.node}
+    assert "MatMulIntegerToFloat" in {n.op_type for n in onnx.load(str(out)).graph.node}
     return run_one(session(out), load_reference(family)[0][0])
 
 

@@ -25,13 +25,14 @@ def test_int8_within_bound_of_fp32(minilm_dir: Path) -> None:
     int8 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")
     F32 = fp32.score(CANDS, REFS)[2].astype(np.float64)
     F8 = int8.score(CANDS, REFS)[2].astype(np.float64)
-    # Seen on these 200 pairs: mean 0.0077, max 0.030, r 0.9987 (3,003 WMT pairs: 0.0076).
-    assert np.mean(np.abs(F8 - F32)) <= 0.01
-    assert np.corrcoef(F8, F32)[0, 1] > 0.995
+    # Issue 14's bound for int8 a paper could report: mean |dF| <= 0.003 against fp32
+    # (3,003 WMT pairs: 0.0023-0.0028; per-tensor int8 was 0.0076).
+    assert np.mean(np.abs(F8 - F32)) <= 0.003
+    assert np.corrcoef(F8, F32)[0, 1] > 0.999
     assert int8.precision == "int8" and int8.hash.endswith("_int8")
 
 
-def test_int8_graph_keeps_policy_nodes_in_fp32(minilm_dir: Path) -> None:
+def test_int8_graph_is_per_token_with_attention_fp32(minilm_dir: Path) -> None:
     int8 = load_runtime(str(minilm_dir), 6, precision="int8")
     fp32 = load_runtime(str(minilm_dir), 6)
     path8 = Path(int8.encoder.session._model_path)
@@ -39,11 +40,16 @@ def test_int8_graph_keeps_policy_nodes_in_fp32(minilm_dir: Path) -> None:
     manifest = json.loads((path8.parent / "manifest.json").read_text())
     assert manifest["precision"] == "int8"
     assert convert.INT8_POLICY in manifest["policy"]
-    nodes = {n.name: n.op_type for n in onnx.load(str(path8)).graph.node}
-    keep = ["encoder.layer.0.output.dense/MatMul", "encoder.layer.1.output.dense/MatMul"]
-    assert all(nodes[name] == "MatMul" for name in keep)
-    assert "encoder.layer.2.output.dense/MatMul" not in nodes  # quantised
-    assert "QAttention" in nodes.values()
+    nodes = onnx.load(str(path8)).graph.node
+    ops = [n.op_type for n in nodes]
+    # Every projection with a constant weight is an integer GEMM with a per-token rescale;
+    # the fused attention (its QKV projection) stays fp32; nothing per tensor.
+    assert ops.count("MatMulIntegerToFloat") == 6 * 3  # attention output, FFN in, FFN out
+    assert ops.count("Attention") == 6
+    assert "MatMul" not in ops and "QAttention" not in ops
+    assert "DynamicQuantizeLinear" not in ops
+    scales = [n for n in nodes if n.op_type == "QuantizeLinear"]
+    assert scales and all(a.i == 0 for n in scales for a in n.attribute if a.name == "axis")
 
 
 def test_int8_fp32_nodes_per_family(tmp_path: Path) -> None:
@@ -111,21 +117,19 @@ def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_pat
     from rust_bertscore.encoder import Encoder
 
     fp32 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
-    per_tensor = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")
+    token = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")
     source = convert.export_onnx(minilm_dir, tmp_path / "fp32.onnx", 6, fused=True)
-    graph = convert.quantize_int8(source, tmp_path / "token.onnx", activations="per-token")
-    ops = {n.op_type for n in onnx.load(str(graph)).graph.node}
-    assert "MatMulIntegerToFloat" in ops and "Attention" in ops and "MatMul" not in ops
-    token = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
-    runtime = token._runtime
-    token._runtime = dataclasses.replace(
+    graph = convert.quantize_int8(source, tmp_path / "tensor.onnx", activations="per-tensor")
+    assert "QAttention" in {n.op_type for n in onnx.load(str(graph)).graph.node}
+    per_tensor = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
+    runtime = per_tensor._runtime
+    per_tensor._runtime = dataclasses.replace(
         runtime, encoder=Encoder(graph, pad_id=runtime.encoder.pad_id)
     )
     F32 = fp32.score(CANDS, REFS)[2].astype(np.float64)
     d_tensor = np.abs(per_tensor.score(CANDS, REFS)[2] - F32)
     d_token = np.abs(token.score(CANDS, REFS)[2] - F32)
-    # Seen on the 3,003 WMT pairs: 0.0023 per token against 0.0076 per tensor.
-    assert d_token.mean() <= 0.003
+    # Seen on the 3,003 WMT pairs: 0.0023-0.0028 per token against 0.0076-0.0080 per tensor.
     assert d_token.mean() < 0.5 * d_tensor.mean()
 
 

@@ -135,7 +135,7 @@ def _add_export(subparsers: argparse._SubParsersAction) -> None:
         "--precision",
         choices=("fp32", "int8"),
         default="fp32",
-        help="int8 writes a dynamically quantised graph (default: fp32)",
+        help="int8 writes the scorer's int8 graph, per-token scales (default: fp32)",
     )
     p.add_argument(
         "--force",

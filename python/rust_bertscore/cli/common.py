@@ -121,7 +121,7 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
             "--precision",
             choices=("fp32", "int8"),
             default="fp32",
-            help="encoder precision; int8 is a dynamically quantised graph (default: fp32)",
+            help="encoder precision; int8 quantises projections per token (default: fp32)",
         )
 
 

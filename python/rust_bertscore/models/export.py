@@ -85,7 +85,8 @@ def export_model(
         Layer whose output the graph returns (0 = embeddings). Default: bert_score's tuned layer
         for the model, else its last layer.
     precision : {"fp32", "int8"}
-        ``"int8"`` quantises the projections dynamically (as ``score(precision="int8")``).
+        ``"int8"`` quantises the projections to int8 with per-token activation scales (as
+        ``score(precision="int8")``).
     force : bool
         Write into a directory that already holds another model's ``config.json``.
 
@@ -133,7 +134,7 @@ def export_model(
     else:
         with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out_dir) as tmp:
             fp32 = convert.export_onnx(files.model_dir, Path(tmp) / "fp32.onnx", layer)
-            convert.quantize_int8(fp32, out)
+            convert.quantize_int8(fp32, out, activations=convert.INT8_ACTIVATIONS)
     for name in ("config.json", *TOKENIZER_FILES):
         src = files.model_dir / name
         if src.is_file():

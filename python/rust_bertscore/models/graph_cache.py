@@ -102,9 +102,9 @@ def converted_graph(
     all_layers : bool
         Output every hidden state of the whole model.
     precision : {"fp32", "int8"}
-        ``"int8"`` applies ONNX Runtime's dynamic int8 quantisation to the fp32 graph, with
-        the layers that move scores most kept in fp32 (``convert.INT8_POLICY``); it is cached
-        under its own key.
+        ``"int8"`` quantises the fp32 graph's projections to int8 with one activation scale
+        per token (``convert.INT8_ACTIVATIONS``, ``convert.INT8_POLICY``); it is cached under
+        its own key.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -121,7 +121,7 @@ def converted_graph(
         convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
     else:
         source = converted_graph(files, config, num_layers, all_layers=all_layers)
-        convert.quantize_int8(source, graph)
+        convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
     meta = {
         "model": files.name,
         "family": family,
