@@ -32,9 +32,30 @@ def test_plan_batches_covers_in_order_within_budget(
     spans = encoder.plan_batches(sorted_lengths, batch_size, max_tokens)
     covered = [i for lo, hi in spans for i in range(lo, hi)]
     assert covered == list(range(len(lengths)))
+    n = len(sorted_lengths)
     for lo, hi in spans:
+        width = max(int(sorted_lengths[lo]), 1)
         assert 1 <= hi - lo <= batch_size
         assert (hi - lo) * sorted_lengths[lo] <= max_tokens or hi - lo == 1
+        # Padding: a text joins once the batch holds MIN_BATCH_TOKENS only if it fills
+        # MIN_FILL of the width ...
+        for i in range(lo + 1, hi):
+            full = (i - lo) * width >= encoder.MIN_BATCH_TOKENS
+            assert not full or sorted_lengths[i] >= encoder.MIN_FILL * width
+        # ... and a batch closes early only for that reason.
+        if hi < n and hi - lo < batch_size and (hi - lo + 1) * width <= max_tokens:
+            assert (hi - lo) * width >= encoder.MIN_BATCH_TOKENS
+            assert sorted_lengths[hi] < encoder.MIN_FILL * width
+
+
+def test_plan_batches_bounds_padding_of_a_long_tail() -> None:
+    """Few texts of very different lengths: the plain cut (64 a batch) padded them by ~70%."""
+    rng = np.random.default_rng(0)
+    lengths = np.sort(np.minimum(rng.lognormal(3.0, 0.6, size=200).astype(np.int64) + 1, 512))
+    lengths = lengths[::-1]
+    spans = encoder.plan_batches(lengths, 64, 4096)
+    padded = sum((hi - lo) * int(lengths[lo]) for lo, hi in spans)
+    assert padded <= 1.15 * lengths.sum()
 
 
 def test_plan_batches_rejects_bad_sizes() -> None:
