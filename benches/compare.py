@@ -6,7 +6,8 @@ a shared machine's drifting speed hits both sides alike; each side's best run is
 bert_score runs in a separate interpreter (``--bert-score-python``, the bench venv with torch,
 transformers<5 and bert-score==0.3.13: ``make bench-compare`` builds it), through
 ``benches/bert_score_run.py``; ours runs here. Printed per model: bert_score's, fp32's and
-int8's pairs/s, the speed-ups, max |F(fp32) - F(bert_score)| and mean |F(int8) - F(bert_score)|
+int8's pairs/s (``precision="int8"``: per-token; "int8-tensor": the former per-tensor graph,
+for comparison), the speed-ups, max |F(fp32) - F(bert_score)| and mean |F(int8) - F(bert_score)|
 (and int8 against fp32: mean |dF| and Pearson r).
 
 Models:
@@ -125,11 +126,11 @@ def compare_model(
     int8_load = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    token = per_token_scorer(rb, model_dir, layer, fp32, tmp)
-    token.score(hyps[:16], refs[:16])
-    token_load = time.perf_counter() - t0
+    tensor = per_tensor_scorer(rb, model_dir, layer, fp32, tmp)
+    tensor.score(hyps[:16], refs[:16])
+    tensor_load = time.perf_counter() - t0
 
-    times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": [], "int8-token": []}
+    times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": [], "int8-tensor": []}
     F: dict[str, np.ndarray] = {}
     loads = [load()]
     info: dict = {}
@@ -145,8 +146,8 @@ def compare_model(
         times["fp32"].append(seconds)
         seconds, F["int8"] = timed(lambda: int8.score(hyps, refs))
         times["int8"].append(seconds)
-        seconds, F["int8-token"] = timed(lambda: token.score(hyps, refs))
-        times["int8-token"].append(seconds)
+        seconds, F["int8-tensor"] = timed(lambda: tensor.score(hyps, refs))
+        times["int8-tensor"].append(seconds)
         loads.append(load())
     flops, padded = end_to_end.encoder_flops(fp32, hyps + refs, fp32.batch_size)
     best = {k: min(v) for k, v in times.items() if v}
@@ -160,10 +161,10 @@ def compare_model(
         "pairs_per_s": {k: n / v for k, v in best.items()},
         "fp32_load_s": fp32_load,
         "int8_load_s": int8_load,
-        "int8_token_load_s": token_load,
-        "int8_token_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8-token"] - F["fp32"]))),
-        "int8_token_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8-token"] - F["fp32"]))),
-        "int8_token_vs_fp32_pearson_r": float(np.corrcoef(F["int8-token"], F["fp32"])[0, 1]),
+        "int8_tensor_load_s": tensor_load,
+        "int8_tensor_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8-tensor"] - F["fp32"]))),
+        "int8_tensor_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8-tensor"] - F["fp32"]))),
+        "int8_tensor_vs_fp32_pearson_r": float(np.corrcoef(F["int8-tensor"], F["fp32"])[0, 1]),
         "encoder_gflop": flops / 1e9,
         "encoder_gflop_padded": padded / 1e9,
         "sgemm_gflops": max(rates) / 1e9,
@@ -178,15 +179,17 @@ def compare_model(
             bert_score_info=info,
             fp32_vs_bert_score_max_abs_dF=float(np.max(np.abs(F["fp32"] - F["bert_score"]))),
             int8_vs_bert_score_mean_abs_dF=float(np.mean(np.abs(F["int8"] - F["bert_score"]))),
-            int8_token_vs_bert_score_mean_abs_dF=float(
-                np.mean(np.abs(F["int8-token"] - F["bert_score"]))
+            int8_tensor_vs_bert_score_mean_abs_dF=float(
+                np.mean(np.abs(F["int8-tensor"] - F["bert_score"]))
             ),
         )
     return result
 
 
-def per_token_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
-    """A scorer running ``quantize_int8(activations="per-token")`` of ``fp32``'s graph."""
+def per_tensor_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
+    """A scorer running ``quantize_int8(activations="per-tensor")`` of ``fp32``'s graph: the
+    former ``precision="int8"`` (ONNX Runtime's dynamic quantisation, one activation scale per
+    tensor), kept for comparison."""
     import dataclasses
 
     from rust_bertscore import convert
@@ -196,7 +199,7 @@ def per_token_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
     runtime = fp32._runtime
     source = model_cache.converted_graph(runtime.files, runtime.config, layer)
     graph = convert.quantize_int8(
-        source, tmp / f"{model_dir.name}-token.onnx", activations="per-token"
+        source, tmp / f"{model_dir.name}-tensor.onnx", activations="per-tensor"
     )
     scorer = rb.BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
     encoder = Encoder(graph, pad_id=runtime.encoder.pad_id)
@@ -226,11 +229,11 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
         [sys.executable, "-c", CONVERT, str(model_dir), str(graph), str(layer)], env
     )
     rss8, wall8 = end_to_end.peak_rss_mb(
-        [sys.executable, "-c", QUANTIZE, str(graph), str(graph8), "per-tensor"], env
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph8), "per-token"], env
     )
-    graph_t = tmp / "convert" / "model.token.onnx"
+    graph_t = tmp / "convert" / "model.tensor.onnx"
     rss_t, wall_t = end_to_end.peak_rss_mb(
-        [sys.executable, "-c", QUANTIZE, str(graph), str(graph_t), "per-token"], env
+        [sys.executable, "-c", QUANTIZE, str(graph), str(graph_t), "per-tensor"], env
     )
 
     def size(path: Path) -> int:
@@ -244,9 +247,9 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
         "quantize_peak_rss_mb": rss8,
         "quantize_s": wall8,
         "int8_graph_mb": size(graph8) / 2**20,
-        "quantize_token_peak_rss_mb": rss_t,
-        "quantize_token_s": wall_t,
-        "int8_token_graph_mb": size(graph_t) / 2**20,
+        "quantize_tensor_peak_rss_mb": rss_t,
+        "quantize_tensor_s": wall_t,
+        "int8_tensor_graph_mb": size(graph_t) / 2**20,
     }
     for path in graph.parent.iterdir():
         path.unlink()
@@ -354,7 +357,7 @@ def print_model(r: dict) -> None:
                 f"{r['bert_score_info']['torch_threads']} threads",
             )
         )
-    for k in ("fp32", "int8", "int8-token"):
+    for k in ("fp32", "int8", "int8-tensor"):
         note = f"{rate[k] / bs:.2f}x bert_score" if bs else ""
         rows.append((f"rust-bertscore {k} pairs/s", f"{rate[k]:.1f}", note))
     if bs:
@@ -366,8 +369,8 @@ def print_model(r: dict) -> None:
         )
         rows.append(
             (
-                "int8-token: mean |dF| vs bert_score",
-                f"{r['int8_token_vs_bert_score_mean_abs_dF']:.4f}",
+                "int8-tensor: mean |dF| vs bert_score",
+                f"{r['int8_tensor_vs_bert_score_mean_abs_dF']:.4f}",
                 "",
             )
         )
@@ -380,10 +383,10 @@ def print_model(r: dict) -> None:
     )
     rows.append(
         (
-            "int8-token: mean |dF| vs fp32",
-            f"{r['int8_token_vs_fp32_mean_abs_dF']:.4f}",
-            f"max {r['int8_token_vs_fp32_max_abs_dF']:.3f}, "
-            f"Pearson r {r['int8_token_vs_fp32_pearson_r']:.5f}",
+            "int8-tensor: mean |dF| vs fp32",
+            f"{r['int8_tensor_vs_fp32_mean_abs_dF']:.4f}",
+            f"max {r['int8_tensor_vs_fp32_max_abs_dF']:.3f}, "
+            f"Pearson r {r['int8_tensor_vs_fp32_pearson_r']:.5f}",
         )
     )
     rows.append(
@@ -411,9 +414,9 @@ def print_model(r: dict) -> None:
         )
         rows.append(
             (
-                "int8-token quantisation: peak RSS",
-                f"{r['quantize_token_peak_rss_mb']:.0f} MB",
-                f"{r['quantize_token_s']:.0f} s, graph {r['int8_token_graph_mb']:.0f} MB",
+                "int8-tensor quantisation: peak RSS",
+                f"{r['quantize_tensor_peak_rss_mb']:.0f} MB",
+                f"{r['quantize_tensor_s']:.0f} s, graph {r['int8_tensor_graph_mb']:.0f} MB",
             )
         )
     width = max(len(a) for a, _, _ in rows)
