@@ -111,6 +111,21 @@ DEBERTA_ORDER = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
 """DeBERTa (v1)'s special tokens and their ids (0-4)."""
 
 
+def layer_output_tensors(p: str, h: int, f: int) -> Iterator[tuple[str, tuple[int, ...], str]]:
+    """The tensors after self-attention that BERT-like layers (RoBERTa, DeBERTa) name alike:
+    attention output projection and LayerNorm, FFN in and out, output LayerNorm."""
+    yield f"{p}attention.output.dense.weight", (h, h), "weight"
+    yield f"{p}attention.output.dense.bias", (h,), "zero"
+    yield f"{p}attention.output.LayerNorm.weight", (h,), "one"
+    yield f"{p}attention.output.LayerNorm.bias", (h,), "zero"
+    yield f"{p}intermediate.dense.weight", (f, h), "weight"
+    yield f"{p}intermediate.dense.bias", (f,), "zero"
+    yield f"{p}output.dense.weight", (h, f), "weight"
+    yield f"{p}output.dense.bias", (h,), "zero"
+    yield f"{p}output.LayerNorm.weight", (h,), "one"
+    yield f"{p}output.LayerNorm.bias", (h,), "zero"
+
+
 def roberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
     """(name, shape, kind) of every tensor of a RobertaModel; kind is weight, one or zero."""
     h, f = config["hidden_size"], config["intermediate_size"]
@@ -124,16 +139,7 @@ def roberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
         for name in ("attention.self.query", "attention.self.key", "attention.self.value"):
             yield f"{p}{name}.weight", (h, h), "weight"
             yield f"{p}{name}.bias", (h,), "zero"
-        yield f"{p}attention.output.dense.weight", (h, h), "weight"
-        yield f"{p}attention.output.dense.bias", (h,), "zero"
-        yield f"{p}attention.output.LayerNorm.weight", (h,), "one"
-        yield f"{p}attention.output.LayerNorm.bias", (h,), "zero"
-        yield f"{p}intermediate.dense.weight", (f, h), "weight"
-        yield f"{p}intermediate.dense.bias", (f,), "zero"
-        yield f"{p}output.dense.weight", (h, f), "weight"
-        yield f"{p}output.dense.bias", (h,), "zero"
-        yield f"{p}output.LayerNorm.weight", (h,), "one"
-        yield f"{p}output.LayerNorm.bias", (h,), "zero"
+        yield from layer_output_tensors(p, h, f)
     yield "pooler.dense.weight", (h, h), "weight"
     yield "pooler.dense.bias", (h,), "zero"
 
@@ -154,16 +160,7 @@ def deberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
         yield f"{p}attention.self.pos_proj.weight", (h, h), "weight"
         yield f"{p}attention.self.pos_q_proj.weight", (h, h), "weight"
         yield f"{p}attention.self.pos_q_proj.bias", (h,), "zero"
-        yield f"{p}attention.output.dense.weight", (h, h), "weight"
-        yield f"{p}attention.output.dense.bias", (h,), "zero"
-        yield f"{p}attention.output.LayerNorm.weight", (h,), "one"
-        yield f"{p}attention.output.LayerNorm.bias", (h,), "zero"
-        yield f"{p}intermediate.dense.weight", (f, h), "weight"
-        yield f"{p}intermediate.dense.bias", (f,), "zero"
-        yield f"{p}output.dense.weight", (h, f), "weight"
-        yield f"{p}output.dense.bias", (h,), "zero"
-        yield f"{p}output.LayerNorm.weight", (h,), "one"
-        yield f"{p}output.LayerNorm.bias", (h,), "zero"
+        yield from layer_output_tensors(p, h, f)
     yield "encoder.rel_embeddings.weight", (2 * span, h), "weight"
 
 
