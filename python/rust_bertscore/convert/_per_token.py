@@ -55,6 +55,7 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
         "pt/neg1": np.array([-1], np.int64),
     }
     added: dict[str, np.ndarray] = {}
+    quantised: dict[str, tuple[str, str]] = {}  # weight name -> (int8 weight, scales) names
     drop: set[str] = set()
     ordered: list[onnx.NodeProto] = []
     done = 0
@@ -63,15 +64,18 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
         if tensor is None or len(tensor.dims) != 2 or node.name in skip:
             ordered.append(node)
             continue
-        w = numpy_helper.to_array(tensor).astype(np.float32)
-        tensor.ClearField("raw_data")  # free the fp32 weight now, not after the whole graph
-        tensor.ClearField("float_data")
-        k, o = w.shape
-        w_scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / WEIGHT_LEVELS
-        w_q = np.clip(np.round(w / w_scale), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
+        k, o = (int(d) for d in tensor.dims)
         p = f"{node.name}/pt"
-        added[f"{p}/wq"] = w_q
-        added[f"{p}/wscale"] = w_scale.astype(np.float32)
+        if tensor.name not in quantised:  # ALBERT's layers share one weight: quantise it once
+            w = numpy_helper.to_array(tensor).astype(np.float32)
+            tensor.ClearField("raw_data")  # free the fp32 weight now, not after the whole graph
+            tensor.ClearField("float_data")
+            w_scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / WEIGHT_LEVELS
+            w_q = np.clip(np.round(w / w_scale), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
+            added[f"{p}/wq"] = w_q
+            added[f"{p}/wscale"] = w_scale.astype(np.float32)
+            quantised[tensor.name] = (f"{p}/wq", f"{p}/wscale")
+        wq_name, wscale_name = quantised[tensor.name]
         added[f"{p}/shape2"] = np.array([-1, k], np.int64)
         added[f"{p}/last"] = np.array([o], np.int64)
         drop.add(tensor.name)
@@ -104,7 +108,7 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
             ),
             helper.make_node(
                 "MatMulIntegerToFloat",
-                [f"{p}/xq", f"{p}/wq", "pt/one", f"{p}/wscale", "pt/zp_u8"],
+                [f"{p}/xq", wq_name, "pt/one", wscale_name, "pt/zp_u8"],
                 [f"{p}/acc"],
                 name=f"{p}/gemm",
                 domain=MS_DOMAIN,

@@ -133,7 +133,8 @@ def export_model(
         convert.export_onnx(files.model_dir, out, layer)
     else:
         with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out_dir) as tmp:
-            fp32 = convert.export_onnx(files.model_dir, Path(tmp) / "fp32.onnx", layer)
+            # From the fused graph, as the scorer's own int8 graph is (its attention stays fp32).
+            fp32 = convert.export_onnx(files.model_dir, Path(tmp) / "fp32.onnx", layer, fused=True)
             convert.quantize_int8(fp32, out, activations=convert.INT8_ACTIVATIONS)
     for name in ("config.json", *TOKENIZER_FILES):
         src = files.model_dir / name
