@@ -419,11 +419,7 @@ def print_model(r: dict) -> None:
                 f"{r['quantize_tensor_s']:.0f} s, graph {r['int8_tensor_graph_mb']:.0f} MB",
             )
         )
-    width = max(len(a) for a, _, _ in rows)
-    print(f"| {'measure':<{width}} | {'value':>9} | notes")
-    print(f"|{'-' * (width + 2)}|{'-' * 11}|------")
-    for a, b, c in rows:
-        print(f"| {a:<{width}} | {b:>9} | {c}")
+    end_to_end.print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -361,6 +361,11 @@ def print_table(r: dict, info: dict[str, str]) -> None:
             "same run" if bs else "bert_score/torch not installed",
         ),
     ]
+    print_rows(rows)
+
+
+def print_rows(rows: list[tuple[str, str, str]]) -> None:
+    """Print (measure, value, notes) rows as an aligned Markdown table."""
     width = max(len(a) for a, _, _ in rows)
     print(f"| {'measure':<{width}} | {'value':>9} | notes")
     print(f"|{'-' * (width + 2)}|{'-' * 11}|------")

@@ -39,17 +39,6 @@ BLOCK = 100
 """Resamples NumPy draws at a time."""
 
 
-def best_time(f: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls of ``f`` after one warm-up call."""
-    f()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def best_cpu_time(f: Callable[[], object], repeats: int) -> tuple[float, float]:
     """Best (wall, CPU) times of ``repeats`` calls of ``f`` after one warm-up call. CPU time
     is the process's, summed over its threads: it barely moves with the machine's load."""
