@@ -76,11 +76,11 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
         onnx.save(model, str(smoothed))
         return convert.quantize_int8(smoothed, out, nodes_to_exclude=exclude)
     if name.startswith("per-token"):
-        from rust_bertscore.convert import _per_token
+        from rust_bertscore.convert import per_token
 
         model = onnx.load(str(fp32))
         exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
-        _per_token.per_token_matmuls(model, exclude)
+        per_token.per_token_matmuls(model, exclude)
         if "attn-fp32" in name:
             onnx.save(model, str(out))
             return out

@@ -30,7 +30,6 @@ from encoder_reference import (
     save_checkpoint,
     session,
 )
-from rust_bertscore import convert
 from rust_bertscore.convert import (
     CONVERTER_VERSION,
     SUPPORTED_FAMILIES,
@@ -42,6 +41,7 @@ from rust_bertscore.convert import (
     model_family,
     quantize_int8,
     weights_fingerprint,
+    writer,
 )
 
 FAMILIES = ("bert", "electra", "distilbert", "roberta")
@@ -411,24 +411,24 @@ def test_atomic_write_leaves_only_the_graph(tmp_path: Path) -> None:
 def test_failure_mid_write_leaves_nothing(
     external: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_save = convert._save
+    real_save = writer.save_model
 
     def failing_save(model: onnx.ModelProto, path: Path, external_data: bool) -> None:
         real_save(model, path, external_data)
         path.write_bytes(path.read_bytes()[:100])  # half written ...
         raise OSError("disk full")  # ... then the disk fills up
 
-    monkeypatch.setattr(convert, "_save", failing_save)
+    monkeypatch.setattr(writer, "save_model", failing_save)
     out = tmp_path / "enc.onnx"
     with pytest.raises(OSError, match="disk full"):
         export_onnx(TINY / "bert", out, 1, external_data=external)
     assert list(tmp_path.iterdir()) == []
 
     # An existing graph survives a failed overwrite.
-    monkeypatch.setattr(convert, "_save", real_save)
+    monkeypatch.setattr(writer, "save_model", real_save)
     export_onnx(TINY / "bert", out, 1)
     before = out.read_bytes()
-    monkeypatch.setattr(convert, "_save", failing_save)
+    monkeypatch.setattr(writer, "save_model", failing_save)
     with pytest.raises(OSError, match="disk full"):
         export_onnx(TINY / "bert", out, 3, external_data=external)
     assert [p.name for p in tmp_path.iterdir()] == ["enc.onnx"]

@@ -36,7 +36,7 @@ from rust_bertscore.convert import (
     load_config,
     quantize_int8,
 )
-from rust_bertscore.convert._deberta import deberta_spec, log_bucket, relative_index_table
+from rust_bertscore.convert.families.deberta import deberta_spec, log_bucket, relative_index_table
 
 FAMILIES = ("deberta", "deberta-v2", "deberta-v3")
 TOL = 1e-4

@@ -43,7 +43,7 @@ from rust_bertscore.convert import (
     model_depth,
     model_family,
 )
-from rust_bertscore.convert._pegasus import sinusoidal_table
+from rust_bertscore.convert.families.pegasus import sinusoidal_table
 
 FAMILIES = MORE_FAMILIES
 FINAL_NORM = ("pegasus", "blenderbot")
@@ -357,7 +357,7 @@ def test_squeezebert_masked_lm_layout(tmp_path: Path) -> None:
 
 def test_block_diagonal_is_a_grouped_1x1_conv() -> None:
     """Against the grouped convolution computed group by group."""
-    from rust_bertscore.convert._squeezebert import block_diagonal
+    from rust_bertscore.convert.families.squeezebert import block_diagonal
 
     rng = np.random.default_rng(1)
     conv = rng.normal(size=(12, 2, 1)).astype(np.float32)  # 12 out, 6 in, 3 groups

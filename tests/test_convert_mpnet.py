@@ -24,7 +24,7 @@ from rust_bertscore.convert import (
     export_onnx,
     int8_fp32_nodes,
 )
-from rust_bertscore.convert._mpnet import relative_position_bucket
+from rust_bertscore.convert.families.mpnet import relative_position_bucket
 
 MODEL = TINY / "mpnet"
 TOL = 1e-4  # seen: 6.5e-5 (layer 3, fused)

@@ -44,7 +44,7 @@ from rust_bertscore.convert import (
     model_family,
     quantize_int8,
 )
-from rust_bertscore.convert._t5 import feed_forward, relative_buckets
+from rust_bertscore.convert.families.t5 import feed_forward, relative_buckets
 from rust_bertscore.models.export import export_model
 
 FAMILIES = ("t5", "mt5", "byt5")

@@ -86,7 +86,7 @@ def test_per_token_matmul_matches_numpy(tmp_path: Path) -> None:
     outliers does not coarsen the others."""
     import onnxruntime as ort
 
-    from rust_bertscore.convert._per_token import per_token_matmuls
+    from rust_bertscore.convert.per_token import per_token_matmuls
 
     model, w = _one_matmul(64, 48)
     assert per_token_matmuls(model) == 1

@@ -9,7 +9,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import DATA
 from rust_bertscore.cli import main
-from rust_bertscore.convert import _checkpoint
+from rust_bertscore.models import configs
 from rust_bertscore.models import listing as model_listing
 from rust_bertscore.models.listing import model_type_of
 from rust_bertscore.models.registry import MODEL2LAYERS, tuned_layer
@@ -81,7 +81,7 @@ def test_convertible_follows_the_converter(monkeypatch: pytest.MonkeyPatch) -> N
     models = {m.name: m for m in rb.supported_models()}
     assert not models["vinai/bertweet-base"].convertible
     assert models["vinai/bertweet-base"].note == "no tokenizer"
-    monkeypatch.setitem(_checkpoint.SUPPORTED_MODEL_TYPES, "xlnet", "xlnet")
+    monkeypatch.setitem(configs.SUPPORTED_MODEL_TYPES, "xlnet", "xlnet")
     models = {m.name: m for m in rb.supported_models()}
     assert models["xlnet-base-cased"].convertible and models["xlnet-base-cased"].note == ""
 

@@ -18,7 +18,7 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY
-from rust_bertscore import convert
+from rust_bertscore.convert import writer
 from rust_bertscore.models import loading as runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
@@ -47,7 +47,7 @@ def _leftovers(cache: Path) -> list[Path]:
 
 def test_interrupted_conversion_leaves_no_entry(fresh, monkeypatch: pytest.MonkeyPatch) -> None:
     cache, model = fresh
-    real_save = convert._save
+    real_save = writer.save_model
 
     def save_half_then_interrupt(proto, path, external):
         real_save(proto, path, external)
@@ -55,12 +55,12 @@ def test_interrupted_conversion_leaves_no_entry(fresh, monkeypatch: pytest.Monke
             f.truncate(path.stat().st_size // 2)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(convert, "_save", save_half_then_interrupt)
+    monkeypatch.setattr(writer, "save_model", save_half_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         rb.score(CANDS, REFS, model_type=str(model))
     assert _graphs(cache) == []
     assert _leftovers(cache) == []
-    monkeypatch.setattr(convert, "_save", real_save)
+    monkeypatch.setattr(writer, "save_model", real_save)
     runtime._load_runtime.cache_clear()
     *_, F = rb.score(CANDS, REFS, model_type=str(model))
     assert np.isfinite(F).all() and len(_graphs(cache)) == 1

@@ -3,14 +3,15 @@ converts them.
 
 The family is the ``model_type`` of each Hugging Face checkpoint's ``config.json``, from a static
 table derived from the names (no network access: the listing must work offline). Whether a model
-converts is decided at run time from the converter's ``SUPPORTED_MODEL_TYPES``, so the listing
-follows the families the converter learns.
+converts is decided at run time from ``configs.SUPPORTED_MODEL_TYPES`` (the converter's table),
+so the listing follows the families the converter learns; listing needs no onnx.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from . import configs
 from .registry import DEFAULT_MODEL, MODEL2LAYERS
 
 BERT_SCORE_MODEL_COUNT = 140
@@ -105,9 +106,7 @@ def model_type_of(name: str) -> str:
 
 
 def _supported_model_types() -> frozenset[str]:
-    from ..convert._checkpoint import SUPPORTED_MODEL_TYPES
-
-    return frozenset(SUPPORTED_MODEL_TYPES)
+    return frozenset(configs.SUPPORTED_MODEL_TYPES)
 
 
 def supported_models() -> list[ModelInfo]:

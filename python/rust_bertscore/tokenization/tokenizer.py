@@ -21,8 +21,7 @@ from typing import Protocol
 
 from tokenizers import Tokenizer
 
-from ..convert import max_positions
-from ..convert._bigbird import full_attention_limit
+from ..models.configs import full_attention_limit, max_positions
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds

@@ -6,7 +6,7 @@ kernel-size-1 ``Conv1d`` layers in place of the Linear projections, some of them
 ``output_groups``). A 1x1 convolution with ``G`` groups is a Linear whose weight is block
 diagonal: output channel ``o`` of group ``o // (out / G)`` reads only that group's input
 channels. The converter expands each conv weight ``(out, in / G, 1)`` into that dense
-``(out, in)`` matrix and builds BERT's layer (``_blocks.transformer_layer``): attention heads
+``(out, in)`` matrix and builds BERT's layer (``blocks.transformer_layer``): attention heads
 split the channels as BERT's do, ``post_attention`` is ``LayerNorm(conv(context) + x)``, then
 ``LayerNorm(conv(act(conv(h))) + h)``. Embeddings are BERT's (word + position + token type 0,
 LayerNorm). Keys may sit under ``transformer.`` (``SqueezeBertForMaskedLM``).
@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._blocks import BuildRequest, encoder_layers, new_graph, numbered
-from ._checkpoint import CheckpointError, WeightStore, _int_field
-from ._encoders import ATTENTION_MASK, LayerNames, _embeddings, encoder_spec
+from ..blocks import BuildRequest, encoder_layers, new_graph
+from ..checkpoint import WeightStore
+from ..contract import ATTENTION_MASK, CheckpointError, LayerNames, int_field, numbered
+from .bert import embeddings, encoder_spec
 
 SQUEEZEBERT_LAYER = LayerNames(
     prefix="encoder.layers.{i}.",
@@ -96,7 +97,7 @@ def squeezebert_groups(config: dict[str, Any], hidden: int, intermediate: int) -
     """
     groups = {}
     for part, field in _GROUP_FIELDS.items():
-        value = _int_field(config, field) if field in config else 1
+        value = int_field(config, field) if field in config else 1
         cin = intermediate if part == "output.conv1d" else hidden
         cout = intermediate if part == "intermediate.conv1d" else hidden
         if value <= 0 or cin % value or cout % value:
@@ -121,7 +122,7 @@ def build_squeezebert(request: BuildRequest) -> onnx.ModelProto:
     weights = SqueezeBertWeights(w, squeezebert_groups(config, spec.hidden, spec.intermediate))
     n_build = request.n_build
     g = new_graph()
-    x = _embeddings(g, spec, weights, ATTENTION_MASK)  # type: ignore[arg-type]
+    x = embeddings(g, spec, weights, ATTENTION_MASK)  # type: ignore[arg-type]
     states = encoder_layers(
         g,
         weights,  # type: ignore[arg-type]
@@ -132,3 +133,8 @@ def build_squeezebert(request: BuildRequest) -> onnx.ModelProto:
         fused=request.fused,  # type: ignore[arg-type]
     )
     return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection (``output.conv1d`` as a MatMul) of layer ``i``."""
+    return (f"{SQUEEZEBERT_LAYER.prefix.format(i=i)}{SQUEEZEBERT_LAYER.ffn_out}/MatMul",)

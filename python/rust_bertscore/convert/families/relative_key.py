@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import GraphBuilder
+from ..graph import GraphBuilder
 
 RELATIVE_TYPES = ("relative_key", "relative_key_query")
 """The ``position_embedding_type`` values converted besides ``absolute``."""

@@ -6,7 +6,7 @@ embedding scale) with learned positions from row 0 of ``encoder.embed_positions`
 ``l`` attends to the non-padding keys with ``|l - r| <= attention_window[layer] / 2``. bert_score
 gives no global attention, so ``longformer_self_attn.{query,key,value}_global`` are never read;
 transformers' padding of the batch to a window multiple only adds masked keys (see
-``_longformer``). The attention's output projection is ``self_attn.output``.
+``longformer``). The attention's output projection is ``self_attn.output``.
 """
 
 from __future__ import annotations
@@ -15,17 +15,16 @@ from dataclasses import replace
 
 import onnx
 
-from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import (
+from ..blocks import (
     BuildRequest,
     encoder_dims,
     encoder_layers,
     new_graph,
     stored_layer_norm,
 )
-from ._checkpoint import model_depth
-from ._encoders import LayerNames
-from ._longformer import attention_windows, window_bias
+from ..contract import LayerNames, model_depth
+from .bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
+from .longformer import attention_windows, window_bias
 
 
 def led_layer_names(i: int) -> LayerNames:

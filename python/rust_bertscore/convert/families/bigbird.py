@@ -7,14 +7,19 @@ transformers 4.57 switches the model to ``original_full`` for good (with a warni
 time it sees a batch of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens, since the
 sparse pattern needs more blocks than that. bert_score encodes sentences, so this package runs
 full attention and refuses, at tokenisation, a text longer than that limit
-(:func:`full_attention_limit`): block-sparse attention (random key blocks) is not implemented.
+(``rust_bertscore.models.configs.full_attention_limit``): block-sparse attention (random key
+blocks) is not implemented.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._checkpoint import CheckpointError, _int_field
+import onnx
+
+from ..blocks import BuildRequest
+from ..contract import CheckpointError
+from .bert import build_bert
 
 
 def check_bigbird(config: dict[str, Any]) -> None:
@@ -39,14 +44,8 @@ def check_bigbird(config: dict[str, Any]) -> None:
         )
 
 
-def full_attention_limit(config: dict[str, Any]) -> int | None:
-    """The longest input (tokens, special tokens included) a ``block_sparse`` BigBird runs with
-    full attention in transformers: ``(5 + 2 * num_random_blocks) * block_size`` (704 for the
-    published models). None for other models and for ``original_full`` BigBird."""
-    if config.get("model_type") != "big_bird":
-        return None
-    if config.get("attention_type", "block_sparse") != "block_sparse":
-        return None
-    block = _int_field(config, "block_size") if "block_size" in config else 64
-    random_blocks = _int_field(config, "num_random_blocks") if "num_random_blocks" in config else 3
-    return (5 + 2 * random_blocks) * block
+def build_bigbird(request: BuildRequest) -> onnx.ModelProto:
+    """The graph of a BigBird checkpoint (see ``convert.export_onnx``): BERT's, with full
+    attention, once :func:`check_bigbird` accepts the config."""
+    check_bigbird(request.config)
+    return build_bert(request)

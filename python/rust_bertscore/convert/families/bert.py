@@ -1,49 +1,32 @@
-"""The encoder families as ONNX graphs: embeddings, post-LayerNorm transformer layers, outputs."""
+"""The BERT family as ONNX graphs: BERT (MiniLM, ELECTRA discriminators, BigBird's full
+attention), RoBERTa / XLM-RoBERTa and DistilBERT, with BERT's ``relative_key(_query)`` position
+scores (``relative_key``). Their embeddings (:func:`embeddings`) and post-LayerNorm layer
+(:func:`bert_layer`) are also what ALBERT, Longformer and SqueezeBERT build on.
+"""
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 
-from ._bigbird import check_bigbird
-from ._checkpoint import (
+from ..blocks import BuildRequest, attention_mask, new_graph
+from ..checkpoint import WeightStore
+from ..contract import (
+    ATTENTION_MASK,
+    INPUT_IDS,
     CheckpointError,
-    WeightStore,
-    _int_field,
+    LayerNames,
     float_field,
-    load_config,
+    int_field,
     model_depth,
     model_family,
 )
-from ._deberta import DebertaSpec, deberta_spec, deberta_states
-from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
-from ._relative_key import DISTANCE_TABLE, RELATIVE_TYPES, add_relative_scores, distance_rows
-
-INPUT_IDS = "input_ids"
-ATTENTION_MASK = "attention_mask"
-HIDDEN_STATE = "hidden_state"
-HIDDEN_STATES = "hidden_states"
-
-
-@dataclass(frozen=True)
-class LayerNames:
-    """Where one family keeps a layer's tensors, relative to the layer's prefix."""
-
-    prefix: str
-    query: str
-    key: str
-    value: str
-    attn_out: str
-    attn_norm: str
-    ffn_in: str
-    ffn_out: str
-    ffn_norm: str
-
+from ..graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
+from .relative_key import DISTANCE_TABLE, RELATIVE_TYPES, add_relative_scores, distance_rows
 
 BERT_LAYER = LayerNames(
     prefix="encoder.layer.{i}.",
@@ -89,7 +72,7 @@ class EncoderSpec:
     pad_token_id: int
     layers: LayerNames
     position_embedding_type: str = "absolute"
-    """``absolute``, or BERT's ``relative_key`` / ``relative_key_query`` (``_relative_key``)."""
+    """``absolute``, or BERT's ``relative_key`` / ``relative_key_query`` (``relative_key``)."""
 
     @property
     def head_dim(self) -> int:
@@ -102,13 +85,11 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
     model_type = str(config["model_type"])
     distilbert = family == "distilbert"
     if distilbert:
-        hidden = _int_field(config, "dim")
+        hidden = int_field(config, "dim")
         embedding_size = hidden
         eps = 1e-12  # fixed in transformers' DistilBERT code, not in config.json
         position_type = "absolute"
     else:
-        if model_type == "big_bird":
-            check_bigbird(config)
         position_type = config.get("position_embedding_type", "absolute")
         if position_type != "absolute" and (
             family != "bert" or position_type not in RELATIVE_TYPES
@@ -118,10 +99,10 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
                 f"{model_type!r}: only 'absolute' position embeddings are converted (and "
                 "'relative_key' / 'relative_key_query' for BERT)"
             )
-        hidden = _int_field(config, "hidden_size")
+        hidden = int_field(config, "hidden_size")
         embedding_size = hidden
         if model_type == "electra" and config.get("embedding_size") is not None:
-            embedding_size = _int_field(config, "embedding_size")
+            embedding_size = int_field(config, "embedding_size")
         eps = float_field(config, "layer_norm_eps", 1e-12)
     # DistilBERT names the fields of config.json its own way and has no token type table.
     spec = EncoderSpec(
@@ -129,11 +110,11 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
         family=family,
         depth=model_depth(config),
         hidden=hidden,
-        heads=_int_field(config, "n_heads" if distilbert else "num_attention_heads"),
-        intermediate=_int_field(config, "hidden_dim" if distilbert else "intermediate_size"),
+        heads=int_field(config, "n_heads" if distilbert else "num_attention_heads"),
+        intermediate=int_field(config, "hidden_dim" if distilbert else "intermediate_size"),
         embedding_size=embedding_size,
-        vocab_size=_int_field(config, "vocab_size"),
-        n_positions=_int_field(config, "max_position_embeddings"),
+        vocab_size=int_field(config, "vocab_size"),
+        n_positions=int_field(config, "max_position_embeddings"),
         type_vocab_size=0 if distilbert else int(config.get("type_vocab_size", 2)),
         layer_norm_eps=eps,
         activation=str(config.get("activation" if distilbert else "hidden_act", "gelu")),
@@ -150,7 +131,7 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
     return spec
 
 
-def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: str) -> str:
+def embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: str) -> str:
     """Hidden state 0: word + token type 0 + position embeddings, LayerNorm, ELECTRA projection."""
     e = spec.embedding_size
     word = g.weight(
@@ -166,7 +147,7 @@ def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: st
         )
     if spec.position_embedding_type != "absolute":
         # relative_key(_query): no absolute position term, the attention scores carry positions
-        return _embedding_norm(g, spec, w, x)
+        return embedding_norm(g, spec, w, x)
     table = w.get("embeddings.position_embeddings.weight", (spec.n_positions, e))
     positions = g.weight("embeddings.position_embeddings", table)
     if spec.family == "roberta":
@@ -212,10 +193,10 @@ def _embeddings(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, mask_i64: st
             "embeddings/position",
         )
     x = g.op("Add", [x, pos], "embeddings/add_position")
-    return _embedding_norm(g, spec, w, x)
+    return embedding_norm(g, spec, w, x)
 
 
-def _embedding_norm(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str) -> str:
+def embedding_norm(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str) -> str:
     """The embeddings' LayerNorm, then ELECTRA's projection when it has one."""
     e = spec.embedding_size
     x = g.layer_norm(
@@ -235,7 +216,7 @@ def _embedding_norm(g: GraphBuilder, spec: EncoderSpec, w: WeightStore, x: str) 
     return x
 
 
-def _layer(
+def bert_layer(
     g: GraphBuilder,
     spec: EncoderSpec,
     w: WeightStore,
@@ -248,11 +229,11 @@ def _layer(
 ) -> str:
     """One post-LayerNorm transformer layer (identical maths in BERT, RoBERTa and DistilBERT).
 
-    ``distance`` (unfused only): the :func:`~._relative_key.distance_rows` of a BERT with
+    ``distance`` (unfused only): the :func:`~.relative_key.distance_rows` of a BERT with
     relative position scores.
 
-    ``bias`` is the additive mask of :func:`~._blocks.mask_bias`, or with ``fused`` the int32
-    mask of :func:`~._blocks.mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which
+    ``bias`` is the additive mask of :func:`~..blocks.mask_bias`, or with ``fused`` the int32
+    mask of :func:`~..blocks.mask_index` for ONNX Runtime's ``com.microsoft.Attention``, which
     takes the three projections as one packed (hidden x 3 hidden) weight and does the heads'
     split, scores, masked softmax and context in one kernel.
     """
@@ -345,88 +326,33 @@ def _layer(
     )
 
 
-def check_num_layers(num_layers: int, depth: int) -> None:
-    """``ValueError`` unless ``0 <= num_layers <= depth``."""
-    if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)):
-        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
-    if not 0 <= num_layers <= depth:
-        raise ValueError(
-            f"num_layers={num_layers} is out of range: the model has {depth} layers, "
-            f"so num_layers must be in 0..{depth} (0 = the embeddings output)"
-        )
-
-
-def layers_to_build(depth: int, num_layers: int | None, all_layers: bool) -> int:
-    """How many layers the graph holds: ``depth`` with ``all_layers``, else ``num_layers``."""
-    if all_layers:
-        return depth
-    if num_layers is None:
-        raise TypeError("num_layers is required unless all_layers=True")
-    check_num_layers(num_layers, depth)
-    return int(num_layers)
-
-
-def build_model(
-    model_dir: str | os.PathLike[str],
-    num_layers: int | None,
-    *,
-    all_layers: bool = False,
-    doc: str = "",
-    fused: bool = False,
-) -> onnx.ModelProto:
-    """Build a checkpoint's ONNX encoder in memory (see :func:`export_onnx` for the contract).
-
-    Parameters
-    ----------
-    model_dir
-        Hugging Face checkpoint directory.
-    num_layers
-        Hidden state to output, ``0..depth``; ignored with ``all_layers``.
-    all_layers
-        Output every hidden state ``0..depth`` of the whole model as ``hidden_states``.
-    doc
-        The model's ``doc_string``.
-    fused
-        Write each layer's self-attention as one ``com.microsoft.Attention`` node (ONNX Runtime
-        only; faster) instead of standard ONNX ops.
-
-    Returns
-    -------
-    onnx.ModelProto
-        The graph, weights included as initializers.
-    """
-    config = load_config(model_dir)
-    # _blocks and _families import this module: import them on first use
-    from ._blocks import attention_mask, finish, new_graph
-    from ._families import FAMILY_BUILDERS, build_family
-
-    family = model_family(config)
-    if family in FAMILY_BUILDERS:  # ALBERT, MPNet, BART, mBART
-        return build_family(
-            family, model_dir, config, num_layers, all_layers=all_layers, doc=doc, fused=fused
-        )
-    if family == "t5":
-        from ._t5 import build_t5_model  # imports this module: load it on first use
-
-        return build_t5_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
-    # DeBERTa (no fused variant: its attention scores carry relative-position terms).
-    deberta = family in ("deberta", "deberta-v2")
-    spec = deberta_spec(config) if deberta else encoder_spec(config)
-    n_build = layers_to_build(spec.depth, num_layers, all_layers)
-    weights = WeightStore(model_dir)
+def build_bert(request: BuildRequest) -> onnx.ModelProto:
+    """The graph of a BERT, ELECTRA, RoBERTa, XLM-RoBERTa or DistilBERT checkpoint (see
+    ``convert.export_onnx``): :func:`embeddings`, then ``n_build`` :func:`bert_layer` s. Relative
+    position scores have no fused variant: such a graph is written unfused."""
+    spec = encoder_spec(request.config)
+    n_build = request.n_build
+    weights = request.weights
+    fused = request.fused
     g = new_graph()
-    if isinstance(spec, DebertaSpec):
-        states = deberta_states(g, config, weights, n_build, INPUT_IDS, ATTENTION_MASK)
-    else:
-        x = _embeddings(g, spec, weights, ATTENTION_MASK)
-        states = [x]
-        distance = None
-        if n_build and spec.position_embedding_type != "absolute":
-            fused = False  # no fused variant: the scores carry query- and key-dependent terms
-            distance = distance_rows(g, INPUT_IDS, spec.n_positions)
-        if n_build:
-            bias = attention_mask(g, fused)
-            for i in range(n_build):
-                x = _layer(g, spec, weights, x, bias, i, fused=fused, distance=distance)
-                states.append(x)
-    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
+    x = embeddings(g, spec, weights, ATTENTION_MASK)
+    states = [x]
+    distance = None
+    if n_build and spec.position_embedding_type != "absolute":
+        fused = False  # no fused variant: the scores carry query- and key-dependent terms
+        distance = distance_rows(g, INPUT_IDS, spec.n_positions)
+    if n_build:
+        bias = attention_mask(g, fused)
+        for i in range(n_build):
+            x = bert_layer(g, spec, weights, x, bias, i, fused=fused, distance=distance)
+            states.append(x)
+    return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The names of layer ``i``'s FFN output projection (MatMul node) in BERT-like graphs
+    (BERT's ``output.dense``, also MPNet's and Longformer's; DistilBERT's ``ffn.lin2``)."""
+    return tuple(
+        f"{layout.prefix.format(i=i)}{layout.ffn_out}/MatMul"
+        for layout in (BERT_LAYER, DISTILBERT_LAYER)
+    )

@@ -19,15 +19,15 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ._bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
-from ._blocks import (
+from ..blocks import (
     BuildRequest,
     encoder_dims,
     encoder_layers,
     new_graph,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError
+from ..contract import CheckpointError
+from .bart import LAYER_NORM_EPS, add_learned_positions, bart_layer_names, embed_tokens
 
 
 def sinusoidal_table(n_positions: int, dim: int) -> np.ndarray:

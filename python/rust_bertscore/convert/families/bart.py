@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._blocks import (
+from ..blocks import (
     BuildRequest,
     encoder_dims,
     encoder_layers,
@@ -17,9 +17,9 @@ from ._blocks import (
     position_rows,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, WeightStore
-from ._encoders import INPUT_IDS, LayerNames
-from ._graph import GraphBuilder
+from ..checkpoint import WeightStore
+from ..contract import INPUT_IDS, CheckpointError, LayerNames
+from ..graph import GraphBuilder
 
 POSITION_OFFSET = 2
 """BART's learned positions start at row 2 of ``embed_positions`` (a fairseq legacy);
@@ -121,3 +121,10 @@ def build_bart(request: BuildRequest) -> onnx.ModelProto:
             g, w, states[-1], "encoder.layer_norm", hidden, LAYER_NORM_EPS
         )
     return request.finish(g, states, hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection of encoder layer ``i`` (BART, mBART, Pegasus, Blenderbot, LED:
+    ``fc2``)."""
+    names = bart_layer_names(i)
+    return (f"{names.prefix}{names.ffn_out}/MatMul",)

@@ -7,9 +7,9 @@ from typing import Any
 
 import onnx
 
-from ._blocks import BuildRequest, attention_mask, new_graph
-from ._checkpoint import CheckpointError, _int_field, float_field, model_depth
-from ._encoders import EncoderSpec, LayerNames, _embeddings, _layer
+from ..blocks import BuildRequest, attention_mask, new_graph
+from ..contract import CheckpointError, LayerNames, float_field, int_field, model_depth
+from .bert import EncoderSpec, bert_layer, embeddings
 
 GROUP_PREFIX = "encoder.albert_layer_groups.{group}.albert_layers.{inner}."
 
@@ -37,17 +37,17 @@ def albert_spec(config: dict[str, Any]) -> EncoderSpec:
             f"unsupported position_embedding_type {position_type!r} for model_type 'albert': "
             "only 'absolute' position embeddings are converted"
         )
-    hidden = _int_field(config, "hidden_size")
+    hidden = int_field(config, "hidden_size")
     spec = EncoderSpec(
         model_type="albert",
         family="albert",
         depth=model_depth(config),
         hidden=hidden,
-        heads=_int_field(config, "num_attention_heads"),
-        intermediate=_int_field(config, "intermediate_size"),
-        embedding_size=_int_field(config, "embedding_size"),
-        vocab_size=_int_field(config, "vocab_size"),
-        n_positions=_int_field(config, "max_position_embeddings"),
+        heads=int_field(config, "num_attention_heads"),
+        intermediate=int_field(config, "intermediate_size"),
+        embedding_size=int_field(config, "embedding_size"),
+        vocab_size=int_field(config, "vocab_size"),
+        n_positions=int_field(config, "max_position_embeddings"),
         type_vocab_size=int(config.get("type_vocab_size", 2)),
         layer_norm_eps=float_field(config, "layer_norm_eps", 1e-12),
         activation=str(config.get("hidden_act", "gelu_new")),
@@ -83,15 +83,15 @@ def build_albert(request: BuildRequest) -> onnx.ModelProto:
     """
     w, config = request.weights, request.config
     spec = albert_spec(config)
-    n_groups = _int_field(config, "num_hidden_groups") if "num_hidden_groups" in config else 1
-    n_inner = _int_field(config, "inner_group_num") if "inner_group_num" in config else 1
+    n_groups = int_field(config, "num_hidden_groups") if "num_hidden_groups" in config else 1
+    n_inner = int_field(config, "inner_group_num") if "inner_group_num" in config else 1
     if n_groups < 1 or n_inner < 1:
         raise CheckpointError(
             f"num_hidden_groups ({n_groups}) and inner_group_num ({n_inner}) must be >= 1"
         )
     n_build = request.n_build
     g = new_graph(share_weights=True)
-    x = _embeddings(g, dataclasses.replace(spec, hidden=spec.embedding_size), w, "attention_mask")
+    x = embeddings(g, dataclasses.replace(spec, hidden=spec.embedding_size), w, "attention_mask")
     x = g.linear(
         x,
         w.get("encoder.embedding_hidden_mapping_in.weight", (spec.hidden, spec.embedding_size)),
@@ -105,6 +105,14 @@ def build_albert(request: BuildRequest) -> onnx.ModelProto:
             group = group_of_layer(i, n_build, n_groups)
             for inner in range(n_inner):
                 layer_spec = dataclasses.replace(spec, layers=albert_layer_names(group, inner))
-                x = _layer(g, layer_spec, w, x, bias, i, fused=request.fused)
+                x = bert_layer(g, layer_spec, w, x, bias, i, fused=request.fused)
             states.append(x)
     return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection of ALBERT's ``i``-th layer: its one shared layer (one group of
+    one layer, as published) applied at depth ``i`` is node ``.../MatMul``, then
+    ``.../MatMul_1``, ..."""
+    albert = f"{GROUP_PREFIX.format(group=0, inner=0)}ffn_output/MatMul"
+    return (albert if i == 0 else f"{albert}_{i}",)

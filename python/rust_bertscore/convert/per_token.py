@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-MS_DOMAIN = "com.microsoft"
+from .graph import MS_DOMAIN
 
 WEIGHT_LEVELS = 63
 """Weights are quantised to ``[-63, 63]`` (7 bits). The activations are unsigned (``x / s + 128``

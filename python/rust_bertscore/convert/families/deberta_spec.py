@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checkpoint import CheckpointError, _int_field, float_field, model_depth
+from ..contract import CheckpointError, float_field, int_field, model_depth
 
 DEBERTA_MODEL_TYPES = ("deberta", "deberta-v2")
 """The ``model_type`` values built here (``deberta-v2`` covers DeBERTa-v3 and mDeBERTa-v3)."""
@@ -83,19 +83,19 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
     v2 = model_type == "deberta-v2"
     if config.get("talking_head"):
         raise ValueError("unsupported DeBERTa option talking_head=true (no released checkpoint)")
-    hidden = _int_field(config, "hidden_size")
-    heads = _int_field(config, "num_attention_heads")
+    hidden = int_field(config, "hidden_size")
+    heads = int_field(config, "num_attention_heads")
     if heads <= 0 or (hidden % heads and not (v2 and config.get("attention_head_size"))):
         raise CheckpointError(
             f"hidden size {hidden} is not a multiple of the number of heads {heads}"
         )
     head_dim = hidden // heads
     if v2 and config.get("attention_head_size") is not None:
-        head_dim = _int_field(config, "attention_head_size")
+        head_dim = int_field(config, "attention_head_size")
     eps = float_field(config, "layer_norm_eps", 1e-7)
     types = _pos_att_type(config)
     relative = _bool_field(config, "relative_attention", False)
-    n_positions = _int_field(config, "max_position_embeddings")
+    n_positions = int_field(config, "max_position_embeddings")
     max_rel = int(config.get("max_relative_positions", -1) or -1)
     if max_rel < 1:
         max_rel = n_positions
@@ -123,9 +123,9 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
         hidden=hidden,
         heads=heads,
         head_dim=head_dim,
-        intermediate=_int_field(config, "intermediate_size"),
+        intermediate=int_field(config, "intermediate_size"),
         embedding_size=embedding_size,
-        vocab_size=_int_field(config, "vocab_size"),
+        vocab_size=int_field(config, "vocab_size"),
         n_positions=n_positions,
         type_vocab_size=int(config.get("type_vocab_size", 0) or 0),
         position_biased_input=_bool_field(config, "position_biased_input", True),

@@ -21,16 +21,10 @@ from typing import Any
 
 import onnx
 
-from ._blocks import BuildRequest, encoder_layers, new_graph, numbered
-from ._checkpoint import CheckpointError
-from ._encoders import (
-    ATTENTION_MASK,
-    BERT_LAYER,
-    INPUT_IDS,
-    _embeddings,
-    encoder_spec,
-)
-from ._graph import FLOAT32_MIN, GraphBuilder
+from ..blocks import BuildRequest, encoder_layers, new_graph
+from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, numbered
+from ..graph import FLOAT32_MIN, GraphBuilder
+from .bert import BERT_LAYER, embeddings, encoder_spec
 
 
 def attention_windows(config: dict[str, Any], depth: int) -> list[int]:
@@ -96,7 +90,7 @@ def build_longformer(request: BuildRequest) -> onnx.ModelProto:
     windows = attention_windows(config, spec.depth)
     n_build = request.n_build
     g = new_graph()
-    x = _embeddings(g, spec, w, ATTENTION_MASK)
+    x = embeddings(g, spec, w, ATTENTION_MASK)
     states = encoder_layers(
         g,
         w,

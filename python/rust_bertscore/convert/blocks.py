@@ -1,26 +1,32 @@
-"""Building blocks shared by the ALBERT, MPNet and BART/mBART graphs: a weight-sharing graph
-builder, multi-head self-attention, the graph outputs and the layer count to build."""
+"""Building blocks shared by the family graphs: the request a builder gets
+(:class:`BuildRequest`), a new graph and its outputs (:func:`new_graph`, :func:`finish`), the
+attention masks, positions, LayerNorm, multi-head self-attention and the post- or pre-LayerNorm
+transformer layer (:func:`transformer_layer`, :func:`encoder_layers`)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 import onnx
 
-from ._checkpoint import CheckpointError, WeightStore, _int_field
-from ._encoders import (
+from .checkpoint import WeightStore
+from .contract import (
     ATTENTION_MASK,
     HIDDEN_STATE,
     HIDDEN_STATES,
     INPUT_IDS,
+    CheckpointError,
     LayerNames,
+    int_field,
 )
-from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
+from .graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, float_output, int64_input
 
 
 class SharingGraphBuilder(GraphBuilder):
@@ -76,20 +82,27 @@ def finish(
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What ``_families.build_family`` hands the graph builder of a family: the checkpoint and
-    how to build its graph (see ``convert.export_onnx`` for the contract)."""
+    """What ``convert.registry.build_model`` hands a family's builder: the checkpoint and how to
+    build its graph (see ``convert.export_onnx`` for the contract)."""
 
-    weights: WeightStore
+    model_dir: str | os.PathLike[str]
+    """The checkpoint directory."""
     config: dict[str, Any]
     """The parsed config.json."""
     n_build: int
-    """How many layers the graph runs (:func:`~._encoders.layers_to_build`, checked already)."""
+    """How many layers the graph runs (:func:`~.contract.layers_to_build`, checked already)."""
     all_layers: bool
     """Output every hidden state as ``hidden_states``, else the last as ``hidden_state``."""
     doc: str
     """The model's ``doc_string``."""
     fused: bool
     """Write self-attention as ONNX Runtime's ``com.microsoft.Attention``."""
+
+    @cached_property
+    def weights(self) -> WeightStore:
+        """The checkpoint's tensors, opened (headers read) on first use: a builder checks the
+        config first."""
+        return WeightStore(self.model_dir)
 
     def finish(self, g: GraphBuilder, states: list[str], hidden: int) -> onnx.ModelProto:
         """:func:`finish` with this request's ``all_layers`` and ``doc``."""
@@ -162,8 +175,8 @@ def hidden_and_heads(
 ) -> tuple[int, int]:
     """The hidden width and the number of heads from config.json, the width a multiple of the
     heads (the error names the width ``label``, else ``hidden_field``)."""
-    hidden = _int_field(config, hidden_field)
-    heads = _int_field(config, heads_field)
+    hidden = int_field(config, hidden_field)
+    heads = int_field(config, heads_field)
     if heads <= 0 or hidden % heads:
         raise CheckpointError(
             f"{label or hidden_field} {hidden} is not a multiple of the number of heads {heads}"
@@ -213,17 +226,12 @@ def encoder_dims(
     return EncoderDims(
         hidden=hidden,
         heads=heads,
-        vocab=_int_field(config, "vocab_size"),
-        n_positions=_int_field(config, positions_field),
-        intermediate=_int_field(config, "encoder_ffn_dim"),
+        vocab=int_field(config, "vocab_size"),
+        n_positions=int_field(config, positions_field),
+        intermediate=int_field(config, "encoder_ffn_dim"),
         activation=str(config.get("activation_function", "gelu")),
         layer_norm_eps=eps,
     )
-
-
-def numbered(template: LayerNames) -> Callable[[int], LayerNames]:
-    """Layer ``i``'s names from a template whose prefix holds ``{i}``."""
-    return lambda i: replace(template, prefix=template.prefix.format(i=i))
 
 
 Params = tuple[np.ndarray, np.ndarray]

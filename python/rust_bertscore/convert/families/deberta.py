@@ -28,15 +28,17 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ._checkpoint import WeightStore
-from ._deberta_spec import (
+from ..blocks import BuildRequest, new_graph
+from ..checkpoint import WeightStore
+from ..contract import ATTENTION_MASK, INPUT_IDS
+from ..graph import FLOAT32_MIN, GraphBuilder
+from .deberta_spec import (
     DEBERTA_MODEL_TYPES,
     DebertaSpec,
     deberta_spec,
     log_bucket,
     relative_index_table,
 )
-from ._graph import FLOAT32_MIN, GraphBuilder
 
 REL_KEY = "rel_key"
 REL_QUERY = "rel_query"
@@ -303,9 +305,21 @@ def deberta_states(
     return states
 
 
+def build_deberta(request: BuildRequest) -> onnx.ModelProto:
+    """The graph of a DeBERTa v1 or v2/v3 checkpoint (see ``convert.export_onnx``). There is no
+    fused variant (the attention scores carry relative-position terms): ``fused`` is ignored."""
+    spec = deberta_spec(request.config)
+    g = new_graph()
+    states = deberta_states(
+        g, request.config, request.weights, request.n_build, INPUT_IDS, ATTENTION_MASK
+    )
+    return request.finish(g, states, spec.hidden)
+
+
 __all__ = [
     "DEBERTA_MODEL_TYPES",
     "DebertaSpec",
+    "build_deberta",
     "deberta_spec",
     "deberta_states",
     "log_bucket",

@@ -15,17 +15,16 @@ the raw outputs of blocks ``1..depth-1`` and the final-normed output of the last
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 
-from ._blocks import finish, mask_bias, mask_index, new_graph
-from ._checkpoint import CheckpointError, WeightStore, float_field, load_config, model_depth
-from ._encoders import INPUT_IDS, layers_to_build
-from ._graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
+from ..blocks import BuildRequest, mask_bias, mask_index, new_graph
+from ..checkpoint import WeightStore
+from ..contract import INPUT_IDS, CheckpointError, float_field, model_depth
+from ..graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
 
 T5_BLOCK = "encoder.block.{i}."
 """Prefix of block ``i``'s tensors in a T5 checkpoint."""
@@ -333,24 +332,17 @@ def _block(
     return g.op("Add", [x, out], f"{pre}layer.1/residual")
 
 
-def build_t5_model(
-    model_dir: str | os.PathLike[str],
-    num_layers: int | None,
-    *,
-    all_layers: bool = False,
-    doc: str = "",
-    fused: bool = False,
-) -> onnx.ModelProto:
-    """Build a T5 / mT5 / ByT5 encoder graph (see ``build_model`` for the parameters).
+def build_t5(request: BuildRequest) -> onnx.ModelProto:
+    """Build a T5 / mT5 / ByT5 encoder graph (see ``convert.export_onnx``).
 
-    The truncated graph outputs ``final_layer_norm`` of hidden state ``num_layers``, which is
+    The truncated graph outputs ``final_layer_norm`` of hidden state ``n_build``, which is
     what bert_score's ``T5EncoderModel`` with ``encoder.block[:num_layers]`` returns; with
     ``all_layers`` the graph outputs transformers' ``hidden_states`` of the whole model (only
     the last one after the final norm).
     """
-    spec = t5_spec(load_config(model_dir))
-    n_build = layers_to_build(spec.depth, num_layers, all_layers)
-    weights = WeightStore(model_dir)
+    spec = t5_spec(request.config)
+    n_build, fused = request.n_build, request.fused
+    weights = request.weights
     g = new_graph()
     x = _embeddings(g, spec, weights)
     states = [x]
@@ -365,4 +357,9 @@ def build_t5_model(
             states.append(x)
     final = weights.get("encoder.final_layer_norm.weight", (spec.hidden,))
     states[-1] = _rms_norm(g, states[-1], final, spec.eps, "encoder.final_layer_norm")
-    return finish(g, states, all_layers=all_layers, hidden=spec.hidden, doc=doc)
+    return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection (``DenseReluDense.wo``) of block ``i``."""
+    return (f"{T5_BLOCK.format(i=i)}{T5_FFN_OUT}/MatMul",)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import onnx
 
-from ._blocks import (
+from ..blocks import (
     BuildRequest,
     EncoderDims,
     encoder_layers,
@@ -17,9 +17,15 @@ from ._blocks import (
     seq_len,
     stored_layer_norm,
 )
-from ._checkpoint import CheckpointError, _int_field, float_field, max_positions
-from ._encoders import INPUT_IDS, LayerNames
-from ._graph import GraphBuilder
+from ..contract import (
+    INPUT_IDS,
+    CheckpointError,
+    LayerNames,
+    float_field,
+    int_field,
+    max_positions,
+)
+from ..graph import GraphBuilder
 
 PADDING_IDX = 1
 """transformers' MPNetEmbeddings fixes ``padding_idx`` at 1, whatever ``pad_token_id`` says."""
@@ -114,9 +120,9 @@ def build_mpnet(request: BuildRequest) -> onnx.ModelProto:
     hidden, heads = hidden_and_heads(
         config, "hidden_size", "num_attention_heads", label="hidden size"
     )
-    vocab = _int_field(config, "vocab_size")
-    n_positions = _int_field(config, "max_position_embeddings")
-    n_buckets = _int_field(config, "relative_attention_num_buckets")
+    vocab = int_field(config, "vocab_size")
+    n_positions = int_field(config, "max_position_embeddings")
+    n_buckets = int_field(config, "relative_attention_num_buckets")
     eps = float_field(config, "layer_norm_eps", 1e-12)
     n_build = request.n_build
 
@@ -150,7 +156,7 @@ def build_mpnet(request: BuildRequest) -> onnx.ModelProto:
         heads=heads,
         vocab=vocab,
         n_positions=n_positions,
-        intermediate=_int_field(config, "intermediate_size") if n_build else 0,
+        intermediate=int_field(config, "intermediate_size") if n_build else 0,
         activation=str(config.get("hidden_act", "gelu")),
         layer_norm_eps=eps,
     )

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import onnx
 
-from ._blocks import (
+from ..blocks import (
     BuildRequest,
     encoder_dims,
     encoder_layers,
     new_graph,
     stored_layer_norm,
 )
-from ._encoders import ATTENTION_MASK, INPUT_IDS, LayerNames
+from ..contract import ATTENTION_MASK, INPUT_IDS, LayerNames
 
 LAYER_NORM_EPS = 1e-5
 """``torch.nn.LayerNorm``'s default, which ProphetNet uses everywhere (config.json has none)."""

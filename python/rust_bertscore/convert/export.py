@@ -1,0 +1,75 @@
+"""``export_onnx``: a checkpoint's graph (built by ``registry.build_model``) written atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..atomic import write_files_atomic
+from ..models.configs import load_config
+from . import writer
+from .registry import build_model
+
+CONVERTER_VERSION = "2"
+"""Version of the graphs written here; bump it whenever they change (part of the cache key)."""
+
+
+def export_onnx(
+    model_dir: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    num_layers: int | None,
+    *,
+    all_layers: bool = False,
+    external_data: bool | None = None,
+    fused: bool = False,
+) -> Path:
+    """Convert a checkpoint to an ONNX encoder graph and write it atomically.
+
+    Parameters
+    ----------
+    model_dir
+        Hugging Face checkpoint directory: ``config.json`` and ``model.safetensors`` (or shards
+        listed in ``model.safetensors.index.json``).
+    out_path
+        Where to write the ``.onnx`` file (parent directories are created).
+    num_layers
+        Number of transformer layers to keep, ``0 <= num_layers <= depth``; the graph outputs
+        ``hidden_state``, hidden state ``num_layers``. Ignored (may be None) with ``all_layers``.
+    all_layers
+        Build the whole model and output ``hidden_states`` = hidden states ``0..depth``.
+    external_data
+        Store the weights in ``<out_path name>.data`` beside the graph. Default: only when they
+        exceed :data:`~.writer.EXTERNAL_DATA_THRESHOLD` bytes.
+    fused
+        Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
+        scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
+        ONNX runtime can load. DeBERTa graphs have no fused variant and ignore it.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_path``.
+
+    Raises
+    ------
+    ValueError
+        For an unsupported ``model_type`` or ``num_layers`` outside ``0..depth``.
+    CheckpointError
+        (a ValueError) For a corrupt or truncated weight file, a missing tensor or a shape that
+        disagrees with ``config.json``; the message names the file and the tensor.
+    FileNotFoundError
+        If ``config.json`` or the weights are missing.
+    """
+    config = load_config(model_dir)
+    doc = (
+        f"rust_bertscore.convert {CONVERTER_VERSION}: model_type={config.get('model_type')!r}, "
+        + ("all hidden states" if all_layers else f"hidden state {num_layers}")
+        + (", fused attention" if fused else "")
+    )
+    model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+    external = (
+        writer.weight_bytes(model) > writer.EXTERNAL_DATA_THRESHOLD
+        if external_data is None
+        else external_data
+    )
+    return write_files_atomic(out_path, lambda path: writer.save_model(model, path, external))

@@ -1,0 +1,257 @@
+"""A checkpoint's ``config.json`` read without onnx: model family, depth, position limits.
+
+What the tokenizer, the model listing and the converter all need to know about a configuration
+lives here, so that none of them has to import the converter (and with it onnx) for it. Only
+json and the standard library are imported.
+
+Adding a ``model_type``: one entry in :data:`SUPPORTED_MODEL_TYPES` (and its family in
+:data:`SUPPORTED_FAMILIES` if new), its depth field in :func:`model_depth` and its position
+limit in :func:`max_positions` where they differ from BERT's; the converter's builder goes in
+``rust_bertscore.convert.registry`` (see its docstring for the whole recipe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckpointError
+
+__all__ = [
+    "CONFIG_NAME",
+    "SUPPORTED_FAMILIES",
+    "SUPPORTED_MODEL_TYPES",
+    "float_field",
+    "full_attention_limit",
+    "int_field",
+    "load_config",
+    "max_positions",
+    "model_depth",
+    "model_family",
+]
+
+CONFIG_NAME = "config.json"
+
+SUPPORTED_MODEL_TYPES: dict[str, str] = {
+    "bert": "bert",
+    "electra": "bert",
+    "roberta": "roberta",
+    "xlm-roberta": "roberta",
+    "distilbert": "distilbert",
+    "albert": "albert",
+    "mpnet": "mpnet",
+    "bart": "bart",
+    "mbart": "mbart",
+    "t5": "t5",
+    "mt5": "t5",
+    "deberta": "deberta",
+    "deberta-v2": "deberta-v2",
+    "longformer": "longformer",
+    "pegasus": "pegasus",
+    "big_bird": "bert",
+    "blenderbot": "blenderbot",
+    "blenderbot-small": "blenderbot-small",
+    "squeezebert": "squeezebert",
+    "led": "led",
+    "prophetnet": "prophetnet",
+    "xlm-prophetnet": "prophetnet",
+}
+"""``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
+
+SUPPORTED_FAMILIES: tuple[str, ...] = (
+    "bert",
+    "roberta",
+    "distilbert",
+    "albert",
+    "mpnet",
+    "bart",
+    "mbart",
+    "t5",
+    "deberta",
+    "deberta-v2",
+    "longformer",
+    "pegasus",
+    "blenderbot",
+    "blenderbot-small",
+    "squeezebert",
+    "led",
+    "prophetnet",
+)
+"""The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
+(RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
+``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
+(DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
+``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
+``squeezebert`` (BERT with grouped 1x1 convolutions)."""
+
+# model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
+_SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
+
+
+def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read ``config.json`` from a checkpoint directory.
+
+    Parameters
+    ----------
+    model_dir
+        A Hugging Face checkpoint directory.
+
+    Returns
+    -------
+    dict
+        The parsed configuration.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the directory or its ``config.json`` does not exist.
+    CheckpointError
+        If ``config.json`` is not a JSON object.
+    """
+    path = Path(model_dir) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such file (expected a Hugging Face checkpoint directory)"
+        )
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(config).__name__}")
+    return config
+
+
+def model_family(config: dict[str, Any]) -> str:
+    """Return the encoder family (one of :data:`SUPPORTED_FAMILIES`) of a configuration.
+
+    Parameters
+    ----------
+    config
+        A parsed ``config.json`` (see :func:`load_config`).
+
+    Returns
+    -------
+    str
+        ``"bert"`` (bert, electra), ``"roberta"`` (roberta, xlm-roberta), ``"distilbert"``,
+        ``"albert"``, ``"mpnet"``, ``"bart"``, ``"mbart"``, ``"t5"`` (t5, mt5), ``"deberta"`` or
+        ``"deberta-v2"``.
+
+    Raises
+    ------
+    ValueError
+        If ``model_type`` is missing or not one the converter supports.
+    """
+    model_type = config.get("model_type")
+    try:
+        return SUPPORTED_MODEL_TYPES[model_type]  # type: ignore[index]
+    except (KeyError, TypeError):
+        supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
+        raise ValueError(
+            f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
+            "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
+            f"Blenderbot, SqueezeBERT, LED and ProphetNet families (model_type one of {supported})"
+        ) from None
+
+
+def int_field(config: dict[str, Any], *names: str) -> int:
+    """The first of the fields ``names`` that config.json has, an integer.
+
+    Raises
+    ------
+    CheckpointError
+        If that field is not an integer, or the config has none of them.
+    """
+    for name in names:
+        value = config.get(name)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise CheckpointError(f"config field {name!r} must be an integer, got {value!r}")
+            return value
+    raise CheckpointError(f"config has none of the fields {', '.join(map(repr, names))}")
+
+
+def float_field(config: dict[str, Any], name: str, default: float) -> float:
+    """A positive number from config.json (``default`` when absent)."""
+    value = config.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise CheckpointError(f"config field {name!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def model_depth(config: dict[str, Any]) -> int:
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder;
+    T5: ``num_layers``, the encoder's depth).
+
+    Parameters
+    ----------
+    config
+        A parsed ``config.json``.
+
+    Returns
+    -------
+    int
+        The depth L; a model has L + 1 hidden states (0 = the embeddings output).
+
+    Raises
+    ------
+    CheckpointError
+        If neither field holds an integer.
+    """
+    if config.get("model_type") in ("prophetnet", "xlm-prophetnet"):  # the encoder's depth
+        return int_field(config, "num_encoder_layers")
+    if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
+        return int_field(config, "encoder_layers", "num_hidden_layers")
+    return int_field(config, "num_hidden_layers", "n_layers", "num_layers")
+
+
+def max_positions(config: dict[str, Any]) -> int | None:
+    """Return the longest input (special tokens included) the model's position table covers.
+
+    RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
+    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 has
+    no position table (relative position buckets work at any length): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
+
+    Parameters
+    ----------
+    config
+        A parsed ``config.json``.
+
+    Returns
+    -------
+    int or None
+        The largest ``seq`` the graph accepts; None if any length is.
+    """
+    family = model_family(config)
+    if family == "t5":
+        return None
+    if family == "led":  # the encoder's own table
+        return int_field(config, "max_encoder_position_embeddings")
+    n_positions = int_field(config, "max_position_embeddings")
+    if family in ("roberta", "longformer"):
+        return n_positions - int_field(config, "pad_token_id") - 1
+    if family == "mpnet":  # RoBERTa's positions with padding_idx fixed at 1 in transformers' code
+        return n_positions - 2
+    return n_positions  # BART/mBART: the table holds max_position_embeddings + 2 rows
+
+
+def full_attention_limit(config: dict[str, Any]) -> int | None:
+    """The longest input (tokens, special tokens included) a ``block_sparse`` BigBird runs with
+    full attention in transformers: ``(5 + 2 * num_random_blocks) * block_size`` (704 for the
+    published models). None for other models and for ``original_full`` BigBird.
+
+    transformers switches a ``block_sparse`` BigBird to ``original_full`` for good the first
+    time it sees a batch no longer than that; the converter builds full attention only, so the
+    tokenizer refuses longer texts (see ``rust_bertscore.convert.families.bigbird``).
+    """
+    if config.get("model_type") != "big_bird":
+        return None
+    if config.get("attention_type", "block_sparse") != "block_sparse":
+        return None
+    block = int_field(config, "block_size") if "block_size" in config else 64
+    random_blocks = int_field(config, "num_random_blocks") if "num_random_blocks" in config else 3
+    return (5 + 2 * random_blocks) * block
