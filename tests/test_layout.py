@@ -102,3 +102,22 @@ def test_kernel_errors_are_kernel_error_and_value_error() -> None:
         rb.score_embeddings([np.full((2, 3), np.nan, np.float32)], [np.ones((2, 3), np.float32)])
     with pytest.raises(rb.KernelError, match="num_threads"):
         rb.set_num_threads(0)
+
+
+def test_no_converter_family_imports_the_registry() -> None:
+    """convert/families/*.py build graphs from the contract and the shared blocks; the registry
+    above them imports them all, so none may import it back (imports inside functions count)."""
+    families = PACKAGE / "convert" / "families"
+    offenders = []
+    for path in sorted(families.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or "", *(f"{node.module or ''}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n.split(".")[-1] == "registry" for n in names):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert len(list(families.glob("*.py"))) > 10
+    assert offenders == []
