@@ -22,8 +22,8 @@ Adding a family (say ``model_type`` ``"foo"``)
 3. Here: ``"foo": FamilyConverter(foo.build_foo, foo.ffn_out_nodes)`` in :data:`CONVERTERS`.
 4. If the checkpoint's keys carry a task-model prefix (``foo.``), add it to
    ``convert/checkpoint.py``'s ``_PREFIXES``; then tests (``tests/test_convert*.py``) against
-   reference hidden states, and ``tests/test_convert.py``'s registry check keeps
-   :data:`CONVERTERS` and ``SUPPORTED_MODEL_TYPES`` equal.
+   reference hidden states, and ``tests/test_model_configs.py`` checks that
+   :data:`CONVERTERS` and ``SUPPORTED_MODEL_TYPES`` name the same model_types.
 """
 
 from __future__ import annotations
