@@ -50,6 +50,8 @@ from .families import (
     prophetnet,
     squeezebert,
     t5,
+    xlm,
+    xlnet,
 )
 
 Builder = Callable[[BuildRequest], onnx.ModelProto]
@@ -109,6 +111,8 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "led": FamilyConverter(led.build_led, bart.ffn_out_nodes),
     "prophetnet": _PROPHETNET,
     "xlm-prophetnet": _PROPHETNET,
+    "xlnet": FamilyConverter(xlnet.build_xlnet, xlnet.ffn_out_nodes),
+    "xlm": FamilyConverter(xlm.build_xlm, xlm.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""

@@ -57,6 +57,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "led": "led",
     "prophetnet": "prophetnet",
     "xlm-prophetnet": "prophetnet",
+    "xlnet": "xlnet",
+    "xlm": "xlm",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -78,13 +80,16 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "squeezebert",
     "led",
     "prophetnet",
+    "xlnet",
+    "xlm",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
 ``mbart``, ``t5`` (T5, mT5, ByT5: the encoder stack), ``deberta`` (DeBERTa v1), ``deberta-v2``
 (DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
 ``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
-``squeezebert`` (BERT with grouped 1x1 convolutions)."""
+``squeezebert`` (BERT with grouped 1x1 convolutions), ``xlnet`` (the content stream, relative
+positions) and ``xlm`` (XLM's masked language models)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -152,7 +157,8 @@ def model_family(config: dict[str, Any]) -> str:
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            f"Blenderbot, SqueezeBERT, LED and ProphetNet families (model_type one of {supported})"
+            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet and XLM families (model_type one "
+            f"of {supported})"
         ) from None
 
 
@@ -182,7 +188,8 @@ def float_field(config: dict[str, Any], name: str, default: float) -> float:
 
 
 def model_depth(config: dict[str, Any]) -> int:
-    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT: ``n_layers``;
+    """Return the number of transformer layers (``num_hidden_layers``; DistilBERT and XLM:
+    ``n_layers``; XLNet: ``n_layer``;
     BART/mBART: the encoder's ``encoder_layers``, since bert_score scores with the encoder;
     T5: ``num_layers``, the encoder's depth).
 
@@ -205,16 +212,16 @@ def model_depth(config: dict[str, Any]) -> int:
         return int_field(config, "num_encoder_layers")
     if config.get("model_type") in _SEQ2SEQ:  # bert_score runs the encoder only
         return int_field(config, "encoder_layers", "num_hidden_layers")
-    return int_field(config, "num_hidden_layers", "n_layers", "num_layers")
+    return int_field(config, "num_hidden_layers", "n_layers", "num_layers", "n_layer")
 
 
 def max_positions(config: dict[str, Any]) -> int | None:
     """Return the longest input (special tokens included) the model's position table covers.
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
-    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 has
-    no position table (relative position buckets work at any length): None, the tokenizer's
-    ``model_max_length`` alone limits the input.
+    514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 and
+    XLNet have no position table (relative positions work at any length): None, the
+    tokenizer's ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -227,7 +234,7 @@ def max_positions(config: dict[str, Any]) -> int | None:
         The largest ``seq`` the graph accepts; None if any length is.
     """
     family = model_family(config)
-    if family == "t5":
+    if family in ("t5", "xlnet"):  # relative positions only
         return None
     if family == "led":  # the encoder's own table
         return int_field(config, "max_encoder_position_embeddings")

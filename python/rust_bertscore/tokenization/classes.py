@@ -9,7 +9,7 @@ SentencePiece conventions apply. Facts taken from the classes' source
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 LAYOUT_CLS_SEP = "cls_sep"
 """``[CLS] X [SEP]`` (BERT, RoBERTa, DeBERTa, ALBERT, BART, MPNet, XLM-R ...)."""
@@ -23,6 +23,11 @@ LAYOUT_MBART = "mbart"
 """``X </s> [src_lang]`` (MBartTokenizer)."""
 LAYOUT_MBART50 = "mbart50"
 """``[src_lang] X </s>`` (MBart50Tokenizer)."""
+LAYOUT_SEP_CLS = "sep_cls"
+"""``X <sep> <cls>``: the special tokens at the end (XLNetTokenizer)."""
+LAYOUT_BOS_SEP = "bos_sep"
+"""``<s> X </s>``: ``bos_token`` first, ``sep_token`` last (XLMTokenizer, whose ``cls_token`` is
+``</s>`` too, so only ``</s>`` weighs 0 and ``<s>`` counts as a word)."""
 
 MBART_LANGUAGE_CODES: tuple[str, ...] = (
     "ar_AR",
@@ -109,6 +114,9 @@ class TokenizerClass:
         go to no token at all.
     language_codes : tuple of str
         mBART's language codes (empty for the others).
+    defaults : dict
+        The class's ``__init__`` defaults that ``tokenizer_config.json`` may override (special
+        tokens, options): what a checkpoint without that file gets.
     """
 
     name: str
@@ -118,6 +126,7 @@ class TokenizerClass:
     prefix_space: bool = False
     has_cls_sep: bool = True
     language_codes: tuple[str, ...] = ()
+    defaults: dict[str, object] = field(default_factory=dict)
 
 
 _CLASSES = [
@@ -169,6 +178,35 @@ _CLASSES = [
         model_files=("prophetnet.tokenizer",),
     ),
     TokenizerClass(
+        "XLNetTokenizer",
+        layout=LAYOUT_SEP_CLS,
+        sentencepiece="xlnet",
+        model_files=("spiece.model",),
+        defaults={
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "unk_token": "<unk>",
+            "sep_token": "<sep>",
+            "pad_token": "<pad>",
+            "cls_token": "<cls>",
+            "mask_token": {"content": "<mask>", "lstrip": True},
+            "additional_special_tokens": ["<eop>", "<eod>"],
+        },
+    ),
+    TokenizerClass(
+        "XLMTokenizer",
+        layout=LAYOUT_BOS_SEP,
+        defaults={
+            "bos_token": "<s>",
+            "unk_token": "<unk>",
+            "sep_token": "</s>",
+            "pad_token": "<pad>",
+            "cls_token": "</s>",
+            "mask_token": "<special1>",
+            "additional_special_tokens": [f"<special{i}>" for i in range(10)],
+        },
+    ),
+    TokenizerClass(
         "MBartTokenizer",
         layout=LAYOUT_MBART,
         sentencepiece="fairseq",
@@ -206,6 +244,8 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "big_bird": "BigBirdTokenizer",
     "blenderbot": "BlenderbotTokenizer",
     "blenderbot-small": "BlenderbotSmallTokenizer",
+    "xlnet": "XLNetTokenizer",
+    "xlm": "XLMTokenizer",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""

@@ -6,6 +6,8 @@ between added tokens, and differ in what they do before and after:
 
 - ALBERT (``"albert"``): collapses whitespace, ``\\`\\``/``''`` -> ``"``, drops accents (NFKD)
   unless ``keep_accents``, lowercases with ``do_lower_case``, and splits pieces such as ``9,``.
+- XLNet (``"xlnet"``): ALBERT's steps (XLNetTokenizer's ``preprocess_text`` and ``_tokenize``
+  are ALBERT's), but ``do_lower_case`` defaults to false.
 - DeBERTa v2/v3 (``"deberta-v2"``): lowercases with ``do_lower_case``; ``split_by_punct``
   encodes each punctuation-separated run on its own.
 - T5/mT5 (``"plain"``): the pieces as they come (``legacy=True``, the default of every T5 in
@@ -116,8 +118,8 @@ class SentencePieceIds:
     model_path : Path
         The ``.model`` file.
     convention : str
-        ``"plain"``, ``"albert"``, ``"deberta-v2"``, ``"fairseq"``, ``"pegasus"`` or
-        ``"xlm-prophetnet"``.
+        ``"plain"``, ``"albert"``, ``"xlnet"``, ``"deberta-v2"``, ``"fairseq"``, ``"pegasus"``
+        or ``"xlm-prophetnet"``.
     tok_config : dict
         ``tokenizer_config.json`` (``do_lower_case``, ``keep_accents``, ``remove_space``,
         ``split_by_punct``, ``legacy``).
@@ -142,6 +144,7 @@ class SentencePieceIds:
         if convention not in (
             "plain",
             "albert",
+            "xlnet",
             "deberta-v2",
             "fairseq",
             "pegasus",
@@ -157,8 +160,8 @@ class SentencePieceIds:
         self.convention = convention
         self._sp = _load_processor(model_path)
         self.piece_count = int(self._sp.GetPieceSize())  # type: ignore[attr-defined]
-        # only ALBERT and DeBERTa-v2 have a do_lower_case attribute for tokenize() to honour
-        self.do_lower_case = convention in ("albert", "deberta-v2") and bool(
+        # only ALBERT, XLNet and DeBERTa-v2 have a do_lower_case attribute for tokenize()
+        self.do_lower_case = convention in ("albert", "xlnet", "deberta-v2") and bool(
             tok_config.get("do_lower_case", convention == "albert")
         )
         self.keep_accents = bool(tok_config.get("keep_accents", False))
@@ -264,7 +267,7 @@ class SentencePieceIds:
 
     def _pieces(self, text: str) -> list[str]:
         encode = self._sp.encode  # type: ignore[attr-defined]
-        if self.convention == "albert":
+        if self.convention in ("albert", "xlnet"):
             pieces: list[str] = encode(self._albert_text(text), out_type=str)
             out: list[str] = []
             for piece in pieces:

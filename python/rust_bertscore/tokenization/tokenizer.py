@@ -2,14 +2,16 @@
 
 bert_score 0.3.13 uses the slow ("Python") tokenizers of transformers. This module reproduces
 their ``sent_encode`` output: ``strip()``, the tokenizer class's special tokens around the text
-(``[CLS] X [SEP]``, T5's ``X </s>``, mBART's ``X </s> en_XX``, mBART-50's ``en_XX X </s>``), an
-empty text as its special tokens only, a prefix space for RoBERTa/GPT-2 byte-level BPE, and
-truncation to the model's maximum length with the special tokens kept.
+(``[CLS] X [SEP]``, T5's ``X </s>``, mBART's ``X </s> en_XX``, mBART-50's ``en_XX X </s>``,
+XLNet's ``X <sep> <cls>``, XLM's ``<s> X </s>``), an empty text as its special tokens only, a
+prefix space for RoBERTa/GPT-2 byte-level BPE, and truncation to the model's maximum length
+with the special tokens kept.
 
-The sub-word ids come from one of three back ends: a SentencePiece ``.model`` file read with the
+The sub-word ids come from one of these back ends: a SentencePiece ``.model`` file read with the
 ``sentencepiece`` library (the one the slow tokenizers use) for the SentencePiece classes,
-UTF-8 bytes for ByT5, and the Rust ``tokenizers`` library (``tokenizer.json``, or ``vocab.txt``,
-or ``vocab.json`` + ``merges.txt``) for the others.
+UTF-8 bytes for ByT5, Moses and BPE for XLM (``moses_bpe.py``), word-level BPE for
+BlenderbotSmall and Bertweet (``word_bpe.py``), and the Rust ``tokenizers`` library
+(``tokenizer.json``, or ``vocab.txt``, or ``vocab.json`` + ``merges.txt``) for the others.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
 from .classes import (
     LAYOUT_BARE,
+    LAYOUT_BOS_SEP,
     LAYOUT_EOS,
     LAYOUT_EOS_ALWAYS,
     LAYOUT_MBART,
     LAYOUT_MBART50,
+    LAYOUT_SEP_CLS,
     SENTENCEPIECE_FILES,
     TOKENIZER_CLASSES,
     TokenizerClass,
@@ -130,20 +134,21 @@ class TextTokenizer:
         tok_config = _read_json(self.model_dir / "tokenizer_config.json")
         special_map = _read_json(self.model_dir / "special_tokens_map.json")
         self.tokenizer_class: TokenizerClass = tokenizer_class(tok_config, config)
+        tok_config = {**self.tokenizer_class.defaults, **tok_config}
         self._source, self._tokenizer = _load_source(
             self.model_dir, tok_config, special_map, self.tokenizer_class
         )
         self.prefix_space = _wants_prefix_space(tok_config, config)
         names = {
             key: [_token_text(special_map.get(key)), _token_text(tok_config.get(key))]
-            for key in ("cls_token", "sep_token", "eos_token")
+            for key in ("cls_token", "sep_token", "eos_token", "bos_token")
         }
         self.cls_id: int | None = None
         self.sep_id: int | None = None
         if self.tokenizer_class.has_cls_sep:
             self.cls_id = self._special_id("cls_token", [*names["cls_token"], "[CLS]", "<s>"])
             self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
-        self._prefix, self._suffix = self._frame(tok_config, names["eos_token"])
+        self._prefix, self._suffix = self._frame(tok_config, names)
         self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
         self.max_length = _max_length(tok_config, config)
         self.full_attention_limit = full_attention_limit(config)
@@ -159,15 +164,22 @@ class TextTokenizer:
                 return int(token_id)
         raise ValueError(f"the tokenizer in {self.model_dir} has no {key} (tried {names})")
 
-    def _frame(self, tok_config: dict, eos_names: list[str | None]) -> tuple[list[int], list[int]]:
+    def _frame(
+        self, tok_config: dict, names: dict[str, list[str | None]]
+    ) -> tuple[list[int], list[int]]:
         """The ids before and after a text (``build_inputs_with_special_tokens``)."""
         layout = self.tokenizer_class.layout
         if layout == LAYOUT_BARE:
             return [], []
+        if layout == LAYOUT_SEP_CLS:
+            return [], [self.sep_id, self.cls_id]  # type: ignore[list-item]
+        if layout == LAYOUT_BOS_SEP:
+            bos = self._special_id("bos_token", [*names["bos_token"], "<s>"])
+            return [bos], [self.sep_id]  # type: ignore[list-item]
         if layout not in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS, LAYOUT_MBART, LAYOUT_MBART50):
             return [self.cls_id], [self.sep_id]  # type: ignore[list-item]
         # ProphetNetTokenizer has no eos_token: it appends its [SEP]
-        eos = self._special_id("eos_token", [*eos_names, "</s>", "[SEP]"])
+        eos = self._special_id("eos_token", [*names["eos_token"], "</s>", "[SEP]"])
         if layout in (LAYOUT_EOS, LAYOUT_EOS_ALWAYS):
             return [], [eos]
         lang = str(tok_config.get("src_lang") or "en_XX")
@@ -242,7 +254,7 @@ class TextTokenizer:
         dropped; the vocabulary piece when that leaves nothing (a bare space token)."""
         piece = self.id_to_token(token_id)
         if self._tokenizer is None:  # SentencePiece or byte back ends: the piece, unmarked
-            text = piece[1:] if piece.startswith("▁") else piece
+            text = piece[1:] if piece.startswith("▁") else piece.removesuffix("</w>")
         else:
             text = self._tokenizer.decode([token_id], skip_special_tokens=False)
         return text.strip() or piece
@@ -280,6 +292,11 @@ def _load_source(
 
         added = collect_added_tokens(model_dir, tok_config, special_map, {})
         return BertweetIds(model_dir, added, tok_config), None
+    if cls.name == "XLMTokenizer":
+        from .moses_bpe import XLMIds
+
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        return XLMIds(model_dir, added, tok_config), None
     if cls.name == "BlenderbotSmallTokenizer":
         from .word_bpe import BlenderbotSmallIds
 
@@ -463,6 +480,9 @@ def _max_length(tok_config: dict, config: dict) -> int | None:
         return min(limit, positions) if positions else limit
     if positions:
         return positions
-    if config.get("model_type") in ("t5", "mt5") or "relative_attention_num_buckets" in config:
+    if (
+        config.get("model_type") in ("t5", "mt5", "xlnet")
+        or "relative_attention_num_buckets" in config
+    ):
         return None
     return 512

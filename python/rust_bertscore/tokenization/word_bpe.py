@@ -31,12 +31,12 @@ def _pairs(word: tuple[str, ...]) -> set[tuple[str, str]]:
     return {(a, b) for a, b in zip(word, word[1:])}
 
 
-def merge_word(token: str, ranks: dict[tuple[str, ...], int]) -> str:
-    """One word's BPE pieces joined with ``@@ `` (the last piece without its ``</w>``)."""
-    word = (*token[:-1], token[-1] + "</w>")
+def merge_symbols(word: tuple[str, ...], ranks: dict[tuple[str, ...], int]) -> tuple[str, ...]:
+    """Merge adjacent symbols of ``word`` by rank, lowest first, until no ranked pair is left
+    (the loop of transformers' word-level BPE tokenizers)."""
     pairs = _pairs(word)
     if not pairs:
-        return token
+        return word
     while True:
         bigram = min(pairs, key=lambda pair: ranks.get(pair, float("inf")))
         if bigram not in ranks:
@@ -62,7 +62,15 @@ def merge_word(token: str, ranks: dict[tuple[str, ...], int]) -> str:
         if len(word) == 1:
             break
         pairs = _pairs(word)
-    return "@@ ".join(word)[:-4]
+    return word
+
+
+def merge_word(token: str, ranks: dict[tuple[str, ...], int]) -> str:
+    """One word's BPE pieces joined with ``@@ `` (the last piece without its ``</w>``)."""
+    word = (*token[:-1], token[-1] + "</w>")
+    if not _pairs(word):
+        return token
+    return "@@ ".join(merge_symbols(word, ranks))[:-4]
 
 
 class _WordBpeIds:
