@@ -32,9 +32,9 @@ from ..blocks import (
     position_rows,
     self_attention,
 )
-from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
+from .prefixed import TransformerPrefixed
 
 XLM_FFN_OUT = "ffns.{i}.lin2"
 """The FFN output projection of layer ``i`` (node ``ffns.{i}.lin2/MatMul``)."""
@@ -97,14 +97,14 @@ def sinusoidal_table(n_pos: int, dim: int) -> np.ndarray:
     return table
 
 
-def _position_table(w: WeightStore, spec: XLMSpec) -> np.ndarray:
+def _position_table(w: TransformerPrefixed, spec: XLMSpec) -> np.ndarray:
     name = "position_embeddings.weight"
     if name not in w and spec.sinusoidal:
         return sinusoidal_table(spec.n_positions, spec.hidden)
     return w.get(name, (spec.n_positions, spec.hidden))
 
 
-def _norm(g: GraphBuilder, w: WeightStore, x: str, part: str, spec: XLMSpec) -> str:
+def _norm(g: GraphBuilder, w: TransformerPrefixed, x: str, part: str, spec: XLMSpec) -> str:
     return g.layer_norm(
         x,
         w.get(f"{part}.weight", (spec.hidden,)),
@@ -116,7 +116,7 @@ def _norm(g: GraphBuilder, w: WeightStore, x: str, part: str, spec: XLMSpec) -> 
 
 def xlm_layer(
     g: GraphBuilder,
-    w: WeightStore,
+    w: TransformerPrefixed,
     spec: XLMSpec,
     x: str,
     mask: str,
@@ -153,7 +153,7 @@ def xlm_layer(
 
 def build_xlm(request: BuildRequest) -> onnx.ModelProto:
     """The graph of an XLM checkpoint (see ``convert.export_onnx``)."""
-    w = request.weights
+    w = TransformerPrefixed(request.weights)
     spec = xlm_spec(request.config)
     g = new_graph()
     words = g.weight("embeddings.weight", w.get("embeddings.weight", (spec.vocab, spec.hidden)))
@@ -171,3 +171,8 @@ def build_xlm(request: BuildRequest) -> onnx.ModelProto:
             x = xlm_layer(g, w, spec, x, mask, keep, i, fused=request.fused)
             states.append(x)
     return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection of layer ``i`` (``ffns.{i}.lin2``)."""
+    return (f"{XLM_FFN_OUT.format(i=i)}/MatMul",)

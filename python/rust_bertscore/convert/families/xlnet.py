@@ -32,9 +32,9 @@ import numpy as np
 import onnx
 
 from ..blocks import BuildRequest, hidden_and_heads, mask_bias, new_graph, seq_len
-from ..checkpoint import WeightStore
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
+from .prefixed import TransformerPrefixed
 
 XLNET_LAYER = "layer.{i}."
 """Prefix of layer ``i``'s tensors (and of its graph nodes)."""
@@ -148,7 +148,13 @@ def _heads(g: GraphBuilder, x: str, spec: XLNetSpec, name: str, perm: list[int])
 
 
 def xlnet_layer(
-    g: GraphBuilder, w: WeightStore, spec: XLNetSpec, x: str, pos_emb: str, mask: str, i: int
+    g: GraphBuilder,
+    w: TransformerPrefixed,
+    spec: XLNetSpec,
+    x: str,
+    pos_emb: str,
+    mask: str,
+    i: int,
 ) -> str:
     """Layer ``i`` of the content stream on ``x`` ``[B, T, d_model]``."""
     pre = XLNET_LAYER.format(i=i)
@@ -216,7 +222,7 @@ def xlnet_layer(
 
 def build_xlnet(request: BuildRequest) -> onnx.ModelProto:
     """The graph of an XLNet checkpoint (see ``convert.export_onnx``); ``fused`` is ignored."""
-    w = request.weights
+    w = TransformerPrefixed(request.weights)
     spec = xlnet_spec(request.config)
     g = new_graph()
     table = g.weight(
@@ -231,3 +237,8 @@ def build_xlnet(request: BuildRequest) -> onnx.ModelProto:
             x = xlnet_layer(g, w, spec, x, pos_emb, mask, i)
             states.append(x)
     return request.finish(g, states, spec.hidden)
+
+
+def ffn_out_nodes(i: int) -> tuple[str, ...]:
+    """The FFN output projection of layer ``i`` (``ff.layer_2``)."""
+    return (f"{XLNET_LAYER.format(i=i)}{XLNET_FFN_OUT}/MatMul",)
