@@ -21,7 +21,7 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "maturin>=1.9.4,<2" "pytest>=7" "hypothesis>=6.80" "ruff>=0.6" \
 		numpy "tokenizers>=0.15" "sentencepiece>=0.1.99" "onnxruntime>=1.17" "onnx>=1.15" "safetensors>=0.4" \
-		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5" "mypy>=1.10"
+		"huggingface_hub>=0.20" "tqdm>=4.60" "matplotlib>=3.5" "mypy>=1.10" "sacremoses>=0.1"
 	# Test-only: the Hugging Face evaluate module's test, and pandas inputs.
 	$(PIP) install --quiet "evaluate>=0.4" pandas
 	# Test-only: the distributed engines (extras [ray] and [spark]); Spark needs Java 17+.
