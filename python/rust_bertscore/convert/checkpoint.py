@@ -210,3 +210,29 @@ class WeightStore:
         if not np.isfinite(array).all():
             raise CheckpointError(f"{path}: tensor {key!r} holds NaN or infinite values")
         return array
+
+
+TRANSFORMER_PREFIX = "transformer."
+
+
+class TransformerPrefixed:
+    """A view for checkpoints whose task model keeps the encoder under ``transformer.``
+    (``XLNetLMHeadModel``, ``XLMWithLMHeadModel``: the Hub layout of bert_score's XLNet and XLM
+    models); ``transformer.`` is not one of :data:`_PREFIXES` because DistilBERT's own tensors
+    are named ``transformer.layer.*``: ``store``'s tensors by their bare names, read bare or
+    under ``transformer.``."""
+
+    def __init__(self, store: WeightStore) -> None:
+        self.store = store
+        self.files = store.files
+
+    def _key(self, name: str) -> str:
+        prefixed = TRANSFORMER_PREFIX + name
+        return prefixed if name not in self.store and prefixed in self.store else name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.store or TRANSFORMER_PREFIX + name in self.store
+
+    def get(self, name: str, shape: Sequence[int]) -> np.ndarray:
+        """:meth:`WeightStore.get` of the bare or prefixed tensor."""
+        return self.store.get(self._key(name), shape)

@@ -32,9 +32,9 @@ from ..blocks import (
     position_rows,
     self_attention,
 )
+from ..checkpoint import TransformerPrefixed
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
-from .prefixed import TransformerPrefixed
 
 XLM_FFN_OUT = "ffns.{i}.lin2"
 """The FFN output projection of layer ``i`` (node ``ffns.{i}.lin2/MatMul``)."""

@@ -32,9 +32,9 @@ import numpy as np
 import onnx
 
 from ..blocks import BuildRequest, hidden_and_heads, mask_bias, new_graph, seq_len
+from ..checkpoint import TransformerPrefixed
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
-from .prefixed import TransformerPrefixed
 
 XLNET_LAYER = "layer.{i}."
 """Prefix of layer ``i``'s tensors (and of its graph nodes)."""
