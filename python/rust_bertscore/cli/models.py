@@ -28,24 +28,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--convertible", action="store_true", help="list only the models this version converts"
     )
+    p.add_argument(
+        "--beyond-table",
+        action="store_true",
+        help="also list the models this version converts beyond bert_score's table (ModernBERT)",
+    )
     add_common_flags(p)
     p.set_defaults(run=run)
 
 
 def _count_line(models: list[ModelInfo]) -> str:
-    n = sum(m.convertible for m in models)
-    return f"{n} of {BERT_SCORE_MODEL_COUNT} convertible"
+    n = sum(m.convertible for m in models if m.in_bert_score)
+    beyond = sum(m.convertible for m in models if not m.in_bert_score)
+    extra = f", and {beyond} beyond bert_score's table" if beyond else ""
+    return f"{n} of {BERT_SCORE_MODEL_COUNT} convertible{extra}"
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the listing in ``args.format``."""
-    models = supported_models()
+    models = supported_models(beyond_table=args.beyond_table)
     shown = [m for m in models if m.convertible] if args.convertible else models
     out = sys.stdout
     if args.format == "json":
         payload = {
             "models": [m.to_dict() for m in shown],
-            "convertible": sum(m.convertible for m in models),
+            "convertible": sum(m.convertible for m in models if m.in_bert_score),
             "total": BERT_SCORE_MODEL_COUNT,
         }
         json.dump(payload, out, indent=2)
@@ -65,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"{'model':<{width}}  {'family':<{family}}  layer  converts\n")
     for m in shown:
         mark = "yes" if m.convertible else f"no: {m.note}"
+        if m.convertible and not m.in_bert_score:
+            mark = f"yes ({m.note})"
         out.write(f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {mark}\n")
     out.write(_count_line(models) + "\n")
     return 0

@@ -32,6 +32,7 @@ _PREFIXES = (
     "deberta.",
     "longformer.",
     "prophetnet.",
+    "convbert.",
 )
 
 _CHUNK = 1 << 20

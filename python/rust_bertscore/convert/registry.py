@@ -42,9 +42,11 @@ from .families import (
     bart,
     bert,
     bigbird,
+    convbert,
     deberta,
     led,
     longformer,
+    modernbert,
     mpnet,
     pegasus,
     prophetnet,
@@ -113,6 +115,8 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "xlm-prophetnet": _PROPHETNET,
     "xlnet": FamilyConverter(xlnet.build_xlnet, xlnet.ffn_out_nodes),
     "xlm": FamilyConverter(xlm.build_xlm, xlm.ffn_out_nodes),
+    "convbert": FamilyConverter(convbert.build_convbert, bert.ffn_out_nodes),
+    "modernbert": FamilyConverter(modernbert.build_modernbert, modernbert.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""

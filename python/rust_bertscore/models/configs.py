@@ -59,6 +59,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "xlm-prophetnet": "prophetnet",
     "xlnet": "xlnet",
     "xlm": "xlm",
+    "convbert": "convbert",
+    "modernbert": "modernbert",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -82,6 +84,8 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "prophetnet",
     "xlnet",
     "xlm",
+    "convbert",
+    "modernbert",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
@@ -89,7 +93,8 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
 (DeBERTa v2, v3, mDeBERTa-v3), ``longformer`` (RoBERTa with banded attention), the encoders of
 ``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
 ``squeezebert`` (BERT with grouped 1x1 convolutions), ``xlnet`` (the content stream, relative
-positions) and ``xlm`` (XLM's masked language models)."""
+positions), ``xlm`` (XLM's masked language models), ``convbert`` (mixed self-attention and
+dynamic convolution heads) and ``modernbert`` (RoPE, local and global attention, GeGLU)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -157,8 +162,8 @@ def model_family(config: dict[str, Any]) -> str:
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet and XLM families (model_type one "
-            f"of {supported})"
+            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT and ModernBERT "
+            f"families (model_type one of {supported})"
         ) from None
 
 

@@ -116,7 +116,7 @@ def export_model(
     config = files.config()
     family = convert.model_family(config)
     depth = convert.model_depth(config)
-    layer = default_layer(model, depth) if num_layers is None else num_layers
+    layer = default_layer(model, depth, config) if num_layers is None else num_layers
     layer = check_layer(model, layer, depth)
     out_dir = out.parent
     existing = out_dir / "config.json"

@@ -56,6 +56,14 @@ _FAMILY_RULES: tuple[tuple[str, str], ...] = (
     ("bert", "bert"),
 )
 
+BEYOND_BERT_SCORE: dict[str, tuple[str, int]] = {
+    "answerdotai/ModernBERT-base": ("modernbert", 22),
+    "answerdotai/ModernBERT-large": ("modernbert", 28),
+}
+"""Models this version converts that bert_score's table lacks: name -> (``model_type``, default
+layer). No tuned layer is published for them: the default is the last layer (22 and 28, the
+checkpoints' ``num_hidden_layers``), which the scorer warns is untuned (docs/encoders.md)."""
+
 # Checkpoints this version cannot score although their model_type converts: a tokenizer it does
 # not reproduce (the model would get the wrong ids) or a config option the converter refuses.
 _NOT_REPRODUCED: dict[str, str] = {}
@@ -77,6 +85,8 @@ class ModelInfo:
         True when this version converts the checkpoint and reproduces its tokenizer.
     note : str
         Why a model does not convert (empty when it does).
+    in_bert_score : bool
+        False for the models beyond bert_score's table (:data:`BEYOND_BERT_SCORE`).
     """
 
     name: str
@@ -84,6 +94,7 @@ class ModelInfo:
     default_layer: int
     convertible: bool
     note: str = ""
+    in_bert_score: bool = True
 
     def to_dict(self) -> dict[str, object]:
         """The fields as a JSON-ready dict."""
@@ -109,8 +120,14 @@ def _supported_model_types() -> frozenset[str]:
     return frozenset(configs.SUPPORTED_MODEL_TYPES)
 
 
-def supported_models() -> list[ModelInfo]:
+def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     """bert_score's 140 models of its tuned-layer table, in its order.
+
+    Parameters
+    ----------
+    beyond_table : bool
+        Also list, after them, the models this version converts beyond bert_score's table
+        (:data:`BEYOND_BERT_SCORE`: ModernBERT), with ``in_bert_score=False``.
 
     Returns
     -------
@@ -136,4 +153,11 @@ def supported_models() -> list[ModelInfo]:
         elif name in _NOT_REPRODUCED:
             note = _NOT_REPRODUCED[name]
         out.append(ModelInfo(name, model_type, layer, not note, note))
+    if beyond_table:
+        for name, (model_type, layer) in BEYOND_BERT_SCORE.items():
+            note = "" if model_type in supported else f"model_type {model_type!r} not converted"
+            note = note or "beyond bert_score's table; default layer untuned (the last)"
+            out.append(
+                ModelInfo(name, model_type, layer, model_type in supported, note, False)
+            )
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import convert
 from ..encoder import Encoder
-from ..errors import ModelLoadError, RustBertScoreError
+from ..errors import ModelLoadError, RustBertScoreError, warn
 from ..tokenization.tokenizer import TextTokenizer
 from . import graph_cache as model_cache
 from .files import ModelFiles, resolve_model
@@ -31,10 +31,24 @@ class ModelRuntime:
     encoder: Encoder
 
 
-def default_layer(model_type: str, depth: int) -> int:
-    """bert_score's tuned layer for ``model_type`` if it has one, else the model's last layer."""
+UNTUNED_FAMILIES = ("modernbert",)
+"""``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
+figure): their default, the last layer, comes with a :class:`RustBertScoreWarning`."""
+
+
+def default_layer(model_type: str, depth: int, config: dict | None = None) -> int:
+    """bert_score's tuned layer for ``model_type`` if it has one, else the model's last layer
+    (with a warning for the :data:`UNTUNED_FAMILIES`, read from ``config``)."""
     layer = tuned_layer(model_type)
-    return depth if layer is None else layer
+    if layer is not None:
+        return layer
+    family = (config or {}).get("model_type")
+    if family in UNTUNED_FAMILIES:
+        warn(
+            f"{model_type}: no tuned layer is known for {family} models (bert_score has none); "
+            f"using the last layer, {depth}. Pass num_layers to choose one."
+        )
+    return depth
 
 
 def check_layer(model_type: str, num_layers: object, depth: int) -> int:
@@ -82,7 +96,11 @@ def _load_runtime(
     depth = convert.model_depth(config)
     exported = _export_info(files)
     if num_layers is None:
-        num_layers = exported.get("num_layers", default_layer(model_type, depth))
+        num_layers = (
+            exported["num_layers"]
+            if "num_layers" in exported
+            else default_layer(model_type, depth, config)
+        )
     elif exported.get("num_layers", num_layers) != num_layers and not all_layers:
         raise ValueError(
             f"{files.onnx_path} was exported at layer {exported['num_layers']}, "

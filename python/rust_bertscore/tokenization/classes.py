@@ -117,6 +117,10 @@ class TokenizerClass:
     defaults : dict
         The class's ``__init__`` defaults that ``tokenizer_config.json`` may override (special
         tokens, options): what a checkpoint without that file gets.
+    bare_empty : bool
+        True when an empty text encodes to no token at all: bert_score encodes it with
+        ``build_inputs_with_special_tokens([])``, which ``PreTrainedTokenizerFast`` (a checkpoint
+        with only a ``tokenizer.json``, such as ModernBERT) leaves empty.
     """
 
     name: str
@@ -127,9 +131,13 @@ class TokenizerClass:
     has_cls_sep: bool = True
     language_codes: tuple[str, ...] = ()
     defaults: dict[str, object] = field(default_factory=dict)
+    bare_empty: bool = False
 
 
 _CLASSES = [
+    # The generic fast class: bert_score gets it even with use_fast=False (there is no slow
+    # one); its template (tokenizer.json's post-processor) frames a text, an empty text gets none.
+    TokenizerClass("PreTrainedTokenizerFast", bare_empty=True),
     TokenizerClass("RobertaTokenizer", prefix_space=True),
     TokenizerClass("GPT2Tokenizer", prefix_space=True),
     TokenizerClass("BartTokenizer"),
@@ -246,6 +254,7 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "blenderbot-small": "BlenderbotSmallTokenizer",
     "xlnet": "XLNetTokenizer",
     "xlm": "XLMTokenizer",
+    "modernbert": "PreTrainedTokenizerFast",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""
@@ -256,7 +265,10 @@ SENTENCEPIECE_FILES: tuple[str, ...] = ("spiece.model", "spm.model", "sentencepi
 
 def tokenizer_class(tok_config: dict, config: dict) -> TokenizerClass:
     """The slow tokenizer class bert_score would load, as far as it matters here."""
-    name = str(tok_config.get("tokenizer_class") or "").removesuffix("Fast")
+    name = str(tok_config.get("tokenizer_class") or "")
+    if name == "PreTrainedTokenizerFast":  # no slow class to fall back to
+        return TOKENIZER_CLASSES[name]
+    name = name.removesuffix("Fast")
     if not name:  # AutoTokenizer's next guess: config.json's tokenizer_class (vinai/bertweet-base)
         name = str(config.get("tokenizer_class") or "").removesuffix("Fast")
     if not name:

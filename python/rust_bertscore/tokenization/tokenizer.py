@@ -202,7 +202,10 @@ class TextTokenizer:
 
     @property
     def empty_ids(self) -> list[int]:
-        """What an empty (or all-whitespace) text encodes to: the special tokens only."""
+        """What an empty (or all-whitespace) text encodes to: the special tokens only (none
+        for ``PreTrainedTokenizerFast``, see :attr:`TokenizerClass.bare_empty`)."""
+        if self.tokenizer_class.bare_empty:
+            return []
         return self._prefix + self._suffix
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
