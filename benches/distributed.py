@@ -12,48 +12,18 @@ The load average of the machine (``os.getloadavg``) is printed before and after.
 The WMT files are looked for in ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/data/wmt``
 beside the repository); without them, or without ray/pyspark, the benchmark says why and skips.
 
-Usage: ``python benches/distributed.py [--pairs N] [--repeats N] [--idf] [--json PATH]``
+Usage: ``python -m benches.distributed [--pairs N] [--repeats N] [--idf] [--json PATH]``
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def wmt_dir() -> Path:
-    env = os.environ.get("RUST_BERTSCORE_WMT_DIR")
-    return Path(env) if env else ROOT.parent / "shared" / "data" / "wmt"
-
-
-def read_lines(path: Path, n: int) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
-    return (lines * (-(-n // len(lines))))[:n]
-
-
-def best_of(run: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` runs after one warm-up run."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+from benches.common import best_time, load_average, wmt_pairs, write_json
 
 
 def main() -> int:
@@ -64,9 +34,8 @@ def main() -> int:
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    data = wmt_dir()
-    if not (data / "hyps.txt").is_file():
-        print(f"skipped: no WMT files in {data} (set RUST_BERTSCORE_WMT_DIR)")
+    pairs = wmt_pairs("distributed", args.pairs, files=("hyps.txt", "refs.txt"), cycle=True)
+    if pairs is None:
         return 0
     try:
         import pandas as pd
@@ -78,13 +47,12 @@ def main() -> int:
     from rust_bertscore.distributed import score_dataset, score_spark
 
     cores = os.cpu_count() or 1
-    cands = read_lines(data / "hyps.txt", args.pairs)
-    refs = read_lines(data / "refs.txt", args.pairs)
+    cands, refs = pairs
     n = len(cands)
     opts = {"idf": args.idf}
     figures: dict[str, object] = {"pairs": n, "cores": cores, "idf": args.idf}
-    print(f"{n} WMT pairs, {cores} cores, idf={args.idf}; load average before: {load()}")
-    figures["load_before"] = load()
+    print(f"{n} WMT pairs, {cores} cores, idf={args.idf}; load average before: {load_average()}")
+    figures["load_before"] = load_average()
 
     set_num_threads(cores)
     scorer = BERTScorer(cache_bytes=0, idf=args.idf)
@@ -94,7 +62,7 @@ def main() -> int:
             scorer.compute_idf(refs)
         scorer.score(cands, refs)
 
-    base = best_of(in_process, args.repeats)
+    base = best_time(in_process, args.repeats)
     figures["in_process_pairs_per_s"] = n / base
     print(f"in process (1 BERTScorer, {cores} threads): {n / base:8.1f} pairs/s")
 
@@ -112,7 +80,7 @@ def main() -> int:
                 ds, "hyp", "ref", concurrency=actors, num_cpus=per_actor, **opts
             ).to_pandas()
 
-        t = best_of(on_ray, args.repeats)
+        t = best_time(on_ray, args.repeats)
         key = f"ray_{actors}_actors"
         figures[key + "_pairs_per_s"] = n / t
         figures[key + "_overhead"] = t / base - 1
@@ -141,7 +109,7 @@ def main() -> int:
             def on_spark() -> None:
                 score_spark(df, "hyp", "ref", num_threads=1, **opts).toPandas()
 
-            t = best_of(on_spark, args.repeats)
+            t = best_time(on_spark, args.repeats)
             figures["spark_pairs_per_s"] = n / t
             figures["spark_overhead"] = t / base - 1
             print(
@@ -149,10 +117,9 @@ def main() -> int:
                 f"overhead {100 * (t / base - 1):5.1f}% of in-process time"
             )
             spark.stop()
-    figures["load_after"] = load()
-    print(f"load average after: {load()}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures["load_after"] = load_average()
+    print(f"load average after: {load_average()}")
+    write_json(args.json, figures)
     return 0
 
 

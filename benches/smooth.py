@@ -1,4 +1,7 @@
-"""SmoothQuant for the int8 graphs: move activation outliers into the weights before quantising.
+"""SmoothQuant for int8 graphs: move activation outliers into the weights before quantising.
+
+Bench-only code (``benches/int8_levers.py`` compares it with the package's per-token int8); it
+is not part of the wheel.
 
 Dynamic int8 quantisation gives each activation tensor one scale. When a few input channels of
 a projection are far larger than the rest (the GELU outputs of early FFN layers, some LayerNorm
