@@ -35,9 +35,12 @@ deps: $(STAMP) ## Create the venv and install build, runtime and test dependenci
 dev: deps ## Fast developer build: maturin develop (dev profile, editable) into the venv
 	$(VENV)/bin/maturin develop --quiet
 
-build: deps ## Build the wheel (release mode, the one release build of a run)
+build: deps ## Build the wheel (release mode, the one release build of a run); checks it is abi3
 	rm -rf $(WHEEL_DIR)
 	$(VENV)/bin/maturin build --release --quiet --interpreter $(PY) --out $(WHEEL_DIR)
+	@# One wheel per platform for CPython 3.9+ (pyo3's abi3-py39): the tag must say so.
+	@ls $(WHEEL_DIR)/rust_bertscore-*-cp39-abi3-*.whl >/dev/null 2>&1 || \
+		{ echo "build: expected a cp39-abi3 wheel, got: $$(ls $(WHEEL_DIR))" >&2; exit 1; }
 
 install: build ## Install the wheel into the venv, as a user gets it
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
