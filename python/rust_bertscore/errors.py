@@ -12,7 +12,9 @@ arguments are also the built-in they have always been, so ``except ValueError`` 
 - :class:`CheckpointError` (``ValueError``): a checkpoint the converter cannot read;
 - :class:`DeviceNotAvailableError` (``ValueError``): no ONNX Runtime provider for the device;
 - :class:`DistributedInputError` (``ValueError``): a dataset row an engine cannot score (the
-  message names the row's global index).
+  message names the row's global index);
+- :class:`WorkerPythonError` (``RuntimeError``): an engine's Python workers (Spark's) run an
+  interpreter that cannot import the package (the message names ``PYSPARK_PYTHON``).
 
 Warnings (bert_score's messages, e.g. for empty texts or a missing baseline) are issued with
 ``warnings.warn`` as :class:`RustBertScoreWarning`, so they can be filtered or turned into errors.
@@ -47,6 +49,12 @@ class DistributedInputError(RustBertScoreError, ValueError):
     the message names the row by its global index, and the column."""
 
 
+class WorkerPythonError(RustBertScoreError, RuntimeError):
+    """A distributed engine's Python workers cannot import rust-bertscore (their interpreter is
+    not the one it is installed in); the message names the setting (``PYSPARK_PYTHON``) and the
+    interpreter to give it."""
+
+
 class RustBertScoreWarning(UserWarning):
     """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages)."""
 
@@ -66,4 +74,5 @@ __all__ = [
     "RustBertScoreError",
     "RustBertScoreWarning",
     "ThreadPoolError",
+    "WorkerPythonError",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import WorkerPythonError
 from .columns import DistributedInputError
 from .operator import SCORE_COLUMNS, BERTScoreBatch
 from .plan import ScorePlan
@@ -38,6 +39,7 @@ __all__ = [
     "DistributedInputError",
     "ScorePlan",
     "Summary",
+    "WorkerPythonError",
     *_RAY,
     *_SPARK,
 ]

@@ -12,6 +12,7 @@ from ..scores import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing
+from .spark_python import check_worker_python
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def plan_spark(
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
     _require_spark()
+    check_worker_python(df.sparkSession)
 
     def map_parts(fn: Callable[[Batch], bytes]) -> Iterator[bytes]:
         def parts_of(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -163,8 +165,16 @@ def score_spark(
     pyspark.sql.DataFrame
         Lazy, like any DataFrame transformation. Rows per pandas batch follow
         ``spark.sql.execution.arrow.maxRecordsPerBatch``.
+
+    Raises
+    ------
+    WorkerPythonError
+        Spark's Python workers cannot import rust-bertscore. With a local master and
+        ``PYSPARK_PYTHON`` unset, the workers are given this process's interpreter first (see
+        :mod:`rust_bertscore.distributed.spark_python`).
     """
     _require_spark()
+    check_worker_python(df.sparkSession)
     options = check_options(options)
     columns = list(df.columns)
     check_input_columns(columns, cand_col, ref_col, score_cols)
