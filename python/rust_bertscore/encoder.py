@@ -148,8 +148,9 @@ class Encoder:
 
     Parameters
     ----------
-    graph : path
-        The ``.onnx`` file.
+    graph : path or bytes
+        The ``.onnx`` file, or a serialised graph (what the model cache hands over when it
+        cannot write to disk).
     device : str or None
         See :func:`select_providers`.
     num_threads : int or None
@@ -163,7 +164,7 @@ class Encoder:
 
     def __init__(
         self,
-        graph: str | Path,
+        graph: str | Path | bytes,
         *,
         device: str | None = None,
         num_threads: int | None = None,
@@ -174,15 +175,17 @@ class Encoder:
             num_threads = default_threads()
         options = session_options(num_threads)
         providers = select_providers(device)
+        # A graph in memory (serialised ModelProto) when the model cache cannot be written.
+        where = "the graph converted in memory" if isinstance(graph, bytes) else str(graph)
         try:
             self.session = ort.InferenceSession(
-                str(graph),
+                graph if isinstance(graph, bytes) else str(graph),
                 options,
                 providers=providers,
                 disabled_optimizers=list(DISABLED_OPTIMIZERS),
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
-            raise ModelLoadError(f"ONNX Runtime cannot load {graph}: {e}") from e
+            raise ModelLoadError(f"ONNX Runtime cannot load {where}: {e}") from e
         outputs = [o.name for o in self.session.get_outputs()]
         if "hidden_states" in outputs:
             self.output_name, self.all_layers = "hidden_states", True
@@ -190,7 +193,7 @@ class Encoder:
             self.output_name, self.all_layers = "hidden_state", False
         else:
             raise ModelLoadError(
-                f"{graph} is not a rust-bertscore encoder graph: it has outputs {outputs}, "
+                f"{where} is not a rust-bertscore encoder graph: it has outputs {outputs}, "
                 "expected 'hidden_state' or 'hidden_states'"
             )
         if max_tokens < 1:

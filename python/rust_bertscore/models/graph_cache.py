@@ -7,11 +7,16 @@ Entries are written atomically and carry a manifest written last; an entry whose
 missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
 the worst that happens is that two of them convert the same model at once, and the last
 ``os.replace`` wins with an identical file.
+
+A cache that cannot be written (a full disk, a read-only directory, no permission) does not stop
+scoring: :func:`encoder_graph` converts the graph in memory and issues one
+``RustBertScoreWarning`` naming the cache directory and ``RUST_BERTSCORE_CACHE``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from .. import convert
 from ..atomic import write_text_atomic
+from ..errors import warn
 from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8")
@@ -136,7 +142,77 @@ def converted_graph(
     return graph
 
 
-def invalidate(graph: Path) -> None:
-    """Drop a cache entry found damaged (ONNX Runtime could not load it)."""
+CACHE_WRITE_ERRNOS = frozenset(
+    code
+    for code in (
+        errno.ENOSPC,
+        getattr(errno, "EDQUOT", None),
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+    )
+    if code is not None
+)
+"""What a cache that cannot be written raises: full disk or quota, read-only, no permission."""
+
+
+def encoder_graph(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    *,
+    all_layers: bool = False,
+    precision: str = "fp32",
+) -> Path | bytes:
+    """:func:`converted_graph`, or, when the cache cannot be written, the graph converted in
+    memory (serialised, for ``Encoder``) after one ``RustBertScoreWarning`` that names the cache
+    directory and ``RUST_BERTSCORE_CACHE``. Other errors (a missing or corrupt checkpoint) are
+    raised as they are."""
+    try:
+        return converted_graph(
+            files, config, num_layers, all_layers=all_layers, precision=precision
+        )
+    except OSError as error:
+        if error.errno not in CACHE_WRITE_ERRNOS:
+            raise
+        reason = error.strerror or str(error)
+    warn(
+        f"cannot write the converted graph of {files.name} to the model cache {cache_root()} "
+        f"({reason}): converting it in memory, again in every new process; free space there "
+        "or set RUST_BERTSCORE_CACHE to a writable directory with room"
+    )
+    return graph_in_memory(files, num_layers, all_layers=all_layers, precision=precision)
+
+
+def graph_in_memory(
+    files: ModelFiles, num_layers: int, *, all_layers: bool = False, precision: str = "fp32"
+) -> bytes:
+    """The graph :func:`converted_graph` would cache, built in memory and serialised: the same
+    fused fp32 graph, or its per-token int8 rewrite (``convert.INT8_ACTIVATIONS``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    model = convert.build_model(files.model_dir, num_layers, all_layers=all_layers, fused=True)
+    if precision == "int8":
+        from ..convert.per_token import per_token_matmuls
+
+        if convert.INT8_ACTIVATIONS != "per-token":  # pragma: no cover - a policy change
+            raise NotImplementedError(f"in-memory int8 for {convert.INT8_ACTIVATIONS!r}")
+        per_token_matmuls(model, ())
+    try:
+        return model.SerializeToString()
+    except ValueError as error:  # protobuf's 2 GB limit
+        raise OSError(
+            errno.EFBIG,
+            f"the graph of {files.name} is too large to hold in memory as one protobuf "
+            f"({error}); make room in the model cache {cache_root()} or set "
+            "RUST_BERTSCORE_CACHE to a writable directory with room",
+        ) from None
+
+
+def invalidate(graph: Path | bytes) -> None:
+    """Drop a cache entry found damaged (ONNX Runtime could not load it); nothing to drop for a
+    graph held in memory."""
+    if isinstance(graph, bytes):
+        return
     with contextlib.suppress(OSError):
         (graph.parent / "manifest.json").unlink()

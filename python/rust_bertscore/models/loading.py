@@ -121,7 +121,7 @@ def _load_runtime(
                 f"but all_layers={all_layers}"
             )
     else:
-        graph = model_cache.converted_graph(
+        graph = model_cache.encoder_graph(
             files, config, layer, all_layers=all_layers, precision=precision
         )
         try:
@@ -129,7 +129,7 @@ def _load_runtime(
         except RustBertScoreError:
             # A damaged cache entry: drop it and convert again, once.
             model_cache.invalidate(graph)
-            graph = model_cache.converted_graph(
+            graph = model_cache.encoder_graph(
                 files, config, layer, all_layers=all_layers, precision=precision
             )
             encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
