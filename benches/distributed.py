@@ -96,7 +96,6 @@ def main() -> int:
         except ImportError:
             print("Spark skipped: pyspark is not installed")
         else:
-            os.environ["PYSPARK_PYTHON"] = sys.executable
             spark = (
                 SparkSession.builder.master(f"local[{cores}]")
                 .config("spark.ui.enabled", "false")
