@@ -121,18 +121,19 @@ def _load_runtime(
                 f"but all_layers={all_layers}"
             )
     else:
-        graph = model_cache.encoder_graph(
+        # A cached file, or the graph converted in memory when the cache cannot be written.
+        source = model_cache.encoder_graph(
             files, config, layer, all_layers=all_layers, precision=precision
         )
         try:
-            encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config))
         except RustBertScoreError:
             # A damaged cache entry: drop it and convert again, once.
-            model_cache.invalidate(graph)
-            graph = model_cache.encoder_graph(
+            model_cache.invalidate(source)
+            source = model_cache.encoder_graph(
                 files, config, layer, all_layers=all_layers, precision=precision
             )
-            encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config))
     return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
 
 
