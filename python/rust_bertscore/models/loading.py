@@ -8,11 +8,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import convert
 from ..encoder import Encoder
 from ..errors import ModelLoadError, RustBertScoreError, warn
 from ..tokenization.tokenizer import TextTokenizer
-from . import graph_cache as model_cache
 from .files import ModelFiles, resolve_model
 from .registry import tuned_layer
 
@@ -90,6 +88,10 @@ def _load_runtime(
     device: str | None,
     precision: str,
 ) -> ModelRuntime:
+    # The converter (and onnx) load here, when a model is loaded: not at ``import rust_bertscore``.
+    from .. import convert
+    from . import graph_cache as model_cache
+
     files = resolve_model(model_type)
     config = files.config()
     convert.model_family(config)  # an unsupported family fails here, before any work

@@ -387,11 +387,24 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
         return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
     if vocab_json.is_file() and merges.is_file():
-        from tokenizers.implementations import ByteLevelBPETokenizer
-
-        bpe = ByteLevelBPETokenizer(str(vocab_json), str(merges), add_prefix_space=False)
-        return bpe._tokenizer
+        return _byte_level_bpe(vocab_json, merges)
     return None
+
+
+def _byte_level_bpe(vocab_json: Path, merges: Path) -> Tokenizer:
+    """GPT-2's byte-level BPE from ``vocab.json`` and ``merges.txt``: the tokenizer that
+    ``tokenizers.implementations.ByteLevelBPETokenizer(vocab, merges)`` wraps, built with the
+    public API."""
+    from tokenizers import decoders, models, pre_tokenizers, processors
+
+    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+    tokenizer = Tokenizer(
+        models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
 
 
 def _add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
