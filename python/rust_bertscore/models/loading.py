@@ -11,6 +11,7 @@ from pathlib import Path
 from ..encoder import Encoder
 from ..errors import ModelLoadError, RustBertScoreError, warn
 from ..tokenization.tokenizer import TextTokenizer
+from .configs import model_depth, model_family
 from .files import ModelFiles, resolve_model
 from .registry import tuned_layer
 
@@ -88,14 +89,10 @@ def _load_runtime(
     device: str | None,
     precision: str,
 ) -> ModelRuntime:
-    # The converter (and onnx) load here, when a model is loaded: not at ``import rust_bertscore``.
-    from .. import convert
-    from . import graph_cache as model_cache
-
     files = resolve_model(model_type)
     config = files.config()
-    convert.model_family(config)  # an unsupported family fails here, before any work
-    depth = convert.model_depth(config)
+    model_family(config)  # an unsupported family fails here, before any work
+    depth = model_depth(config)
     exported = _export_info(files)
     if num_layers is None:
         num_layers = (
@@ -123,6 +120,9 @@ def _load_runtime(
                 f"but all_layers={all_layers}"
             )
     else:
+        # The converter (and onnx) load here, for a checkpoint's graph: not at import.
+        from . import graph_cache as model_cache
+
         graph = model_cache.converted_graph(
             files, config, layer, all_layers=all_layers, precision=precision
         )

@@ -392,9 +392,8 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
 
 
 def _byte_level_bpe(vocab_json: Path, merges: Path) -> Tokenizer:
-    """GPT-2's byte-level BPE from ``vocab.json`` and ``merges.txt``: the tokenizer that
-    ``tokenizers.implementations.ByteLevelBPETokenizer(vocab, merges)`` wraps, built with the
-    public API."""
+    """GPT-2's byte-level BPE: what ``tokenizers``' ``ByteLevelBPETokenizer(vocab, merges)``
+    wraps, built with the public API."""
     from tokenizers import decoders, models, pre_tokenizers, processors
 
     vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
