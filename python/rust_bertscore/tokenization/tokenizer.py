@@ -386,20 +386,14 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
-    if vocab_json.is_file() and merges.is_file():
-        return _byte_level_bpe(vocab_json, merges)
-    return None
-
-
-def _byte_level_bpe(vocab_json: Path, merges: Path) -> Tokenizer:
-    """GPT-2's byte-level BPE: what ``tokenizers``' ``ByteLevelBPETokenizer(vocab, merges)``
-    wraps, built with the public API."""
-    from tokenizers import decoders, models, pre_tokenizers, processors
+    if not (vocab_json.is_file() and merges.is_file()):
+        return None
+    # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
+    from tokenizers import decoders, processors
 
     vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
-    tokenizer = Tokenizer(
-        models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
-    )
+    bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
