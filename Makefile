@@ -45,7 +45,7 @@ build: deps ## Build the wheel (release mode, the one release build of a run); c
 install: build ## Install the wheel into the venv, as a user gets it
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
 
-lint: deps ## cargo fmt --check, clippy -D warnings, ruff, mypy
+lint: deps ## cargo fmt --check, clippy -D warnings, ruff (SLF001: no private reach-ins), mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python tests benches

@@ -206,7 +206,7 @@ def test_scorer_compare_identical_systems(scorer: BERTScorer) -> None:
 
 def test_scorer_compare_encodes_references_once(monkeypatch: pytest.MonkeyPatch) -> None:
     scorer = BERTScorer(model_type=BERT)
-    encoder = scorer._runtime.encoder
+    encoder = scorer.runtime.encoder
     real = encoder.embed_packed
     encoded: list[int] = []
 

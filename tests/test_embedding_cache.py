@@ -10,8 +10,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY_BERT, wmt_pairs
-from rust_bertscore import scores
 from rust_bertscore.embeddings import EmbeddingCache
+from rust_bertscore.scoring.rounds import rounds
 
 BERT = TINY_BERT
 CANDS, REFS = wmt_pairs()
@@ -86,9 +86,9 @@ def test_scorer_cache_stays_within_its_bound() -> None:
 
 def test_rounds_cut_pairs_by_token_budget() -> None:
     tokens = np.array([5, 5, 5, 20, 1, 1, 1])
-    assert list(scores._rounds(tokens, 10)) == [(0, 2), (2, 3), (3, 4), (4, 7)]
-    assert list(scores._rounds(tokens, 1000)) == [(0, 7)]
-    assert list(scores._rounds(np.array([], dtype=np.int64), 10)) == []
+    assert list(rounds(tokens, 10)) == [(0, 2), (2, 3), (3, 4), (4, 7)]
+    assert list(rounds(tokens, 1000)) == [(0, 7)]
+    assert list(rounds(np.array([], dtype=np.int64), 10)) == []
 
 
 def test_scorer_holds_only_the_round_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,16 +96,16 @@ def test_scorer_holds_only_the_round_in_flight(monkeypatch: pytest.MonkeyPatch) 
     want = rb.BERTScorer(model_type=BERT, cache_bytes=0).score(cands, refs)
     scorer = rb.BERTScorer(model_type=BERT, cache_bytes=0)
     rows_per_call: list[int] = []
-    embed_packed = scorer._runtime.encoder.embed_packed
+    embed_packed = scorer.runtime.encoder.embed_packed
 
     def spy(ids, batch_size, **kw):
         out = embed_packed(ids, batch_size, **kw)
         rows_per_call.append(out.data.shape[-2])
         return out
 
-    hidden = scorer._runtime.encoder.hidden_size
+    hidden = scorer.runtime.encoder.hidden_size
     budget_rows = 600
-    monkeypatch.setattr(scorer._runtime.encoder, "embed_packed", spy)
+    monkeypatch.setattr(scorer.runtime.encoder, "embed_packed", spy)
     scorer.round_bytes = budget_rows * 4 * hidden
     scorer.block_pairs = 64
     tracemalloc.start()

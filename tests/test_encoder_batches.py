@@ -89,10 +89,10 @@ def test_token_budget_gives_the_same_scores() -> None:
     big = rb.BERTScorer(model_type=BERT, cache_bytes=0)
     want = big.score(CANDS[:40], REFS[:40])
     small = rb.BERTScorer(model_type=BERT, cache_bytes=0)
-    small._runtime.encoder.max_tokens, old = 16, small._runtime.encoder.max_tokens
+    small.runtime.encoder.max_tokens, old = 16, small.runtime.encoder.max_tokens
     try:
         got = small.score(CANDS[:40], REFS[:40], batch_size=3)
     finally:
-        small._runtime.encoder.max_tokens = old
+        small.runtime.encoder.max_tokens = old
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, atol=1e-6)

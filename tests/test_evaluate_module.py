@@ -48,7 +48,7 @@ def _check(result: dict, want, hashcode: str) -> None:
 def test_module_is_a_file_in_the_package() -> None:
     path = Path(rb.evaluate_module())
     assert path.is_file() and path.suffix == ".py"
-    assert path.parent.parent == Path(rb.__file__).resolve().parent
+    assert Path(rb.__file__).resolve().parent in path.parents  # integrations/evaluate_metric/
 
 
 def test_single_reference(metric) -> None:

@@ -112,7 +112,6 @@ def test_per_token_matmul_matches_numpy(tmp_path: Path) -> None:
 
 
 def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_path: Path) -> None:
-    import dataclasses
 
     from rust_bertscore.encoder import Encoder
 
@@ -122,10 +121,7 @@ def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_pat
     graph = convert.quantize_int8(source, tmp_path / "tensor.onnx", activations="per-tensor")
     assert "QAttention" in {n.op_type for n in onnx.load(str(graph)).graph.node}
     per_tensor = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
-    runtime = per_tensor._runtime
-    per_tensor._runtime = dataclasses.replace(
-        runtime, encoder=Encoder(graph, pad_id=runtime.encoder.pad_id)
-    )
+    per_tensor.use_encoder(Encoder(graph, pad_id=per_tensor.runtime.encoder.pad_id))
     F32 = fp32.score(CANDS, REFS)[2].astype(np.float64)
     d_tensor = np.abs(per_tensor.score(CANDS, REFS)[2] - F32)
     d_token = np.abs(token.score(CANDS, REFS)[2] - F32)

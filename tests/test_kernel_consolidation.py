@@ -23,7 +23,7 @@ from rust_bertscore.corpus import idf_dict
 from rust_bertscore.embeddings import unseen_idf
 from rust_bertscore.encoder import default_threads
 from rust_bertscore.rescale import rescale
-from rust_bertscore.scores import _max_over_groups
+from rust_bertscore.scoring.rules import max_over_groups
 
 
 def _numpy_rescale(x: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -67,7 +67,7 @@ def test_multi_reference_max_is_the_kernels_and_propagates_nan(shape: tuple[int,
     prf = rng.uniform(-1, 1, size=shape).astype(np.float32)
     prf[..., 4] = np.nan
     offsets = [0, 1, 3, 6, 9]
-    got = _max_over_groups(prf, offsets)
+    got = max_over_groups(prf, offsets)
     want = _numpy_group_max(prf, offsets)
     assert got.shape == want.shape and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)

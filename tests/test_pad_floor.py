@@ -122,6 +122,87 @@ def test_pad_floor_flags_errors() -> None:
         _core.score_ragged(data, [0, 1, 2], None, [0], [1], floor_recall=np.array([0.5]))
 
 
+def numpy_floor_flags(
+    cand_lengths: np.ndarray, ref_lengths: np.ndarray, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The floor flags from bert_score's padding, in NumPy: a side is floored when the other
+    side of its pair is shorter than the longest text on that side of its batch."""
+    n = len(cand_lengths)
+    starts = np.arange(0, n, batch_size)
+    batch = np.arange(n) // batch_size
+    if n == 0:
+        return np.zeros(0, bool), np.zeros(0, bool)
+    longest_cand = np.maximum.reduceat(cand_lengths, starts)[batch]
+    longest_ref = np.maximum.reduceat(ref_lengths, starts)[batch]
+    return ref_lengths < longest_ref, cand_lengths < longest_cand
+
+
+lengths_and_batch = st.integers(0, 300).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(2, 60), min_size=n, max_size=n),
+        st.lists(st.integers(2, 60), min_size=n, max_size=n),
+        st.integers(1, 80),
+        st.randoms(use_true_random=False),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lengths_and_batch)
+def test_floor_flags_at_positions_equal_the_whole_corpus_flags(case) -> None:
+    """``pad_floor_flags_at`` (pieces: streaming CLI, distributed engines) gives the flags of
+    ``pad_floor_flags`` (one call), at any positions in any order, and both match NumPy."""
+    from rust_bertscore.align import floored_sides
+    from rust_bertscore.corpus import BatchMaxima
+    from rust_bertscore.kernel import pad_floor_flags_at
+
+    cands, refs, batch, rnd = case
+    lc, lr = np.array(cands, dtype=np.int64), np.array(refs, dtype=np.int64)
+    whole = pad_floor_flags(lc, lr, batch)
+    want = numpy_floor_flags(lc, lr, batch)
+    np.testing.assert_array_equal(whole[0], want[0])
+    np.testing.assert_array_equal(whole[1], want[1])
+    # alignments call the kernel too
+    aligned = floored_sides(cands, refs, batch)
+    np.testing.assert_array_equal(aligned[0], want[0])
+    np.testing.assert_array_equal(aligned[1], want[1])
+    # a first pass in chunks of random sizes, as the command line reads its input
+    maxima = BatchMaxima(batch)
+    bounds = sorted({0, len(cands), *(rnd.randint(0, len(cands)) for _ in range(4))})
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        maxima.add(lc[lo:hi], lr[lo:hi])
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        p, r = maxima.floors(lo, lc[lo:hi], lr[lo:hi])
+        np.testing.assert_array_equal(p, want[0][lo:hi])
+        np.testing.assert_array_equal(r, want[1][lo:hi])
+    # any positions, any order (a distributed engine's rows)
+    positions = np.array(rnd.sample(range(len(cands)), len(cands)), dtype=np.int64)
+    longest_cand, longest_ref = maxima.arrays
+    p, r = pad_floor_flags_at(
+        positions, lc[positions], lr[positions], longest_cand, longest_ref, batch
+    )
+    np.testing.assert_array_equal(p, want[0][positions])
+    np.testing.assert_array_equal(r, want[1][positions])
+    p, r = maxima.floors_at(positions, lc[positions], lr[positions])
+    np.testing.assert_array_equal(p, want[0][positions])
+    np.testing.assert_array_equal(r, want[1][positions])
+
+
+def test_pad_floor_flags_at_errors() -> None:
+    from rust_bertscore.kernel import pad_floor_flags_at
+
+    with pytest.raises(rb.KernelError, match=r"positions \[0\] = 4 is past the 2 batches"):
+        pad_floor_flags_at([4], [1], [1], [4, 5], [2, 9], 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        pad_floor_flags_at([0], [1], [1], [4], [2], 0)
+    with pytest.raises(ValueError, match="positions and cand_lengths"):
+        pad_floor_flags_at([0, 1], [1], [1], [4], [2], 2)
+    with pytest.raises(ValueError, match="longest_cand and longest_ref"):
+        pad_floor_flags_at([0], [1], [1], [4, 5], [2], 2)
+    with pytest.raises(ValueError, match="negative"):
+        pad_floor_flags_at([-1], [1], [1], [4], [2], 2)
+
+
 # -- the pipeline ---------------------------------------------------------------------------------
 
 

@@ -112,7 +112,7 @@ def test_tokenizer_that_does_not_match_the_model(fresh, minilm_dir: Path) -> Non
 
 def test_out_of_memory_names_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     scorer = rb.BERTScorer(model_type=str(TINY / "bert"), cache_bytes=0)
-    session = scorer._runtime.encoder.session
+    session = scorer.runtime.encoder.session
 
     class FailingSession:
         def __getattr__(self, name):
@@ -121,7 +121,7 @@ def test_out_of_memory_names_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
         def run(self, *args, **kwargs):
             raise RuntimeError("[ONNXRuntimeError] : 6 : Failed to allocate memory for 1 GB")
 
-    monkeypatch.setattr(scorer._runtime.encoder, "session", FailingSession())
+    monkeypatch.setattr(scorer.runtime.encoder, "session", FailingSession())
     with pytest.raises(MemoryError, match=r"batch of 4 texts.*batch_size"):
         scorer.score(CANDS * 2, REFS * 2, batch_size=4)
 

@@ -93,7 +93,7 @@ def test_layer_out_of_range(layers: int) -> None:
 
 def test_idf_dict_is_used_as_given() -> None:
     scorer = rb.BERTScorer(model_type=BERT, num_layers=2)
-    ids = scorer._runtime.tokenizer.encode(REFS)
+    ids = scorer.runtime.tokenizer.encode(REFS)
     weights = defaultdict(lambda: 1.0)
     for t in ids:
         weights[t[0]] = weights[t[-1]] = 0.0

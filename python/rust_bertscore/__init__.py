@@ -31,10 +31,10 @@ from .errors import (
     RustBertScoreWarning,
     ThreadPoolError,
 )
-from .hf_evaluate import evaluate_module
 from .models.listing import ModelInfo, supported_models
 from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
-from .scores import BERTScorer, score
+from .scoring.api import score
+from .scoring.scorer import BERTScorer
 from .similarity import SimilarityMatrix
 from .stats import (
     BootstrapCI,
@@ -46,7 +46,8 @@ from .stats import (
 )
 
 if TYPE_CHECKING:
-    from .plot import plot_example
+    from .integrations.hf_evaluate import evaluate_module
+    from .integrations.plot import plot_example
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -87,10 +88,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # plot_example (bert_score's) is loaded on first use: importing the package loads no
-    # plotting code.
+    # Integrations are loaded on first use: importing the package loads no plotting code and
+    # no evaluate module (``tests/test_layout.py``).
     if name == "plot_example":
-        from .plot import plot_example
+        from .integrations.plot import plot_example
 
         return plot_example
+    if name == "evaluate_module":
+        from .integrations.hf_evaluate import evaluate_module
+
+        return evaluate_module
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,6 +47,7 @@ __all__ = [
     "multi_ref_max",
     "normalize",
     "pad_floor_flags",
+    "pad_floor_flags_at",
     "paired_bootstrap",
     "paired_permutation",
     "pairwise_embeddings",
@@ -266,6 +267,50 @@ def pad_floor_flags(
     >>> p, r = pad_floor_flags([5, 3, 4], [2, 6, 6], 2)
     >>> p.tolist(), r.tolist()
     ([True, False, False], [False, True, False])
+    """
+
+def pad_floor_flags_at(
+    positions: _IndexArray,
+    cand_lengths: _IndexArray,
+    ref_lengths: _IndexArray,
+    longest_cand: _IndexArray,
+    longest_ref: _IndexArray,
+    batch_size: int,
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """bert_score's batch padding floor of pairs scored away from their batch: the flags
+    :func:`pad_floor_flags` gives the whole corpus, at the pairs' flattened ``positions``.
+
+    For scoring a corpus in pieces (the streaming command line, the distributed engines): a
+    first pass records the longest candidate and reference of every batch of ``batch_size``
+    pairs; pair ``k`` is in batch ``positions[k] // batch_size`` and its precision side is
+    floored when ``ref_lengths[k] < longest_ref[batch]``, its recall side when
+    ``cand_lengths[k] < longest_cand[batch]`` (the same rule as :func:`pad_floor_flags`).
+
+    Parameters
+    ----------
+    positions : ndarray of int64, shape (n_pairs,)
+        Each pair's index in the flattened corpus (any order).
+    cand_lengths, ref_lengths : ndarray of int64, shape (n_pairs,)
+        Token counts of each pair's candidate and reference, special tokens included.
+    longest_cand, longest_ref : ndarray of int64, shape (n_batches,)
+        The longest candidate and reference of every batch.
+    batch_size : int
+        Pairs per batch (>= 1).
+
+    Returns
+    -------
+    floor_precision, floor_recall : ndarray of bool, shape (n_pairs,)
+
+    Raises
+    ------
+    ValueError
+        Arrays of different sizes, a negative count or position, ``batch_size < 1``, or a
+        position past the batches (``"positions [0] = 4 is past the 2 batches of 2 pairs"``).
+
+    >>> from rust_bertscore.kernel import pad_floor_flags_at
+    >>> p, r = pad_floor_flags_at([2, 0], [4, 5], [6, 2], [5, 4], [6, 6], 2)
+    >>> p.tolist(), r.tolist()
+    ([False, True], [False, False])
     """
 
 def pairwise_ragged(

@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _core
+from .scoring.settings import check_batch_size
 from .text import check_text, pair_texts
 
 if TYPE_CHECKING:
-    from .scores import BERTScorer, RefsArg
+    from .scoring.scorer import BERTScorer
+    from .scoring.settings import RefsArg
 
 
 @dataclass(frozen=True)
@@ -173,16 +176,13 @@ def floored_sides(
     Returns
     -------
     (cand_floored, ref_floored) : bool arrays, one entry per pair
+
+    The rule is the kernel's (``_core.pad_floor_flags``: the precision side is the candidate's,
+    the recall side the reference's), the one ``score()`` applies.
     """
     lc = np.asarray(cand_lengths, dtype=np.int64)
     lr = np.asarray(ref_lengths, dtype=np.int64)
-    cand_floored = np.zeros(len(lc), dtype=bool)
-    ref_floored = np.zeros(len(lc), dtype=bool)
-    for lo in range(0, len(lc), batch_size):
-        hi = min(lo + batch_size, len(lc))
-        cand_floored[lo:hi] = lr[lo:hi] < lr[lo:hi].max()
-        ref_floored[lo:hi] = lc[lo:hi] < lc[lo:hi].max()
-    return cand_floored, ref_floored
+    return _core.pad_floor_flags(lc, lr, batch_size)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -220,16 +220,6 @@ def _side(
     return SideAlignment(text=text, tokens=tokens, floored=floored)
 
 
-def _scorer_weights(scorer: BERTScorer) -> Any:
-    if scorer.idf:
-        if scorer._idf_weights is None:
-            raise ValueError(
-                "IDF weights are not computed: pass idf_sents or call compute_idf() first"
-            )
-        return scorer._idf_weights
-    return scorer._uniform
-
-
 def align_pairs(
     scorer: BERTScorer, cands: Sequence[str], refs: RefsArg, batch_size: int | None = None
 ) -> list[Alignment]:
@@ -251,30 +241,29 @@ def align_pairs(
     list of Alignment
         One per pair, in order (candidate by candidate, its references in order).
     """
-    from .scores import _check_batch_size
-
     if scorer.all_layers:
         raise ValueError(
             "align needs a scorer with all_layers=False: an alignment is of one layer's tokens"
         )
-    batch = scorer.batch_size if batch_size is None else _check_batch_size(batch_size)
+    batch = scorer.batch_size if batch_size is None else check_batch_size(batch_size)
     paired = pair_texts(cands, refs)
-    weights = _scorer_weights(scorer)
+    pipeline = scorer.pipeline
+    weights = pipeline.weights_for(scorer.idf)
     if not paired.cands:
         return []
     texts: dict[str, int] = {}
     cand_idx = [texts.setdefault(t, len(texts)) for t in paired.cands]
     ref_idx = [texts.setdefault(t, len(texts)) for t in paired.refs]
     unique = list(texts)
-    ids = scorer.tokenizer.encode(unique)
-    data, offsets, slot = scorer._vectors(unique, ids, batch)
+    ids = pipeline.encode_ids(unique)
+    data, offsets, slot = pipeline.vectors(unique, ids, batch)
     # P, R and F exactly as score() gives them for these pairs (the pairs flattened, in order).
     P, R, F = scorer.score(paired.cands, paired.refs, batch_size=batch)
     lengths = [len(t) for t in ids]
     cand_floored, ref_floored = floored_sides(
         [lengths[i] for i in cand_idx], [lengths[i] for i in ref_idx], batch
     )
-    if getattr(scorer, "batch_independent", False):  # scored as if alone: no floor
+    if scorer.batch_independent:  # scored as if alone: no floor
         cand_floored[:] = False
         ref_floored[:] = False
     if paired.group_offsets is None:

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .compare_layout import ALPHA, LABELS, METRICS, format_text, format_tsv
 from .stats import paired_bootstrap, paired_permutation
 
 if TYPE_CHECKING:
-    from .scores import BERTScorer, RefsArg
+    from .scoring.scorer import BERTScorer
+    from .scoring.settings import RefsArg
 
 TESTS = {"paired-bs": "paired-bs", "bs": "paired-bs", "paired-ar": "paired-ar", "ar": "paired-ar"}
 """Accepted names of the two tests."""
@@ -38,10 +40,20 @@ CI_RESAMPLES = 1000
 DEFAULT_SEED = 12345
 """Seed when not given (sacrebleu's ``SACREBLEU_SEED`` default): tables are reproducible."""
 
-METRICS = ("P", "R", "F")
-LABELS = {"P": "P", "R": "R", "F": "F1"}
-ALPHA = 0.05
-"""p-values below this are starred in the text table."""
+__all__ = [
+    "ALPHA",
+    "CI_RESAMPLES",
+    "DEFAULT_SAMPLES",
+    "DEFAULT_SEED",
+    "LABELS",
+    "METRICS",
+    "TESTS",
+    "Comparison",
+    "MetricComparison",
+    "SystemComparison",
+    "compare_scores",
+    "compare_systems",
+]
 
 
 @dataclass(frozen=True)
@@ -157,14 +169,10 @@ class Comparison:
 
     def format_text(self) -> str:
         """The table as text, laid out as sacrebleu's paired-test tables."""
-        from .compare_layout import format_text
-
         return format_text(self)
 
     def format_tsv(self) -> str:
         """The table as tab-separated values: a header and one row per system."""
-        from .compare_layout import format_tsv
-
         return format_tsv(self)
 
 

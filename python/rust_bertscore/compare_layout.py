@@ -4,8 +4,15 @@ paired-test tables) and tab-separated values."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from .compare import ALPHA, LABELS, METRICS, Comparison, MetricComparison
+if TYPE_CHECKING:
+    from .compare import Comparison, MetricComparison
+
+METRICS = ("P", "R", "F")
+LABELS = {"P": "P", "R": "R", "F": "F1"}
+ALPHA = 0.05
+"""p-values below this are starred in the text table."""
 
 
 def _test_title(c: Comparison) -> str:

@@ -96,11 +96,9 @@ class BatchMaxima:
         self, start: int, cand_lengths: np.ndarray, ref_lengths: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Floor flags (precision side, recall side) of the pairs from flattened index
-        ``start`` on, with these lengths."""
-        batch = (start + np.arange(len(cand_lengths))) // self.batch_size
-        cand_max = np.asarray(self._cand, dtype=np.int64)[batch]
-        ref_max = np.asarray(self._ref, dtype=np.int64)[batch]
-        return ref_lengths < ref_max, cand_lengths < cand_max
+        ``start`` on, with these lengths (the kernel's rule: ``_core.pad_floor_flags_at``)."""
+        positions = start + np.arange(len(cand_lengths), dtype=np.int64)
+        return self.floors_at(positions, cand_lengths, ref_lengths)
 
     @classmethod
     def from_arrays(cls, batch_size: int, cand_max: np.ndarray, ref_max: np.ndarray) -> BatchMaxima:
@@ -121,13 +119,21 @@ class BatchMaxima:
         self, positions: np.ndarray, cand_lengths: np.ndarray, ref_lengths: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Floor flags (precision side, recall side) of pairs at flattened ``positions`` (any
-        order), with these lengths."""
-        batch = np.asarray(positions, dtype=np.int64) // self.batch_size
+        order), with these lengths: the kernel's ``_core.pad_floor_flags_at``, the rule
+        ``score()`` applies through ``_core.pad_floor_flags``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        batch = positions // self.batch_size
         if len(batch) and int(batch.max()) >= len(self._cand):
             raise ValueError(
                 f"flattened pair {int(batch.max()) * self.batch_size} is past the "
                 f"{len(self._cand)} scoring batches of the first pass"
             )
-        cand_max = np.asarray(self._cand, dtype=np.int64)[batch]
-        ref_max = np.asarray(self._ref, dtype=np.int64)[batch]
-        return ref_lengths < ref_max, cand_lengths < cand_max
+        cand_max, ref_max = self.arrays
+        return _core.pad_floor_flags_at(
+            positions,
+            np.asarray(cand_lengths, dtype=np.int64),
+            np.asarray(ref_lengths, dtype=np.int64),
+            cand_max,
+            ref_max,
+            self.batch_size,
+        )

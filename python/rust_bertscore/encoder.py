@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnxruntime as ort
 
 from . import _core
 from .errors import DeviceNotAvailableError, ModelLoadError, RustBertScoreError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -38,13 +42,21 @@ THREADS_ENV = _core.NUM_THREADS_ENV
 """The package's thread setting (see ``_core``); also sizes the encoder's intra-op pool."""
 
 
+def onnxruntime() -> ModuleType:
+    """The ``onnxruntime`` module, imported on first use (when a session is made or providers
+    are listed), so that ``import rust_bertscore`` does not load it."""
+    import onnxruntime
+
+    return onnxruntime
+
+
 def select_providers(device: str | None) -> list[str | tuple[str, dict]]:
     """ONNX Runtime execution providers for ``device``.
 
     ``None`` picks CUDA when this onnxruntime build offers it, else the CPU; ``"cuda"`` or
     ``"cuda:N"`` require CUDA; ``"cpu"`` forces the CPU.
     """
-    available = ort.get_available_providers()
+    available = onnxruntime().get_available_providers()
     if device is None:
         return [CUDA_PROVIDER, CPU_PROVIDER] if CUDA_PROVIDER in available else [CPU_PROVIDER]
     if not isinstance(device, str):
@@ -128,9 +140,10 @@ def session_options(num_threads: int | None) -> ort.SessionOptions:
     the intra-op pool inside each kernel); ``num_threads`` intra-op threads (None: one per
     physical core); no memory-pattern planning, which only pays for fixed input shapes.
     """
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    rt = onnxruntime()
+    options = rt.SessionOptions()
+    options.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
     options.enable_mem_pattern = False
     options.inter_op_num_threads = 1
     if num_threads:
@@ -178,7 +191,7 @@ class Encoder:
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.
         where = "the graph converted in memory" if isinstance(graph, bytes) else str(graph)
         try:
-            self.session = ort.InferenceSession(
+            self.session = onnxruntime().InferenceSession(
                 graph if isinstance(graph, bytes) else str(graph),
                 options,
                 providers=providers,

@@ -17,10 +17,11 @@ import numpy as np
 from . import _core
 from .embeddings import pack
 from .rescale import rescale
+from .scoring.settings import make_hash
 from .text import check_text
 
 if TYPE_CHECKING:
-    from .scores import BERTScorer
+    from .scoring.scorer import BERTScorer
 
 _WORD_MARKERS = ("Ġ", "▁")
 
@@ -105,8 +106,6 @@ def compute_similarity_matrix(
     ValueError
         For an empty text, a scorer with ``all_layers``, or rescaling with a missing baseline.
     """
-    from .scores import make_hash
-
     candidate = check_text(candidate, "candidate")
     reference = check_text(reference, "reference")
     for name, text in (("candidate", candidate), ("reference", reference)):
@@ -115,14 +114,14 @@ def compute_similarity_matrix(
     if scorer.all_layers:
         raise ValueError("a similarity matrix is of one layer: use a scorer with all_layers=False")
     tokenizer = scorer.tokenizer
+    pipeline = scorer.pipeline
     # Encoded as score([candidate], [reference]) encodes them: the distinct texts, one batch.
     texts = [candidate] if candidate == reference else [candidate, reference]
-    ids = tokenizer.encode(texts)
-    data, offsets, slot = scorer._vectors(texts, ids, scorer.batch_size)
-    rows = [data[offsets[slot[i]] : offsets[slot[i] + 1]] for i in range(len(texts))]
+    ids = pipeline.encode_ids(texts)
+    rows = pipeline.text_vectors(texts, ids, scorer.batch_size)
     cand_vec, ref_vec = rows[0], rows[-1]
     cand_ids, ref_ids = ids[0], ids[-1]
-    weights = scorer._uniform
+    weights = pipeline.uniform
     wc, wr = weights.weights(cand_ids), weights.weights(ref_ids)
     sim = _normalise(cand_vec) @ _normalise(ref_vec).T
     # The scores come from the scorer's kernel, on the same vectors.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..align import Alignment, SideAlignment
-from ..scores import BERTScorer
+from ..scoring.scorer import BERTScorer
 from .common import (
     CliError,
     add_common_flags,

@@ -85,7 +85,7 @@ def _add_show(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from ..plot import plot_similarity, require_matplotlib, similarity_matrix
+    from ..integrations.plot import plot_similarity, require_matplotlib, similarity_matrix
 
     try:
         require_matplotlib()
@@ -193,7 +193,7 @@ def _add_baseline(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_baseline(args: argparse.Namespace) -> int:
-    from ..baseline_estimation import compute_baseline, corpus_lines
+    from ..integrations.baseline_estimation import compute_baseline, corpus_lines
     from ..rescale import write_baseline
 
     path = Path(args.corpus)

@@ -15,7 +15,8 @@ import math
 from collections.abc import Iterator
 
 from ..corpus import BatchMaxima, pair_lengths
-from ..scores import BERTScorer, Scores
+from ..scoring.scorer import BERTScorer
+from ..scoring.settings import Scores
 from .inputs import Chunk, Source
 
 

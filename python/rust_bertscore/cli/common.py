@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from ..scores import BERTScorer
+    from ..scoring.scorer import BERTScorer
 
 PROG = "rust-bertscore"
 

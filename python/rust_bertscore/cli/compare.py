@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..compare import DEFAULT_SEED, Comparison
-from ..scores import BERTScorer
+from ..scoring.scorer import BERTScorer
 from .common import (
     CliError,
     add_common_flags,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..models.registry import DEFAULT_MODEL
-from ..scores import score
+from ..scoring.api import score
 
 BUILT_IN = [
     (

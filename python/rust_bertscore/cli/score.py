@@ -17,7 +17,7 @@ from typing import TextIO
 import numpy as np
 
 from ..corpus import document_frequencies, idf_dict
-from ..scores import BERTScorer
+from ..scoring.scorer import BERTScorer
 from . import ray_cluster as cli_ray
 from .batches import scored_chunks
 from .common import (

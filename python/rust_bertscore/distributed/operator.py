@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..corpus import pair_lengths
-from ..scores import SCORE_BATCH_SIZE, BERTScorer
+from ..scoring.scorer import BERTScorer
+from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import (
     Batch,
     DistributedInputError,

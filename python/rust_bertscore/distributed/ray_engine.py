@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..scores import SCORE_BATCH_SIZE
+from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..scores import SCORE_BATCH_SIZE
+from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing

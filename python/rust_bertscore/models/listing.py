@@ -157,7 +157,5 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
         for name, (model_type, layer) in BEYOND_BERT_SCORE.items():
             note = "" if model_type in supported else f"model_type {model_type!r} not converted"
             note = note or "beyond bert_score's table; default layer untuned (the last)"
-            out.append(
-                ModelInfo(name, model_type, layer, model_type in supported, note, False)
-            )
+            out.append(ModelInfo(name, model_type, layer, model_type in supported, note, False))
     return out

@@ -8,11 +8,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import convert
 from ..encoder import Encoder
 from ..errors import ModelLoadError, RustBertScoreError, warn
 from ..tokenization.tokenizer import TextTokenizer
-from . import graph_cache as model_cache
+from .configs import model_depth, model_family
 from .files import ModelFiles, resolve_model
 from .registry import tuned_layer
 
@@ -92,8 +91,8 @@ def _load_runtime(
 ) -> ModelRuntime:
     files = resolve_model(model_type)
     config = files.config()
-    convert.model_family(config)  # an unsupported family fails here, before any work
-    depth = convert.model_depth(config)
+    model_family(config)  # an unsupported family fails here, before any work
+    depth = model_depth(config)
     exported = _export_info(files)
     if num_layers is None:
         num_layers = (
@@ -121,6 +120,9 @@ def _load_runtime(
                 f"but all_layers={all_layers}"
             )
     else:
+        # The converter (and onnx) load here, for a checkpoint's graph: not at import.
+        from . import graph_cache as model_cache
+
         # A cached file, or the graph converted in memory when the cache cannot be written.
         source = model_cache.encoder_graph(
             files, config, layer, all_layers=all_layers, precision=precision

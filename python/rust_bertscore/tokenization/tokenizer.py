@@ -386,12 +386,18 @@ def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | Non
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
-    if vocab_json.is_file() and merges.is_file():
-        from tokenizers.implementations import ByteLevelBPETokenizer
+    if not (vocab_json.is_file() and merges.is_file()):
+        return None
+    # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
+    from tokenizers import decoders, processors
 
-        bpe = ByteLevelBPETokenizer(str(vocab_json), str(merges), add_prefix_space=False)
-        return bpe._tokenizer
-    return None
+    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+    bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    tokenizer = Tokenizer(bpe)
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
 
 
 def _add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:

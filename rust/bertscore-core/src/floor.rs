@@ -7,6 +7,11 @@
 //! its pair's reference is shorter than the longest reference of the batch, and a reference
 //! token's best match (recall side) likewise when the candidate is shorter than the longest
 //! candidate. [`pad_floors`] says, per pair, which sides that applies to.
+//!
+//! Scoring a corpus in pieces (the streaming command line, the distributed engines) needs the
+//! same flags for pairs scored away from their batch: [`batch_longest`] takes each batch's
+//! longest texts in a first pass, [`pad_floors_at`] gives the flags of pairs at any flattened
+//! positions from them. Both paths apply one rule ([`PadFloor::of`]).
 
 use crate::error::{KernelError, Result};
 
@@ -27,6 +32,18 @@ impl PadFloor {
         precision: false,
         recall: false,
     };
+
+    /// The rule: a pair whose reference is shorter than `longest_ref` (the longest reference of
+    /// its batch) floors its precision side; one whose candidate is shorter than
+    /// `longest_cand` its recall side.
+    #[inline]
+    #[must_use]
+    pub fn of(cand: usize, reference: usize, longest_cand: usize, longest_ref: usize) -> Self {
+        Self {
+            precision: reference < longest_ref,
+            recall: cand < longest_cand,
+        }
+    }
 
     /// `best`, floored at 0 when `floored` (a NaN-free maximum stays as it is otherwise).
     #[inline]
@@ -59,6 +76,110 @@ pub fn pad_floors(
     ref_lengths: &[usize],
     batch_size: usize,
 ) -> Result<Vec<PadFloor>> {
+    let (longest_cand, longest_ref) = batch_longest(cand_lengths, ref_lengths, batch_size)?;
+    Ok(cand_lengths
+        .iter()
+        .zip(ref_lengths)
+        .enumerate()
+        .map(|(k, (&c, &r))| {
+            let b = k / batch_size;
+            PadFloor::of(c, r, longest_cand[b], longest_ref[b])
+        })
+        .collect())
+}
+
+/// The longest candidate and the longest reference (token counts) of every batch when pairs
+/// go in consecutive batches of `batch_size`: entry `b` is batch `b`'s (pairs
+/// `b * batch_size ..`); the last batch may be partial.
+///
+/// # Errors
+/// As [`pad_floors`].
+///
+/// ```
+/// use bertscore_core::floor::batch_longest;
+/// let (c, r) = batch_longest(&[5, 3, 4], &[2, 6, 6], 2).unwrap();
+/// assert_eq!((c, r), (vec![5, 4], vec![6, 6]));
+/// ```
+pub fn batch_longest(
+    cand_lengths: &[usize],
+    ref_lengths: &[usize],
+    batch_size: usize,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    check_lengths(cand_lengths, ref_lengths)?;
+    check_batch_size(batch_size)?;
+    let longest = |lengths: &[usize]| -> Vec<usize> {
+        lengths
+            .chunks(batch_size)
+            .map(|b| b.iter().copied().max().unwrap_or(0))
+            .collect()
+    };
+    Ok((longest(cand_lengths), longest(ref_lengths)))
+}
+
+/// The padding floor of pairs at flattened `positions` (any order) of a corpus whose batches'
+/// longest candidates and references are `longest_cand` and `longest_ref` (from
+/// [`batch_longest`], or gathered piece by piece): pair `k` is at `positions[k]`, in batch
+/// `positions[k] / batch_size`, with token counts `cand_lengths[k]` and `ref_lengths[k]`.
+/// Equal to [`pad_floors`] of the whole corpus at those positions.
+///
+/// # Errors
+/// [`KernelError::LengthMismatch`] for `positions`, `cand_lengths` and `ref_lengths` of
+/// different sizes or `longest_cand` and `longest_ref` of different sizes;
+/// [`KernelError::InvalidArgument`] for `batch_size == 0` or a position past the batches.
+///
+/// ```
+/// use bertscore_core::floor::{batch_longest, pad_floors, pad_floors_at};
+/// let (cands, refs) = ([5, 3, 4], [2, 6, 6]);
+/// let (lc, lr) = batch_longest(&cands, &refs, 2).unwrap();
+/// let at = pad_floors_at(&[1, 0], &[3, 5], &[6, 2], &lc, &lr, 2).unwrap();
+/// let all = pad_floors(&cands, &refs, 2).unwrap();
+/// assert_eq!(at, vec![all[1], all[0]]);
+/// ```
+pub fn pad_floors_at(
+    positions: &[usize],
+    cand_lengths: &[usize],
+    ref_lengths: &[usize],
+    longest_cand: &[usize],
+    longest_ref: &[usize],
+    batch_size: usize,
+) -> Result<Vec<PadFloor>> {
+    check_lengths(cand_lengths, ref_lengths)?;
+    if positions.len() != cand_lengths.len() {
+        return Err(KernelError::LengthMismatch {
+            what: "positions and cand_lengths",
+            left: positions.len(),
+            right: cand_lengths.len(),
+        });
+    }
+    if longest_cand.len() != longest_ref.len() {
+        return Err(KernelError::LengthMismatch {
+            what: "longest_cand and longest_ref",
+            left: longest_cand.len(),
+            right: longest_ref.len(),
+        });
+    }
+    check_batch_size(batch_size)?;
+    positions
+        .iter()
+        .zip(cand_lengths.iter().zip(ref_lengths))
+        .enumerate()
+        .map(|(k, (&p, (&c, &r)))| {
+            let b = p / batch_size;
+            if b >= longest_cand.len() {
+                return Err(KernelError::InvalidArgument {
+                    what: "positions",
+                    problem: format!(
+                        "[{k}] = {p} is past the {} batches of {batch_size} pairs",
+                        longest_cand.len()
+                    ),
+                });
+            }
+            Ok(PadFloor::of(c, r, longest_cand[b], longest_ref[b]))
+        })
+        .collect()
+}
+
+fn check_lengths(cand_lengths: &[usize], ref_lengths: &[usize]) -> Result<()> {
     if cand_lengths.len() != ref_lengths.len() {
         return Err(KernelError::LengthMismatch {
             what: "cand_lengths and ref_lengths",
@@ -66,25 +187,17 @@ pub fn pad_floors(
             right: ref_lengths.len(),
         });
     }
+    Ok(())
+}
+
+fn check_batch_size(batch_size: usize) -> Result<()> {
     if batch_size == 0 {
         return Err(KernelError::InvalidArgument {
             what: "batch_size",
             problem: "must be at least 1".to_owned(),
         });
     }
-    let mut out = Vec::with_capacity(cand_lengths.len());
-    for (cands, refs) in cand_lengths
-        .chunks(batch_size)
-        .zip(ref_lengths.chunks(batch_size))
-    {
-        let longest_cand = cands.iter().copied().max().unwrap_or(0);
-        let longest_ref = refs.iter().copied().max().unwrap_or(0);
-        out.extend(cands.iter().zip(refs).map(|(&c, &r)| PadFloor {
-            precision: r < longest_ref,
-            recall: c < longest_cand,
-        }));
-    }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -120,6 +233,50 @@ mod tests {
         let e = pad_floors(&[1], &[1], 0).unwrap_err();
         assert_eq!(e.to_string(), "batch_size must be at least 1");
         assert_eq!(pad_floors(&[], &[], 4), Ok(vec![]));
+    }
+
+    #[test]
+    fn floors_at_positions_equal_the_whole_corpus_floors() {
+        // A deterministic pseudo-random corpus: every batch size, every position order.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            usize::try_from(x % 40).unwrap()
+        };
+        for n in [0_usize, 1, 2, 7, 64, 129] {
+            let cands: Vec<usize> = (0..n).map(|_| next()).collect();
+            let refs: Vec<usize> = (0..n).map(|_| next()).collect();
+            for batch in [1, 2, 3, 8, 64, 200] {
+                let all = pad_floors(&cands, &refs, batch).unwrap();
+                let (lc, lr) = batch_longest(&cands, &refs, batch).unwrap();
+                assert_eq!(lc.len(), n.div_ceil(batch));
+                let order: Vec<usize> = (0..n).rev().collect();
+                let c: Vec<usize> = order.iter().map(|&k| cands[k]).collect();
+                let r: Vec<usize> = order.iter().map(|&k| refs[k]).collect();
+                let at = pad_floors_at(&order, &c, &r, &lc, &lr, batch).unwrap();
+                let want: Vec<PadFloor> = order.iter().map(|&k| all[k]).collect();
+                assert_eq!(at, want, "n {n}, batch {batch}");
+            }
+        }
+    }
+
+    #[test]
+    fn floors_at_bad_arguments_are_errors() {
+        let (lc, lr) = batch_longest(&[3, 4, 5], &[2, 2, 9], 2).unwrap();
+        assert_eq!((lc.clone(), lr.clone()), (vec![4, 5], vec![2, 9]));
+        let e = pad_floors_at(&[4], &[1], &[1], &lc, &lr, 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "positions [0] = 4 is past the 2 batches of 2 pairs"
+        );
+        assert!(pad_floors_at(&[0, 1], &[1], &[1], &lc, &lr, 2).is_err());
+        assert!(pad_floors_at(&[0], &[1], &[1, 2], &lc, &lr, 2).is_err());
+        assert!(pad_floors_at(&[0], &[1], &[1], &lc, &lr[..1], 2).is_err());
+        assert!(pad_floors_at(&[0], &[1], &[1], &lc, &lr, 0).is_err());
+        assert!(batch_longest(&[1], &[], 2).is_err());
+        assert_eq!(batch_longest(&[], &[], 3), Ok((vec![], vec![])));
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub mod vector;
 pub use batch::{score_indexed, score_indexed_floored, score_pairs};
 pub use embedded::EmbeddedText;
 pub use error::{KernelError, Owner, Result, Side};
-pub use floor::{pad_floors, PadFloor};
+pub use floor::{batch_longest, pad_floors, pad_floors_at, PadFloor};
 pub use greedy::score_pair;
 pub use idf::{document_frequencies, idf_default, idf_value, idf_weights, Idf};
 pub use pairwise::score_all_pairs;

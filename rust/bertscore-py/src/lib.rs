@@ -259,6 +259,42 @@ fn pad_floor_flags<'py>(
     Ok((p.into_pyarray(py), r.into_pyarray(py)))
 }
 
+/// bert_score's padding floor of pairs at flattened `positions` of a corpus scored in pieces,
+/// from each batch's longest candidate and reference (a first pass): the streaming command line
+/// and the distributed engines. Equal to `pad_floor_flags` of the whole corpus at `positions`.
+#[pyfunction]
+fn pad_floor_flags_at<'py>(
+    py: Python<'py>,
+    positions: &Bound<'py, PyAny>,
+    cand_lengths: &Bound<'py, PyAny>,
+    ref_lengths: &Bound<'py, PyAny>,
+    longest_cand: &Bound<'py, PyAny>,
+    longest_ref: &Bound<'py, PyAny>,
+    batch_size: i64,
+) -> PyResult<FlagPair<'py>> {
+    let counts = |obj: &Bound<'py, PyAny>, what: &'static str| -> PyResult<Vec<usize>> {
+        let arr = index_array(obj, what)?;
+        Ok(core::offsets_from_i64(what, arr.as_array()).map_err(errors::CoreError)?)
+    };
+    let (at, c, r) = (
+        counts(positions, "positions")?,
+        counts(cand_lengths, "cand_lengths")?,
+        counts(ref_lengths, "ref_lengths")?,
+    );
+    let (lc, lr) = (
+        counts(longest_cand, "longest_cand")?,
+        counts(longest_ref, "longest_ref")?,
+    );
+    let batch = usize::try_from(batch_size).map_err(|_| {
+        crate::errors::invalid(format!("batch_size must be at least 1, got {batch_size}"))
+    })?;
+    let floors = detach(py, move || {
+        core::pad_floors_at(&at, &c, &r, &lc, &lr, batch)
+    })?;
+    let (p, r): (Vec<bool>, Vec<bool>) = floors.iter().map(|f| (f.precision, f.recall)).unzip();
+    Ok((p.into_pyarray(py), r.into_pyarray(py)))
+}
+
 /// Every text of `cands` against every text of `refs`, all texts of one ragged batch.
 #[pyfunction]
 #[pyo3(signature = (data, offsets, weights, cands, refs, *, normalize=true, num_threads=None))]
@@ -571,6 +607,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(pairwise_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(pad_floor_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(pad_floor_flags_at, m)?)?;
     m.add_function(wrap_pyfunction!(multi_ref_max, m)?)?;
     m.add_function(wrap_pyfunction!(rescale, m)?)?;
     m.add_function(wrap_pyfunction!(l2_norm, m)?)?;

@@ -1,7 +1,7 @@
 """BERTScore for Hugging Face ``evaluate``, computed by rust-bertscore (no torch).
 
 Load it with ``evaluate.load(rust_bertscore.evaluate_module())``. Arguments and output are those
-of evaluate's ``bertscore`` metric; the work is done by ``rust_bertscore.hf_evaluate``.
+of evaluate's ``bertscore`` metric; the work is done by ``rust_bertscore.integrations.hf_evaluate``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import datasets
 import evaluate
 
 import rust_bertscore
-from rust_bertscore.hf_evaluate import EvaluateBackend
+from rust_bertscore.integrations.hf_evaluate import EvaluateBackend
 
 _CITATION = """\
 @inproceedings{bert-score,

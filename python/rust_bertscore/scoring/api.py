@@ -1,0 +1,193 @@
+"""``score()``: bert_score 0.3.13's function, one :class:`BERTScorer` call."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal, overload
+
+from ..text import pair_texts
+from .scorer import BERTScorer
+from .settings import RefsArg, Scores, check_flag
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: Literal[False] = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    *,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None,
+    num_layers: int | None,
+    verbose: bool,
+    idf: bool | Mapping[int, float],
+    device: str | None,
+    batch_size: int,
+    nthreads: int,
+    all_layers: bool,
+    lang: str | None,
+    return_hash: Literal[True],
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> tuple[Scores, str]: ...
+
+
+@overload
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = ...,
+    num_layers: int | None = ...,
+    verbose: bool = ...,
+    idf: bool | Mapping[int, float] = ...,
+    device: str | None = ...,
+    batch_size: int = ...,
+    nthreads: int = ...,
+    all_layers: bool = ...,
+    lang: str | None = ...,
+    return_hash: bool = ...,
+    rescale_with_baseline: bool = ...,
+    baseline_path: str | None = ...,
+    precision: str = ...,
+    batch_independent: bool = ...,
+) -> Scores | tuple[Scores, str]: ...
+
+
+def score(
+    cands: Sequence[str],
+    refs: RefsArg,
+    model_type: str | None = None,
+    num_layers: int | None = None,
+    verbose: bool = False,
+    idf: bool | Mapping[int, float] = False,
+    device: str | None = None,
+    batch_size: int = 64,
+    nthreads: int = 4,
+    all_layers: bool = False,
+    lang: str | None = None,
+    return_hash: bool = False,
+    rescale_with_baseline: bool = False,
+    baseline_path: str | None = None,
+    precision: str = "fp32",
+    batch_independent: bool = False,
+) -> Scores | tuple[Scores, str]:
+    """BERTScore of candidates against references, as ``bert_score.score``.
+
+    Parameters
+    ----------
+    cands : list of str
+        Candidate sentences.
+    refs : list of str or list of list of str
+        References: one per candidate, or a list per candidate (counts may differ).
+    model_type : str, optional
+        Hugging Face id, checkpoint directory or ``.onnx`` file. Default: ``lang``'s model, or
+        sentence-transformers/all-MiniLM-L6-v2 at layer 6 when neither is given.
+    num_layers : int, optional
+        Layer to use; default bert_score's tuned layer for the model, else its last layer.
+    verbose : bool
+        Print progress.
+    idf : bool or dict
+        IDF weighting over the references (``ln((M+1)/(df+1))``), or a ready ``{id: weight}``.
+    device : str, optional
+        ``"cpu"``, ``"cuda"``/``"cuda:N"``; None picks CUDA when available.
+    batch_size : int
+        Pairs per bert_score scoring batch (which decides its padding floor, see
+        ``batch_independent``) and most texts per encoder call; encoder calls also stay within
+        ``encoder.DEFAULT_MAX_TOKENS`` padded tokens (texts are batched longest first).
+    nthreads : int
+        Accepted for compatibility.
+    all_layers : bool
+        Scores for every hidden state of the model: arrays of shape (layers + 1, N).
+    lang : str, optional
+        Language code; picks the model (bert_score's ``lang2model``) and the baseline.
+    return_hash : bool
+        Also return the settings hash.
+    rescale_with_baseline : bool
+        Rescale with the baseline of the model and ``lang`` (or ``baseline_path``).
+    baseline_path : str, optional
+        A custom baseline file.
+    precision : {"fp32", "int8"}
+        Encoder precision.
+    batch_independent : bool
+        False (default): bert_score's numbers, batch padding floor included (a token's best
+        match counts ``max(best, 0)`` when the other side of its pair is shorter than the
+        longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
+        the paper's definition, whatever its neighbours.
+
+    Returns
+    -------
+    (P, R, F) or ((P, R, F), hash)
+        float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+    """
+    if isinstance(idf, Mapping):
+        use_idf, idf_dict = True, idf
+    else:
+        use_idf, idf_dict = check_flag("idf", idf), None
+    if model_type is None and lang is not None:
+        lang = lang.lower()  # bert_score lower-cases lang where it picks the model from it
+    # Every argument is checked here, before any model is loaded or text encoded.
+    scorer = BERTScorer(
+        model_type=model_type,
+        num_layers=num_layers,
+        batch_size=batch_size,
+        nthreads=nthreads,
+        all_layers=all_layers,
+        idf=use_idf,
+        device=device,
+        lang=lang,
+        rescale_with_baseline=rescale_with_baseline,
+        baseline_path=baseline_path,
+        precision=precision,
+        cache_bytes=0,
+        batch_independent=batch_independent,
+    )
+    scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
+    if idf_dict is not None:
+        scorer.set_idf_dict(idf_dict)
+    elif use_idf:
+        scorer.compute_idf(pair_texts(cands, refs).refs)  # over the flattened references
+    return scorer.score(
+        cands, refs, verbose=verbose, batch_size=batch_size, return_hash=return_hash
+    )

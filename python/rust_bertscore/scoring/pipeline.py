@@ -1,0 +1,356 @@
+"""The scoring pipeline: texts to token ids, token vectors and weights, then the kernel.
+
+:class:`ScoringPipeline` is the engine behind :class:`~rust_bertscore.BERTScorer` and the public
+seam the analyses (alignments, similarity matrices, system comparison) build on. It holds one
+model at one layer (a :class:`~rust_bertscore.models.loading.ModelRuntime`), the cache of encoded
+texts and the token weights, and scores pairs with bert_score's rules: the padding floor (the
+kernel's ``pad_floor_flags``), empty and weightless texts, and the multi-reference max.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import _core
+from ..embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
+from ..models.loading import ModelRuntime
+from ..text import PairedTexts
+from .rounds import block_step, explicit_floors, round_budget, rounds
+from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
+from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+    from ..tokenization.tokenizer import TextTokenizer
+
+
+class Progress(Protocol):
+    """What the pipeline calls on a progress bar: ``update(pairs)`` and ``close()``."""
+
+    def update(self, n: int) -> object: ...
+
+    def close(self) -> object: ...
+
+
+def tqdm_progress(total: int) -> Progress:
+    """The default progress bar (tqdm), for ``total`` pairs."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="scoring", unit="pair")  # type: ignore[no-any-return]
+
+
+class ScoringPipeline:
+    """Texts to token ids, vectors and weights, and pairs to P/R/F with the kernel.
+
+    Parameters
+    ----------
+    runtime : ModelRuntime
+        Tokenizer and encoder of one model at one layer (or all layers).
+    cache : EmbeddingCache
+        Encoded texts kept across calls (``max_bytes`` 0: none).
+
+    Attributes
+    ----------
+    cache : EmbeddingCache
+    uniform : TokenWeights
+        bert_score's uniform weights: 1 for every token, 0 for special tokens.
+    idf_weights : TokenWeights or None
+        IDF weights once computed or given (see :meth:`idf_from_sentences`, :meth:`idf_from_dict`).
+    block_pairs : int
+        Pairs tokenised together per block (a multiple of the floor batch when there is one).
+    round_bytes : int
+        About the most bytes of token vectors held at once; a block is scored in rounds.
+    progress_bar : callable
+        ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
+    """
+
+    def __init__(self, runtime: ModelRuntime, cache: EmbeddingCache) -> None:
+        self._runtime = runtime
+        self.cache = cache
+        self.uniform = TokenWeights.uniform(
+            runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
+        )
+        self.idf_weights: TokenWeights | None = None
+        self.block_pairs = PAIRS_PER_CHUNK
+        self.round_bytes = CHUNK_BYTES
+        self.progress_bar: Callable[[int], Progress] = tqdm_progress
+
+    # -- the model ---------------------------------------------------------------------------
+    @property
+    def runtime(self) -> ModelRuntime:
+        """The model: tokenizer, encoder, layer, depth, precision."""
+        return self._runtime
+
+    @property
+    def tokenizer(self) -> TextTokenizer:
+        return self._runtime.tokenizer
+
+    @property
+    def all_layers(self) -> bool:
+        """Vectors of every hidden state (arrays with a leading layer axis)."""
+        return self._runtime.all_layers
+
+    @property
+    def layers(self) -> int:
+        """Layers scored: the model's depth + 1 with ``all_layers``, else 1."""
+        return self._runtime.depth + 1 if self.all_layers else 1
+
+    def use_encoder(self, encoder: Encoder) -> None:
+        """Encode with ``encoder`` from now on (same tokenizer and layer); empties the cache,
+        whose vectors came from the previous encoder."""
+        self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
+        self.cache.clear()
+
+    # -- texts to token ids, vectors and weights ---------------------------------------------
+    def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of every text, special tokens included (bert_score's ``sent_encode``)."""
+        return self._runtime.tokenizer.encode(texts)
+
+    def vectors(
+        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token vectors of ``texts`` (token ids ``ids``) packed for the kernel: from the cache
+        where seen before, else encoded straight into place (``batch_size`` texts per encoder
+        call at most).
+
+        Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
+        + 1]`` of ``data`` (of its last two axes, for all layers).
+        """
+        cache, all_layers = self.cache, self.all_layers
+        found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
+        missing = [i for i, v in enumerate(found) if v is None]
+        hits = [i for i, v in enumerate(found) if v is not None]
+        hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
+        packed = self._runtime.encoder.embed_packed(
+            [ids[i] for i in missing], batch_size, extra_rows=int(hit_lengths.sum())
+        )
+        data, fresh = packed.data, len(missing)
+        offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
+        slot = np.empty(len(texts), dtype=np.int64)
+        slot[np.asarray(missing, dtype=np.int64)[packed.order]] = np.arange(fresh)
+        for k, i in enumerate(hits):
+            slot[i] = fresh + k
+            lo, hi = offsets[fresh + k], offsets[fresh + k + 1]
+            if all_layers:
+                data[:, lo:hi] = found[i]
+            else:
+                data[lo:hi] = found[i]
+        if cache.max_bytes:
+            for j, i in enumerate(np.asarray(missing, dtype=np.int64)[packed.order]):
+                lo, hi = offsets[j], offsets[j + 1]
+                # A copy: a view would keep the whole round's array alive.
+                cache.put(texts[i], (data[:, lo:hi] if all_layers else data[lo:hi]).copy())
+        return data, offsets, slot
+
+    def text_vectors(
+        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+    ) -> list[np.ndarray]:
+        """Token vectors of each text, one (tokens x hidden) array per text (views of
+        :meth:`vectors`' packed array)."""
+        data, offsets, slot = self.vectors(texts, ids, batch_size)
+        return [data[..., offsets[s] : offsets[s + 1], :] for s in slot]
+
+    def weights_for(self, idf: bool) -> TokenWeights:
+        """The weights a scorer with ``idf`` scores with: :attr:`idf_weights` or :attr:`uniform`.
+
+        Raises ValueError when ``idf`` and no IDF weights were computed or given.
+        """
+        if not idf:
+            return self.uniform
+        if self.idf_weights is None:
+            raise ValueError(
+                "IDF weights are not computed: pass idf_sents or call compute_idf() first"
+            )
+        return self.idf_weights
+
+    def idf_from_sentences(self, sents: Sequence[str]) -> TokenWeights:
+        """bert_score's IDF over ``sents`` (``ln((M+1)/(df+1))`` over token-id sets, unseen ids
+        ``ln(M+1)``), by the kernel's ``idf_table``."""
+        docs = self.encode_ids(sents)
+        ids, values = _core.idf_table(docs)
+        return TokenWeights.from_idf(
+            dict(zip(ids.tolist(), values.tolist())),
+            unseen_idf(len(docs)),
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    def idf_from_dict(self, idf: Mapping[int, float]) -> TokenWeights:
+        """Ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default for unseen ids;
+        with a plain dict an unseen id weighs NaN, which scoring reports)."""
+        entries, default = idf_from_dict(idf)
+        return TokenWeights.from_idf(
+            entries,
+            math.nan if default is None else default,
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------
+    def score(
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
+        verbose: bool = False,
+    ) -> Scores:
+        """P, R, F of every candidate of ``paired``: :meth:`score_pairs`, then each candidate's
+        best over its references (the kernel's ``multi_ref_max``) when it has several.
+
+        ``pad_floor`` (explicit floor flags, one per flattened pair) replaces those of
+        ``floor_batch``'s batches; see :meth:`score_pairs`.
+        """
+        floors = explicit_floors(pad_floor, len(paired.cands))
+        if verbose:
+            print("calculating scores...")
+        start = time.perf_counter()
+        prf = self.score_pairs(paired, weights, batch_size, floor_batch, floors, verbose)
+        if paired.group_offsets is not None:
+            prf = max_over_groups(prf, paired.group_offsets)
+        if verbose:
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            print(f"done in {elapsed:.2f} seconds, {len(paired.refs) / elapsed:.2f} sentences/sec")
+        return prf[0], prf[1], prf[2]
+
+    def score_pairs(
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None = None,
+        verbose: bool = False,
+    ) -> np.ndarray:
+        """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
+
+        Pairs go in blocks of about :attr:`block_pairs` (a multiple of ``floor_batch``, so
+        that bert_score's scoring batches never straddle two blocks), tokenised together, and
+        each block in rounds of at most :attr:`round_bytes` of token vectors: a round encodes
+        (texts seen before come from the cache) and scores only its own texts, so memory does
+        not grow with the number of pairs. ``floor_batch``: bert_score's padding floor of
+        consecutive batches of that many pairs (the kernel's ``pad_floor_flags``); None: no
+        floor, unless ``floors`` gives explicit flags.
+        """
+        layers = self.layers
+        hidden = self._runtime.encoder.hidden_size or 1024
+        budget = round_budget(self.round_bytes, hidden, layers)  # token rows per round
+        n = len(paired.cands)
+        out = np.zeros((3, layers, n), dtype=np.float32)
+        warned: set[str] = set()
+        progress = self.progress_bar(n) if verbose else None
+        step = block_step(self.block_pairs, floor_batch)
+        for block in range(0, n, step):
+            block_stop = min(block + step, n)
+            block_floors = (
+                None
+                if floors is None
+                else (floors[0][block:block_stop], floors[1][block:block_stop])
+            )
+            self._score_block(
+                paired,
+                block,
+                block_stop,
+                weights,
+                batch_size,
+                floor_batch,
+                block_floors,
+                budget,
+                out,
+                warned,
+                progress,
+            )
+        if progress is not None:
+            progress.close()
+        return out if self.all_layers else out[:, 0, :]
+
+    def _score_block(
+        self,
+        paired: PairedTexts,
+        block: int,
+        block_stop: int,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None,
+        budget: int,
+        out: np.ndarray,
+        warned: set[str],
+        progress: Progress | None,
+    ) -> None:
+        """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
+        texts: dict[str, int] = {}
+        cand_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.cands[block:block_stop]),
+            np.int64,
+            block_stop - block,
+        )
+        ref_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.refs[block:block_stop]),
+            np.int64,
+            block_stop - block,
+        )
+        unique = list(texts)
+        ids = self.encode_ids(unique)
+        warn_empty(ids, cand_idx, ref_idx, warned)
+        text_weights = [weights.weights(t) for t in ids]
+        check_weights(text_weights, unique)
+        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+        weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
+        two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+        floor_p: np.ndarray | None = None  # no floor: batch-independent
+        floor_r: np.ndarray | None = None
+        if floors is not None:
+            floor_p, floor_r = floors
+        elif floor_batch is not None:
+            floor_p, floor_r = _core.pad_floor_flags(
+                lengths[cand_idx], lengths[ref_idx], floor_batch
+            )
+        for lo, hi in rounds(lengths[cand_idx] + lengths[ref_idx], budget):
+            needed, inverse = np.unique(
+                np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
+            )
+            data, offsets, slot = self.vectors(
+                [unique[i] for i in needed], [ids[i] for i in needed], batch_size
+            )
+            by_slot = needed[np.argsort(slot)]
+            packed_weights = np.concatenate([text_weights[i] for i in by_slot])
+            local = slot[inverse.reshape(-1)]
+            local_cand, local_ref = local[: hi - lo], local[hi - lo :]
+            round_floors = (
+                None if floor_p is None else floor_p[lo:hi],
+                None if floor_r is None else floor_r[lo:hi],
+            )
+            nan_sides = weightless_sides(
+                weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
+            )
+            for layer, vectors in enumerate(data if self.all_layers else data[None]):
+                p, r, f = _core.score_ragged(
+                    vectors,
+                    offsets,
+                    packed_weights,
+                    local_cand,
+                    local_ref,
+                    floor_precision=round_floors[0],
+                    floor_recall=round_floors[1],
+                )
+                if nan_sides is not None:
+                    unit = np.where(
+                        np.repeat(weightless[by_slot], np.diff(offsets)), 1.0, packed_weights
+                    ).astype(np.float32)
+                    score_weightless(
+                        (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
+                    )
+                out[0, layer, block + lo : block + hi] = p
+                out[1, layer, block + lo : block + hi] = r
+                out[2, layer, block + lo : block + hi] = f
+            if progress is not None:
+                progress.update(hi - lo)
+        # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+        out[:2, :, block + np.flatnonzero(two)] = 0.0
