@@ -16,14 +16,19 @@ from .embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from .errors import warn
 from .models.loading import ModelRuntime, load_runtime
 from .models.registry import choose_model
+from .options import ScoringOptions, f_beta
 from .rescale import load_baseline, packaged_baseline, rescale
+from .scored_tokens import ScoredTokens, warn_truncated
 from .text import PairedTexts, check_texts, pair_texts
+from .token_filter import drop_rows
 from .tokenization.tokenizer import TextTokenizer
+from .windows import embed_windowed
 
 if TYPE_CHECKING:
     from .align import Alignment
     from .compare import Comparison
     from .similarity import SimilarityMatrix
+    from .text_embedding import TextEmbedding
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
@@ -104,6 +109,19 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+    long_texts : {"truncate", "window"}
+        ``"truncate"`` (default, bert_score): texts longer than the model takes are cut, with
+        one :class:`~rust_bertscore.errors.RustBertScoreWarning` per call. ``"window"``: they
+        are encoded in overlapping windows of the model's maximum length and every token is
+        scored (:mod:`rust_bertscore.windows`); texts that fit score as with ``"truncate"``.
+    window_stride : int, optional
+        Content tokens between window starts (default: half a window).
+    exclude_punctuation : bool
+        Leave tokens made only of Unicode punctuation out of matching, on both sides.
+    exclude_special_tokens : bool
+        Leave the special tokens (``[CLS]``, ``[SEP]``, ``</s>``, ...) out of matching.
+    beta : float
+        F is ``(1 + beta**2) P R / (beta**2 P + R)`` (default 1: F1).
 
     Attributes
     ----------
@@ -132,9 +150,21 @@ class BERTScorer:
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         batch_independent: bool = False,
+        long_texts: str = "truncate",
+        window_stride: int | None = None,
+        exclude_punctuation: bool = False,
+        exclude_special_tokens: bool = False,
+        beta: float = 1.0,
     ) -> None:
         self.batch_independent = _check_flag("batch_independent", batch_independent)
+        self.options = ScoringOptions(
+            long_texts, window_stride, exclude_punctuation, exclude_special_tokens, beta
+        )
         self._rescale_with_baseline = _check_flag("rescale_with_baseline", rescale_with_baseline)
+        if self.options.beta != 1.0 and self._rescale_with_baseline:
+            raise ValueError(
+                "rescale_with_baseline with beta != 1: the baselines are of F1, not F-beta"
+            )
         if self._rescale_with_baseline and lang is None and baseline_path is None:
             raise ValueError(
                 "Need to specify Language when rescaling with baseline: pass lang (e.g. "
@@ -158,6 +188,7 @@ class BERTScorer:
         self.device = (
             "cuda" if "CUDAExecutionProvider" in self._runtime.encoder.providers else ("cpu")
         )
+        self._tokens = ScoredTokens(self._runtime.tokenizer, self.options)
         self._uniform = TokenWeights.uniform(
             self._runtime.tokenizer.special_ids, self._runtime.tokenizer.vocab_size
         )
@@ -213,6 +244,7 @@ class BERTScorer:
             self.use_custom_baseline,
             self.precision,
             self.batch_independent,
+            self.options,
         )
 
     @property
@@ -238,6 +270,12 @@ class BERTScorer:
         """The model's tokenizer, set up as bert_score's ``sent_encode``."""
         return self._runtime.tokenizer
 
+    @property
+    def scored_tokens(self) -> ScoredTokens:
+        """The tokens this scorer scores (ids as encoded, exclusions, windows): see
+        :class:`rust_bertscore.scored_tokens.ScoredTokens`."""
+        return self._tokens
+
     def set_idf_dict(self, idf: Mapping[int, float]) -> None:
         """Use ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default is kept for
         unseen ids; with a plain dict every token scored must have a weight)."""
@@ -259,7 +297,7 @@ class BERTScorer:
         self._idf_weights = self._idf_table(check_texts(sents, "sents"))
 
     def _idf_table(self, sents: Sequence[str]) -> TokenWeights:
-        docs = self._runtime.tokenizer.encode(sents)
+        docs = self._tokens.encode(sents)  # whole texts with long_texts="window"
         ids, values = _core.idf_table(docs)
         return TokenWeights.from_idf(
             dict(zip(ids.tolist(), values.tolist())),
@@ -374,6 +412,38 @@ class BERTScorer:
             out = (p, r, f)
         return (out, self.hash) if return_hash else out
 
+    # -- the data behind the scores -----------------------------------------------------------
+    def embed(self, texts: Sequence[str], batch_size: int | None = None) -> list[TextEmbedding]:
+        """Each text as this scorer scores it: token strings, ids, the special-token and
+        excluded-token masks, the layer's vectors (float32, as the encoder gives them) and
+        the weights. See :class:`rust_bertscore.text_embedding.TextEmbedding`.
+
+        With these, any score can be checked by hand: drop the excluded tokens, normalise the
+        rows, take the cosine matrix of a pair, its row and column maxima, and their means
+        weighted by ``weights`` (bert_score's batch padding floor aside: compare with
+        ``batch_independent=True`` or one pair at a time).
+        """
+        from .text_embedding import text_embeddings
+
+        texts = check_texts(texts, "texts")
+        weights = self._idf_weights if self._idf else self._uniform
+        if weights is None:
+            raise ValueError("IDF weights are not computed: pass idf_sents or call compute_idf()")
+        batch = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        tokenized = self._tokens.tokenize(texts)
+        data, offsets, slot = self._vectors(texts, tokenized.ids, batch)
+        rows = [slice(offsets[j], offsets[j + 1]) for j in slot]
+        tok = self._runtime.tokenizer
+        return text_embeddings(
+            texts,
+            tokenized.ids,
+            [[tok.id_to_token(t) for t in ids] for ids in tokenized.ids],
+            [self._tokens.special(ids) for ids in tokenized.ids],
+            tokenized.keep,
+            [data[:, r] if self.all_layers else data[r] for r in rows],
+            [weights.weights(ids) for ids in tokenized.ids],
+        )
+
     # -- token alignments (see align.py) -----------------------------------------------------
     def align(self, cand: str, ref: str) -> Alignment:
         """Token alignment of one pair: every token of each side with its weight and its best
@@ -451,6 +521,13 @@ class BERTScorer:
     ) -> Scores:
         batch = self.batch_size if batch_size is None else _check_batch_size(batch_size)
         floors = _explicit_floors(pad_floor, len(paired.cands))
+        if self.all_layers and paired.group_offsets is not None:
+            warn(
+                "all_layers with several references per candidate: each candidate gets its best "
+                "reference per layer, an array of shape (layers, candidates); bert_score 0.3.13 "
+                "takes this maximum over the wrong axis and returns other shapes",
+                4,
+            )
         if verbose:
             print("calculating scores...")
         start = time.perf_counter()
@@ -488,6 +565,7 @@ class BERTScorer:
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
         warned: set[str] = set()
+        cut: set[str] = set()
         progress = None
         if verbose:
             from tqdm.auto import tqdm
@@ -510,13 +588,17 @@ class BERTScorer:
                 block_stop - block,
             )
             unique = list(texts)
-            ids = self._runtime.tokenizer.encode(unique)
-            _warn_empty(ids, cand_idx, ref_idx, warned)
+            tokenized = self._tokens.tokenize(unique)
+            ids, keep = tokenized.ids, tokenized.keep
+            cut.update(unique[i] for i in tokenized.cut)
+            _warn_empty(tokenized.empty, cand_idx, ref_idx, warned)
             text_weights = [weights.weights(t) for t in ids]
             _check_weights(text_weights, unique)
-            lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+            if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
+                text_weights = [w[k] for w, k in zip(text_weights, keep)]
+            lengths = tokenized.lengths()
             weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
-            two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+            two = tokenized.empty[cand_idx] | tokenized.empty[ref_idx]
             if floors is not None:
                 floor_p, floor_r = floors[0][block:block_stop], floors[1][block:block_stop]
             elif floor_batch is not None:
@@ -533,6 +615,8 @@ class BERTScorer:
                     [unique[i] for i in needed], [ids[i] for i in needed], batch_size
                 )
                 by_slot = needed[np.argsort(slot)]
+                if keep is not None:
+                    data, offsets = drop_rows(data, offsets, [keep[i] for i in by_slot])
                 packed_weights = np.concatenate([text_weights[i] for i in by_slot])
                 local = slot[inverse.reshape(-1)]
                 local_cand, local_ref = local[: hi - lo], local[hi - lo :]
@@ -565,10 +649,14 @@ class BERTScorer:
                     out[2, layer, block + lo : block + hi] = f
                 if progress is not None:
                     progress.update(hi - lo)
+            if self.options.beta != 1.0:
+                span = slice(block, block_stop)
+                out[2, :, span] = f_beta(out[0, :, span], out[1, :, span], self.options.beta)
             # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
             out[:2, :, block + np.flatnonzero(two)] = 0.0
         if progress is not None:
             progress.close()
+        warn_truncated(len(cut), self._runtime.tokenizer.max_length)
         return out if self.all_layers else out[:, 0, :]
 
     def _vectors(
@@ -582,11 +670,19 @@ class BERTScorer:
         """
         cache = self._cache
         found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
+        # A text cached with other ids (cut, or whole) is encoded again.
+        found = [
+            v if v is None or v.shape[-2] == len(ids[i]) else None for i, v in enumerate(found)
+        ]
         missing = [i for i, v in enumerate(found) if v is None]
         hits = [i for i, v in enumerate(found) if v is not None]
         hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
-        packed = self._runtime.encoder.embed_packed(
-            [ids[i] for i in missing], batch_size, extra_rows=int(hit_lengths.sum())
+        packed = embed_windowed(
+            self._runtime.encoder,
+            [ids[i] for i in missing],
+            self._tokens.window,
+            batch_size,
+            extra_rows=int(hit_lengths.sum()),
         )
         data, fresh = packed.data, len(missing)
         offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
@@ -710,14 +806,13 @@ def _max_over_groups(prf: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
 
 
 def _warn_empty(
-    ids: Sequence[list[int]], cand_idx: np.ndarray, ref_idx: np.ndarray, warned: set[str]
+    empty: np.ndarray, cand_idx: np.ndarray, ref_idx: np.ndarray, warned: set[str]
 ) -> None:
     """bert_score's warnings for empty texts, each at most once per call (``warned``)."""
-    lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
-    if "cand" not in warned and len(cand_idx) and (lengths[cand_idx] == 2).any():
+    if "cand" not in warned and len(cand_idx) and empty[cand_idx].any():
         warned.add("cand")
         warn("Warning: Empty candidate sentence detected; setting raw BERTscores to 0.", 5)
-    if "ref" not in warned and len(ref_idx) and (lengths[ref_idx] == 2).any():
+    if "ref" not in warned and len(ref_idx) and empty[ref_idx].any():
         warned.add("ref")
         warn("Warning: Empty reference sentence detected; setting raw BERTScores to 0.", 5)
 
@@ -739,8 +834,10 @@ def make_hash(
     use_custom_baseline: bool,
     precision: str = "fp32",
     batch_independent: bool = False,
+    options: ScoringOptions | None = None,
 ) -> str:
-    """The settings string bert_score prints, naming this package and its version."""
+    """The settings string bert_score prints, naming this package and its version, and the
+    options other than bert_score's (:meth:`ScoringOptions.hash_suffix`)."""
     msg = (
         f"{model_type}_L{num_layers}{'_idf' if idf else '_no-idf'}"
         f"_version={__version__}(rust-bertscore)"
@@ -751,6 +848,8 @@ def make_hash(
         msg += f"_{precision}"
     if batch_independent:
         msg += "_batch-independent"
+    if options is not None:
+        msg += options.hash_suffix()
     return msg
 
 
@@ -772,6 +871,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> Scores: ...
 
 
@@ -794,6 +898,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -815,6 +924,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -836,6 +950,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -856,6 +975,11 @@ def score(
     baseline_path: str | None = None,
     precision: str = "fp32",
     batch_independent: bool = False,
+    long_texts: str = "truncate",
+    window_stride: int | None = None,
+    exclude_punctuation: bool = False,
+    exclude_special_tokens: bool = False,
+    beta: float = 1.0,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -899,6 +1023,15 @@ def score(
         match counts ``max(best, 0)`` when the other side of its pair is shorter than the
         longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
         the paper's definition, whatever its neighbours.
+    long_texts : {"truncate", "window"}
+        ``"truncate"`` (bert_score): texts past the model's maximum length are cut (one
+        warning per call says how many). ``"window"``: scored whole with sliding windows.
+    window_stride : int, optional
+        With ``"window"``: content tokens between window starts (default half a window).
+    exclude_punctuation, exclude_special_tokens : bool
+        Leave punctuation tokens / the special tokens out of matching, on both sides.
+    beta : float
+        F is ``(1 + beta**2) P R / (beta**2 P + R)``; 1 (default) gives F1.
 
     Returns
     -------
@@ -926,6 +1059,11 @@ def score(
         precision=precision,
         cache_bytes=0,
         batch_independent=batch_independent,
+        long_texts=long_texts,
+        window_stride=window_stride,
+        exclude_punctuation=exclude_punctuation,
+        exclude_special_tokens=exclude_special_tokens,
+        beta=beta,
     )
     scorer._missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

@@ -208,20 +208,36 @@ class TextTokenizer:
             return []
         return self._prefix + self._suffix
 
+    @property
+    def prefix_ids(self) -> list[int]:
+        """The special tokens before a text's own (``[CLS]``; none for T5, XLNet, mBART)."""
+        return list(self._prefix)
+
+    @property
+    def suffix_ids(self) -> list[int]:
+        """The special tokens after a text's own (``[SEP]``, ``</s>``, ``</s> en_XX``)."""
+        return list(self._suffix)
+
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, special tokens included, as bert_score's ``sent_encode``."""
+        out = [self.build(ids) for ids in self.encode_content(texts)]
+        if self.full_attention_limit is not None:
+            self.check_full_attention(texts, out)
+        return out
+
+    def encode_content(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's own token ids: prepared as bert_score does, without special tokens and
+        without truncation (an empty text gives ``[]``)."""
         prepared = [prepare_text(t, self.prefix_space) for t in texts]
-        out: list[list[int]] = [self.empty_ids for _ in prepared]
+        out: list[list[int]] = [[] for _ in prepared]
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
             for i, ids in zip(todo, encoded):
-                out[i] = self._build(ids)
-        if self.full_attention_limit is not None:
-            self._check_full_attention(texts, out)
+                out[i] = list(ids)
         return out
 
-    def _check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
+    def check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
         """``ValueError`` for a text longer than a block-sparse BigBird's full-attention limit."""
         limit = self.full_attention_limit
         for i, row in enumerate(ids):
@@ -231,13 +247,17 @@ class TextTokenizer:
                     f"text {i} ({start!r}...) has {len(row)} tokens: the BigBird model in "
                     f"{self.model_dir} runs full attention on at most {limit} tokens and "
                     "block-sparse attention past that, which this package does not implement "
-                    "(shorten or split the text)"
+                    "(shorten or split the text, or score it whole with long_texts='window')"
                 )
 
-    def _build(self, ids: list[int]) -> list[int]:
-        """Truncate (keeping room for the special tokens) and add the special tokens."""
+    def build(self, ids: list[int], *, truncate: bool = True) -> list[int]:
+        """A text's ids with the special tokens added (``build_inputs_with_special_tokens``),
+        truncated first to :attr:`max_length` (keeping room for the special tokens) unless
+        ``truncate`` is False. No ids (an empty text) give the special tokens only."""
+        if not ids:
+            return self.empty_ids
         n_special = len(self._prefix) + len(self._suffix)
-        if self.max_length is not None and len(ids) + n_special > self.max_length:
+        if truncate and self.max_length is not None and len(ids) + n_special > self.max_length:
             ids = ids[: max(self.max_length - n_special, 0)]
         if self._eos_if_absent and ids and ids[-1] == self._suffix[0]:
             return self._prefix + ids  # T5's _add_eos_if_not_present
