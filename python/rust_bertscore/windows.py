@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .encoder import Encoder, PackedStates
+if TYPE_CHECKING:  # the encoder (ONNX Runtime) loads only when texts are encoded
+    from .encoder import Encoder, PackedStates
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ def embed_windowed(
     """
     if spec is None or all(spec.fits(len(ids)) for ids in id_lists):
         return encoder.embed_packed(id_lists, batch_size, extra_rows=extra_rows)
+    from .encoder import PackedStates
     short = [i for i, ids in enumerate(id_lists) if spec.fits(len(ids))]
     long = [i for i, ids in enumerate(id_lists) if not spec.fits(len(ids))]
     long_lengths = np.fromiter((len(id_lists[i]) for i in long), np.int64, len(long))
