@@ -144,5 +144,5 @@ def warn_truncated(count: int, length: int | None) -> None:
         f"{texts} longer than the model's maximum of {length} tokens and cut to {length} "
         "tokens, as bert_score does: the rest of such a text is not scored. Pass "
         "long_texts='window' (CLI: --long-texts window) to score every token.",
-        4,
+        6,  # warn, warn_truncated, _score_pairs, _score, BERTScorer.score: its caller
     )
