@@ -105,6 +105,7 @@ FAMILIES = [
     (str(TINY / "mbart"), 128, 0, 2),  # X </s> en_XX
     (str(TINY / "mbart-50"), 128, 1, 1),  # en_XX X </s>
     (str(TINY / "t5"), 128, 0, 1),  # X </s>
+    (str(TINY / "xlnet"), 128, 0, 2),  # X <sep> <cls>: the specials at the end
     (str(MORE / "bigbird"), 144, 1, 1),  # the full-attention limit, not 512
 ]
 
@@ -112,7 +113,7 @@ FAMILIES = [
 @pytest.mark.parametrize(
     ("model", "length", "n_prefix", "n_suffix"),
     FAMILIES,
-    ids=["bert", "mbart", "mbart-50", "t5", "bigbird"],
+    ids=["bert", "mbart", "mbart-50", "t5", "xlnet", "bigbird"],
 )
 def test_windows_use_the_family_template(
     model: str, length: int, n_prefix: int, n_suffix: int

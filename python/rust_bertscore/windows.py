@@ -160,6 +160,7 @@ def embed_windowed(
     if spec is None or all(spec.fits(len(ids)) for ids in id_lists):
         return encoder.embed_packed(id_lists, batch_size, extra_rows=extra_rows)
     from .encoder import PackedStates
+
     short = [i for i, ids in enumerate(id_lists) if spec.fits(len(ids))]
     long = [i for i, ids in enumerate(id_lists) if not spec.fits(len(ids))]
     long_lengths = np.fromiter((len(id_lists[i]) for i in long), np.int64, len(long))
