@@ -101,13 +101,15 @@ class ScoredTokens:
             ids = []
             for c in content:
                 whole = tok.build(c, truncate=False)
-                ids.append(whole if spec.fits(len(whole)) else tok.prefix_ids + c + tok.suffix_ids)
+                if c is not None and not spec.fits(len(whole)):
+                    whole = tok.prefix_ids + c + tok.suffix_ids  # T5's eos always, for windows
+                ids.append(whole)
         else:
             ids = [tok.build(c) for c in content]
             limit = tok.max_length
             if limit is not None:
                 n_special = len(tok.prefix_ids) + len(tok.suffix_ids)
-                cut = [i for i, c in enumerate(content) if len(c) + n_special > limit]
+                cut = [i for i, c in enumerate(content) if c and len(c) + n_special > limit]
             if tok.full_attention_limit is not None:
                 tok.check_full_attention(texts, ids)
         keep = None

@@ -225,11 +225,12 @@ class TextTokenizer:
             self.check_full_attention(texts, out)
         return out
 
-    def encode_content(self, texts: Sequence[str]) -> list[list[int]]:
+    def encode_content(self, texts: Sequence[str]) -> list[list[int] | None]:
         """Each text's own token ids: prepared as bert_score does, without special tokens and
-        without truncation (an empty text gives ``[]``)."""
+        without truncation; None for an empty (or all-whitespace) text, which :meth:`build`
+        turns into :attr:`empty_ids`."""
         prepared = [prepare_text(t, self.prefix_space) for t in texts]
-        out: list[list[int]] = [[] for _ in prepared]
+        out: list[list[int] | None] = [None for _ in prepared]
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
@@ -250,11 +251,11 @@ class TextTokenizer:
                     "(shorten or split the text, or score it whole with long_texts='window')"
                 )
 
-    def build(self, ids: list[int], *, truncate: bool = True) -> list[int]:
+    def build(self, ids: list[int] | None, *, truncate: bool = True) -> list[int]:
         """A text's ids with the special tokens added (``build_inputs_with_special_tokens``),
         truncated first to :attr:`max_length` (keeping room for the special tokens) unless
-        ``truncate`` is False. No ids (an empty text) give the special tokens only."""
-        if not ids:
+        ``truncate`` is False. None (an empty text) gives :attr:`empty_ids`."""
+        if ids is None:
             return self.empty_ids
         n_special = len(self._prefix) + len(self._suffix)
         if truncate and self.max_length is not None and len(ids) + n_special > self.max_length:
