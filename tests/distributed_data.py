@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from conftest import REFERENCE, load_cases
+from conftest import REFERENCE, TINY, load_cases
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,3 +70,22 @@ def check_scores(out: pd.DataFrame, expected, atol: float) -> None:
     assert out["row"].tolist() == list(range(len(out)))
     for col, want in zip("PRF", expected):
         np.testing.assert_allclose(out[col].to_numpy(), want, atol=atol)
+
+
+def long_text_rows(n: int = 40) -> tuple[list[str], list]:
+    """Rows of the tiny BERT's WMT-like lines, every third one long (past its 128 tokens), a
+    few with two references: for the long-text and token-option cases."""
+    cands, refs = shuffled_rows(n, seed=7)
+    cands = [c if i % 3 else " ".join([c] * 12) for i, c in enumerate(cands)]
+    return cands, refs
+
+
+LONG_TEXT_OPTIONS = {
+    "model_type": str(TINY / "bert"),
+    "num_layers": 2,
+    "idf": True,
+    "long_texts": "window",
+    "window_stride": 40,
+    "exclude_punctuation": True,
+    "beta": 2.0,
+}

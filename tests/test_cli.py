@@ -269,6 +269,61 @@ def test_texts_on_the_command_line() -> None:
     np.testing.assert_array_equal(seg_rows(proc.stdout.splitlines()[0]), api_rows(P, R, F))
 
 
+def _long_lines(n: int, words: int) -> list[str]:
+    base = lines(REFS) + lines(HYPS)
+    return [" ".join(base[(i + k) % len(base)] for k in range(words // 10)) for i in range(n)]
+
+
+def test_long_texts_window_and_stride_flags(tmp_path: Path) -> None:
+    """--long-texts window --window-stride N: the API's numbers, named in the summary line; the
+    default cuts the long texts with one warning on stderr."""
+    cands, refs = _long_lines(3, 300), _long_lines(3, 200)[::-1]
+    (tmp_path / "c.txt").write_text("\n".join(cands) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    files = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", BERT, "-s"]
+    proc = ok(*files, "--long-texts", "window", "--window-stride", "40", "--idf")
+    P, R, F = rb.score(
+        cands, refs, model_type=BERT, idf=True, long_texts="window", window_stride=40
+    )
+    np.testing.assert_array_equal(
+        seg_rows("\n".join(proc.stdout.splitlines()[:3])), api_rows(P, R, F)
+    )
+    assert summary(proc.stdout)[0].endswith(
+        "_idf_version=" + rb.__version__ + "(rust-bertscore)_window-stride=40"
+    )
+    assert "cut to" not in proc.stderr
+    plain = ok(*files)
+    assert "6 texts were longer than the model's maximum of 128 tokens" in plain.stderr
+    assert summary(plain.stdout)[1:] != summary(proc.stdout)[1:]
+
+
+def test_exclusion_and_beta_flags() -> None:
+    cand, ref = "Hello, world! A test.", "Hello world: a test, surely."
+    proc = ok(
+        "-c",
+        cand,
+        "-r",
+        ref,
+        "-m",
+        BERT,
+        "-s",
+        "--exclude-punctuation",
+        "--exclude-special-tokens",
+        "--beta",
+        "2",
+    )
+    P, R, F = rb.score(
+        [cand],
+        [ref],
+        model_type=BERT,
+        exclude_punctuation=True,
+        exclude_special_tokens=True,
+        beta=2,
+    )
+    np.testing.assert_array_equal(seg_rows(proc.stdout.splitlines()[0]), api_rows(P, R, F))
+    assert summary(proc.stdout)[0].endswith("_no-punc_no-special_beta=2")
+
+
 def test_jsonl_input(tmp_path: Path) -> None:
     records = [
         {"hyp": "the coffee was cold", "refs": "the coffee is hot", "id": 1},
@@ -335,6 +390,23 @@ def error_cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["-c", "a cat", "-r", "the cat", *m, "--baseline_path", str(tmp / "b.csv")], "b.csv"),
         (["-c", "a cat", "-r", "the cat", *m, "--device", "tpu"], "tpu"),
         (["-c", "a cat", *m], "-r/--ref"),
+        (["-c", "a cat", "-r", "the cat", *m, "--long-texts", "chunk"], "--long-texts"),
+        (["-c", "a cat", "-r", "the cat", *m, "--window-stride", "8"], "long_texts='window'"),
+        (
+            [
+                "-c",
+                "a cat",
+                "-r",
+                "the cat",
+                *m,
+                "--long-texts",
+                "window",
+                "--window-stride",
+                "999",
+            ],
+            "window_stride",
+        ),
+        (["-c", "a cat", "-r", "the cat", *m, "--beta", "0"], "--beta"),
     ]
 
 

@@ -11,7 +11,15 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
+from distributed_data import (
+    LONG_TEXT_OPTIONS,
+    as_lists,
+    check_scores,
+    expected_scores,
+    floor_case,
+    long_text_rows,
+    shuffled_rows,
+)
 
 ray = pytest.importorskip("ray", reason="ray[data] is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
@@ -94,6 +102,17 @@ def test_batch_independent_needs_no_first_pass(cluster, minilm_dir):
     assert list(out.columns) == ["hyp", "ref", "row", "P", "R", "F"]
     want = score(cands, refs, model_type=str(minilm_dir), batch_independent=True)
     check_scores(out, want, atol=1e-6)
+
+
+def test_long_texts_and_token_options_equal_score(cluster):
+    """long_texts="window" with a stride, exclude_punctuation, beta and idf with the padding
+    floor (batches of 7): the first pass counts whole texts and kept tokens as score() does."""
+    cands, refs = long_text_rows()
+    ds = _dataset(cands, refs, blocks=3).materialize()
+    out = score_dataset(
+        ds, "hyp", "ref", index_col="row", batch_size=7, concurrency=1, **LONG_TEXT_OPTIONS
+    ).to_pandas()
+    check_scores(out, score(cands, refs, batch_size=7, **LONG_TEXT_OPTIONS), atol=1e-6)
 
 
 def test_malformed_row_is_reported_with_its_index(cluster, minilm_dir):

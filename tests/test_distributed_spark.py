@@ -9,7 +9,15 @@ import sys
 import numpy as np
 import pytest
 
-from distributed_data import as_lists, check_scores, expected_scores, floor_case, shuffled_rows
+from distributed_data import (
+    LONG_TEXT_OPTIONS,
+    as_lists,
+    check_scores,
+    expected_scores,
+    floor_case,
+    long_text_rows,
+    shuffled_rows,
+)
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
@@ -101,6 +109,16 @@ def test_score_spark_multi_reference_figures(spark, minilm_dir):
         df, "hyp", "ref", index_col="row", model_type=str(minilm_dir), **case["kwargs"]
     ).toPandas()
     check_scores(out, [case["expected"][c] for c in "PRF"], atol=1e-5)
+
+
+def test_long_texts_and_token_options_equal_score(spark):
+    """long_texts="window", exclude_punctuation, beta, idf and floors of batches of 7."""
+    from rust_bertscore import score
+
+    cands, refs = long_text_rows()
+    df = _frame(spark, cands, refs, 3, with_row=True)
+    out = score_spark(df, "hyp", "ref", index_col="row", batch_size=7, **LONG_TEXT_OPTIONS)
+    check_scores(out.toPandas(), score(cands, refs, batch_size=7, **LONG_TEXT_OPTIONS), atol=1e-6)
 
 
 def test_malformed_row_and_bad_columns(spark, minilm_dir):

@@ -201,7 +201,7 @@ def test_no_import_cycle() -> None:
 
 
 ANALYSES = ("align", "similarity", "heatmap", "compare", "compare_layout", "stats")
-FRONT = ("scoring.scorer", "scoring.api", "scores")
+FRONT = ("scoring.scorer", "scoring.properties", "scoring.api", "scores")
 ENGINE = ("scoring.settings", "scoring.rounds", "scoring.rules", "scoring.pipeline")
 
 

@@ -11,15 +11,27 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from . import _core
-from .tokenization.tokenizer import TextTokenizer
+
+if TYPE_CHECKING:
+    from .scored_tokens import ScoredTokens
+
+
+class Encodes(Protocol):
+    """What :func:`document_frequencies` needs: ``TextTokenizer`` or ``ScoredTokens``."""
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]: ...
 
 
 def document_frequencies(
-    tokenizer: TextTokenizer, ref_chunks: Iterable[list[str]], progress: object = None
+    tokenizer: Encodes, ref_chunks: Iterable[list[str]], progress: object = None
 ) -> tuple[np.ndarray, int]:
     """Count, for every token id, the references whose token ids contain it.
 
@@ -60,11 +72,12 @@ def idf_dict(df: np.ndarray, m: int) -> defaultdict[int, float]:
 
 
 def pair_lengths(
-    tokenizer: TextTokenizer, cands: Sequence[str], refs: Sequence[str]
+    tokens: ScoredTokens, cands: Sequence[str], refs: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Token counts (special tokens included) of each pair's candidate and reference."""
+    """Token counts (special tokens included) of each pair's candidate and reference, as the
+    scorer counts them (whole texts with ``long_texts="window"``, after exclusions)."""
     texts = list(dict.fromkeys([*cands, *refs]))
-    lengths = dict(zip(texts, (len(ids) for ids in tokenizer.encode(texts))))
+    lengths = dict(zip(texts, tokens.lengths(texts).tolist()))
     return (
         np.fromiter((lengths[t] for t in cands), np.int64, len(cands)),
         np.fromiter((lengths[t] for t in refs), np.int64, len(refs)),

@@ -53,10 +53,10 @@ def scored_chunks(
         return
     maxima = BatchMaxima(batch_size)
     for chunk in source.chunks(chunk_size):
-        maxima.add(*pair_lengths(scorer.tokenizer, *flattened(chunk)))
+        maxima.add(*pair_lengths(scorer.scored_tokens, *flattened(chunk)))
     start = 0
     for chunk in source.chunks(chunk_size):
-        cand_lengths, ref_lengths = pair_lengths(scorer.tokenizer, *flattened(chunk))
+        cand_lengths, ref_lengths = pair_lengths(scorer.scored_tokens, *flattened(chunk))
         floors = maxima.floors(start, cand_lengths, ref_lengths)
         start += len(cand_lengths)
         yield scorer.score(  # type: ignore[misc]

@@ -13,6 +13,8 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from ..scoring.scorer import BERTScorer
 
+from ..options import LONG_TEXT_MODES, OPTION_NAMES
+
 PROG = "rust-bertscore"
 
 EXIT_OK = 0
@@ -151,6 +153,54 @@ def add_model_and_scoring_groups(
     model.add_argument("-b", "--batch_size", type=positive_int, default=64, help=batch_size_help)
     scoring = parser.add_argument_group("scoring")
     add_scoring_flags(scoring, batch_independent_help=batch_independent_help)
+    add_option_flags(parser.add_argument_group("long texts and metric options"))
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_option_flags(parser: argparse._ActionsContainer) -> None:
+    """``--long-texts``, ``--window-stride``, ``--exclude-punctuation``,
+    ``--exclude-special-tokens`` and ``--beta`` (``rust_bertscore.options.ScoringOptions``)."""
+    parser.add_argument(
+        "--long-texts",
+        choices=LONG_TEXT_MODES,
+        default="truncate",
+        help="texts longer than the model takes: cut them (truncate, bert_score's numbers) or "
+        "score every token with sliding windows (window)",
+    )
+    parser.add_argument(
+        "--window-stride",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --long-texts window: content tokens between window starts (half a window)",
+    )
+    parser.add_argument(
+        "--exclude-punctuation",
+        action="store_true",
+        help="leave tokens made only of punctuation out of matching",
+    )
+    parser.add_argument(
+        "--exclude-special-tokens",
+        action="store_true",
+        help="leave the special tokens ([CLS], [SEP], </s>, ...) out of matching",
+    )
+    parser.add_argument(
+        "--beta",
+        type=positive_float,
+        default=1.0,
+        metavar="B",
+        help="F is (1 + B^2) P R / (B^2 P + R) (default 1: F1)",
+    )
 
 
 def check_baseline_path(args: argparse.Namespace) -> None:
@@ -171,6 +221,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
+        **{name: getattr(args, name) for name in OPTION_NAMES if hasattr(args, name)},
     }
 
 

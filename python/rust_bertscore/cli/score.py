@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     use_ray = args.ray or args.ray_address is not None
     if args.idf and not use_ray:  # on Ray the engine counts document frequencies itself
         with progress_bar(source.num_refs, desc="idf", quiet=args.quiet) as bar:
-            df, m = document_frequencies(scorer.tokenizer, source.ref_chunks(IDF_CHUNK), bar)
+            df, m = document_frequencies(scorer.scored_tokens, source.ref_chunks(IDF_CHUNK), bar)
         scorer.set_idf_dict(idf_dict(df, m))
         debug(args, f"idf over {m} references")
 

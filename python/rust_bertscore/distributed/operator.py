@@ -177,7 +177,7 @@ class BERTScoreBatch:
         flat_cands, flat_refs, counts = flatten(cands, groups)
         floors = None
         if self.plan is not None and self.plan.maxima is not None and not scorer.batch_independent:
-            lengths = pair_lengths(scorer.tokenizer, flat_cands, flat_refs)
+            lengths = pair_lengths(scorer.scored_tokens, flat_cands, flat_refs)
             floors = self.plan.floors(index, counts, *lengths)
         refs: list[str] | list[list[str]] = groups if (counts != 1).any() else flat_refs
         try:

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
+from ..options import ScoringOptions
+from ..scored_tokens import ScoredTokens
 from ..tokenization.tokenizer import TextTokenizer
 from .columns import Batch, DistributedInputError, column, ref_groups, texts
 
@@ -84,14 +86,18 @@ def batch_statistics(
     ref_col: str,
     index_col: str,
     *,
-    tokenizer: TextTokenizer,
+    tokenizer: TextTokenizer | ScoredTokens,
     pair_offsets: np.ndarray | None,
     batch_size: int,
     floors: bool,
     idf: bool,
 ) -> bytes:
     """Pass 2 on one engine batch, pickled: the longest candidate/reference per scoring batch
-    met here (``floors``) and the references' document frequencies (``idf``)."""
+    met here (``floors``) and the references' document frequencies (``idf``), counted as a
+    scorer with the options of ``tokenizer`` (a plain ``TextTokenizer``: the defaults) counts
+    them."""
+    if isinstance(tokenizer, TextTokenizer):
+        tokenizer = ScoredTokens(tokenizer, ScoringOptions())
     index = row_index(batch, index_col)
     cands = texts(column(batch, cand_col), cand_col, index)
     groups = ref_groups(column(batch, ref_col), ref_col, index)
@@ -353,14 +359,16 @@ def statistics_part(
     batch_size: int,
     floors: bool,
     idf: bool,
+    options: ScoringOptions | None = None,
 ) -> bytes:
-    """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang``."""
+    """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang`` and the
+    scorer's ``options`` (long texts, exclusions)."""
     return batch_statistics(
         batch,
         cand_col,
         ref_col,
         index_col,
-        tokenizer=load_tokenizer(model_type, lang),
+        tokenizer=ScoredTokens(load_tokenizer(model_type, lang), options or ScoringOptions()),
         pair_offsets=pair_offsets,
         batch_size=batch_size,
         floors=floors,
@@ -381,6 +389,7 @@ def first_pass(
     idf: bool,
     model_type: str | None,
     lang: str | None,
+    options: ScoringOptions | None = None,
 ) -> ScorePlan:
     """Both passes of the plan over a dataset of ``num_rows`` rows.
 
@@ -406,6 +415,7 @@ def first_pass(
             batch_size=batch_size,
             floors=floors,
             idf=idf,
+            options=options,
         )
         for part in map_parts(stats_of):
             builder.add_statistics(part)

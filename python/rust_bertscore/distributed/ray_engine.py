@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..options import ScoringOptions
 from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
@@ -118,6 +119,7 @@ def plan_dataset(
     idf: bool = False,
     model_type: str | None = None,
     lang: str | None = None,
+    options: ScoringOptions | None = None,
     rows_per_batch: int = ROWS_PER_BATCH,
 ) -> ScorePlan:
     """The first pass over ``ds`` (tokenizer only, as Ray tasks): see
@@ -141,6 +143,7 @@ def plan_dataset(
         idf=idf,
         model_type=model_type,
         lang=lang,
+        options=options,
     )
 
 
@@ -223,6 +226,7 @@ def score_dataset(
             idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
+            options=ScoringOptions.from_mapping(options),
             rows_per_batch=rows_per_batch,
         )
     kwargs: dict[str, Any] = dict(

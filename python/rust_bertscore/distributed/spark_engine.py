@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..options import ScoringOptions
 from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
@@ -72,6 +73,7 @@ def plan_spark(
     idf: bool = False,
     model_type: str | None = None,
     lang: str | None = None,
+    options: ScoringOptions | None = None,
 ) -> ScorePlan:
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
@@ -99,6 +101,7 @@ def plan_spark(
         idf=idf,
         model_type=model_type,
         lang=lang,
+        options=options,
     )
 
 
@@ -196,6 +199,7 @@ def score_spark(
             idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
+            options=ScoringOptions.from_mapping(options),
         )
     fn = map_in_pandas(
         cand_col,

@@ -28,6 +28,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> Scores: ...
 
 
@@ -50,6 +55,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -71,6 +81,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -92,6 +107,11 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    long_texts: str = ...,
+    window_stride: int | None = ...,
+    exclude_punctuation: bool = ...,
+    exclude_special_tokens: bool = ...,
+    beta: float = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -112,6 +132,11 @@ def score(
     baseline_path: str | None = None,
     precision: str = "fp32",
     batch_independent: bool = False,
+    long_texts: str = "truncate",
+    window_stride: int | None = None,
+    exclude_punctuation: bool = False,
+    exclude_special_tokens: bool = False,
+    beta: float = 1.0,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -155,11 +180,36 @@ def score(
         match counts ``max(best, 0)`` when the other side of its pair is shorter than the
         longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
         the paper's definition, whatever its neighbours.
+    long_texts : {"truncate", "window"}
+        ``"truncate"`` (bert_score): texts past the model's maximum length are cut (one
+        warning per call says how many). ``"window"``: scored whole with sliding windows.
+    window_stride : int, optional
+        With ``"window"``: content tokens between window starts (default half a window).
+    exclude_punctuation, exclude_special_tokens : bool
+        Leave punctuation tokens / the special tokens out of matching, on both sides.
+    beta : float
+        F is ``(1 + beta**2) P R / (beta**2 P + R)``; 1 (default) gives F1.
 
     Returns
     -------
     (P, R, F) or ((P, R, F), hash)
         float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+
+    Examples
+    --------
+    >>> from rust_bertscore import score
+    >>> cands, refs = ["The cat sat on the mat."], ["A cat was sitting on the mat."]
+    >>> P, R, F = score(cands, refs)
+    >>> P.shape, P.dtype
+    ((1,), dtype('float32'))
+    >>> _, _, F2 = score(cands, refs, beta=2.0)  # F-beta weighs recall more
+    >>> bool(abs(F2[0] - 5 * P[0] * R[0] / (4 * P[0] + R[0])) < 1e-6)
+    True
+    >>> (P, R, F), hash_ = score(
+    ...     cands, refs, long_texts="window", exclude_punctuation=True, return_hash=True
+    ... )
+    >>> hash_.endswith("_window_no-punc")
+    True
     """
     if isinstance(idf, Mapping):
         use_idf, idf_dict = True, idf
@@ -182,6 +232,11 @@ def score(
         precision=precision,
         cache_bytes=0,
         batch_independent=batch_independent,
+        long_texts=long_texts,
+        window_stride=window_stride,
+        exclude_punctuation=exclude_punctuation,
+        exclude_special_tokens=exclude_special_tokens,
+        beta=beta,
     )
     scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

@@ -4,7 +4,9 @@
 seam the analyses (alignments, similarity matrices, system comparison) build on. It holds one
 model at one layer (a :class:`~rust_bertscore.models.loading.ModelRuntime`), the cache of encoded
 texts and the token weights, and scores pairs with bert_score's rules: the padding floor (the
-kernel's ``pad_floor_flags``), empty and weightless texts, and the multi-reference max.
+kernel's ``pad_floor_flags``), empty and weightless texts, and the multi-reference max; and with
+the options bert_score does not have (:class:`~rust_bertscore.options.ScoringOptions`): long
+texts in sliding windows, tokens left out of matching, F-beta.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from numpy.typing import ArrayLike
 from .. import _core
 from ..embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from ..models.loading import ModelRuntime
+from ..options import ScoringOptions, f_beta
+from ..scored_tokens import ScoredTokens
 from ..text import PairedTexts
+from ..text_embedding import TextEmbedding, text_embeddings
+from ..token_filter import drop_rows
+from ..windows import embed_windowed
 from .rounds import block_step, explicit_floors, round_budget, rounds
 from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
@@ -55,10 +62,15 @@ class ScoringPipeline:
         Tokenizer and encoder of one model at one layer (or all layers).
     cache : EmbeddingCache
         Encoded texts kept across calls (``max_bytes`` 0: none).
+    options : ScoringOptions, optional
+        Long texts, exclusions and beta (default: bert_score's metric).
 
     Attributes
     ----------
     cache : EmbeddingCache
+    options : ScoringOptions
+    tokens : ScoredTokens
+        The tokens scored: ids as encoded (cut, or whole with windows), exclusions, windows.
     uniform : TokenWeights
         bert_score's uniform weights: 1 for every token, 0 for special tokens.
     idf_weights : TokenWeights or None
@@ -71,9 +83,13 @@ class ScoringPipeline:
         ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
     """
 
-    def __init__(self, runtime: ModelRuntime, cache: EmbeddingCache) -> None:
+    def __init__(
+        self, runtime: ModelRuntime, cache: EmbeddingCache, options: ScoringOptions | None = None
+    ) -> None:
         self._runtime = runtime
         self.cache = cache
+        self.options = options or ScoringOptions()
+        self.tokens = ScoredTokens(runtime.tokenizer, self.options)
         self.uniform = TokenWeights.uniform(
             runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
         )
@@ -110,26 +126,36 @@ class ScoringPipeline:
 
     # -- texts to token ids, vectors and weights ---------------------------------------------
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of every text, special tokens included (bert_score's ``sent_encode``)."""
+        """Token ids of every text, special tokens included (bert_score's ``sent_encode``, cut at
+        the model's maximum length; :attr:`tokens` gives the ids the options score)."""
         return self._runtime.tokenizer.encode(texts)
 
     def vectors(
         self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Token vectors of ``texts`` (token ids ``ids``) packed for the kernel: from the cache
-        where seen before, else encoded straight into place (``batch_size`` texts per encoder
-        call at most).
+        where seen before (with as many ids), else encoded straight into place (``batch_size``
+        texts per encoder call at most; a text longer than the model takes, in the sliding
+        windows of ``long_texts="window"``).
 
         Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
         + 1]`` of ``data`` (of its last two axes, for all layers).
         """
         cache, all_layers = self.cache, self.all_layers
         found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
+        # A text cached with other ids (cut, or whole) is encoded again.
+        found = [
+            v if v is None or v.shape[-2] == len(ids[i]) else None for i, v in enumerate(found)
+        ]
         missing = [i for i, v in enumerate(found) if v is None]
         hits = [i for i, v in enumerate(found) if v is not None]
         hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
-        packed = self._runtime.encoder.embed_packed(
-            [ids[i] for i in missing], batch_size, extra_rows=int(hit_lengths.sum())
+        packed = embed_windowed(
+            self._runtime.encoder,
+            [ids[i] for i in missing],
+            self.tokens.window,
+            batch_size,
+            extra_rows=int(hit_lengths.sum()),
         )
         data, fresh = packed.data, len(missing)
         offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
@@ -157,6 +183,26 @@ class ScoringPipeline:
         data, offsets, slot = self.vectors(texts, ids, batch_size)
         return [data[..., offsets[s] : offsets[s + 1], :] for s in slot]
 
+    def embed(
+        self, texts: Sequence[str], weights: TokenWeights, batch_size: int
+    ) -> list[TextEmbedding]:
+        """Each text as it is scored: token strings and ids of :attr:`tokens`, the special and
+        excluded tokens, the vectors (float32, as the encoder gives them, through the cache)
+        and ``weights``' weight of each token (see
+        :class:`~rust_bertscore.text_embedding.TextEmbedding`)."""
+        tokenized = self.tokens.tokenize(texts)
+        data, offsets, slot = self.vectors(texts, tokenized.ids, batch_size)
+        tok = self._runtime.tokenizer
+        return text_embeddings(
+            texts,
+            tokenized.ids,
+            [[tok.id_to_token(t) for t in ids] for ids in tokenized.ids],
+            [self.tokens.special(ids) for ids in tokenized.ids],
+            tokenized.keep,
+            [data[..., offsets[j] : offsets[j + 1], :] for j in slot],
+            [weights.weights(ids) for ids in tokenized.ids],
+        )
+
     def weights_for(self, idf: bool) -> TokenWeights:
         """The weights a scorer with ``idf`` scores with: :attr:`idf_weights` or :attr:`uniform`.
 
@@ -172,8 +218,9 @@ class ScoringPipeline:
 
     def idf_from_sentences(self, sents: Sequence[str]) -> TokenWeights:
         """bert_score's IDF over ``sents`` (``ln((M+1)/(df+1))`` over token-id sets, unseen ids
-        ``ln(M+1)``), by the kernel's ``idf_table``."""
-        docs = self.encode_ids(sents)
+        ``ln(M+1)``), by the kernel's ``idf_table``; over whole texts with
+        ``long_texts="window"``."""
+        docs = self.tokens.encode(sents)
         ids, values = _core.idf_table(docs)
         return TokenWeights.from_idf(
             dict(zip(ids.tolist(), values.tolist())),
@@ -200,18 +247,20 @@ class ScoringPipeline:
         floor_batch: int | None,
         pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
         verbose: bool = False,
+        truncated: set[str] | None = None,
     ) -> Scores:
         """P, R, F of every candidate of ``paired``: :meth:`score_pairs`, then each candidate's
         best over its references (the kernel's ``multi_ref_max``) when it has several.
 
         ``pad_floor`` (explicit floor flags, one per flattened pair) replaces those of
-        ``floor_batch``'s batches; see :meth:`score_pairs`.
+        ``floor_batch``'s batches; ``truncated`` collects the texts cut to the model's maximum
+        length; see :meth:`score_pairs`.
         """
         floors = explicit_floors(pad_floor, len(paired.cands))
         if verbose:
             print("calculating scores...")
         start = time.perf_counter()
-        prf = self.score_pairs(paired, weights, batch_size, floor_batch, floors, verbose)
+        prf = self.score_pairs(paired, weights, batch_size, floor_batch, floors, verbose, truncated)
         if paired.group_offsets is not None:
             prf = max_over_groups(prf, paired.group_offsets)
         if verbose:
@@ -227,6 +276,7 @@ class ScoringPipeline:
         floor_batch: int | None,
         floors: tuple[np.ndarray, np.ndarray] | None = None,
         verbose: bool = False,
+        truncated: set[str] | None = None,
     ) -> np.ndarray:
         """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
 
@@ -237,6 +287,10 @@ class ScoringPipeline:
         not grow with the number of pairs. ``floor_batch``: bert_score's padding floor of
         consecutive batches of that many pairs (the kernel's ``pad_floor_flags``); None: no
         floor, unless ``floors`` gives explicit flags.
+
+        With :attr:`options`: the tokens are :attr:`tokens`' (whole texts in windows; excluded
+        tokens dropped from both sides, and the padding floor compares the tokens left), F is
+        F-beta. Texts cut to the model's maximum length are added to ``truncated``.
         """
         layers = self.layers
         hidden = self._runtime.encoder.hidden_size or 1024
@@ -244,6 +298,7 @@ class ScoringPipeline:
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
         warned: set[str] = set()
+        cut: set[str] = set() if truncated is None else truncated
         progress = self.progress_bar(n) if verbose else None
         step = block_step(self.block_pairs, floor_batch)
         for block in range(0, n, step):
@@ -264,6 +319,7 @@ class ScoringPipeline:
                 budget,
                 out,
                 warned,
+                cut,
                 progress,
             )
         if progress is not None:
@@ -282,6 +338,7 @@ class ScoringPipeline:
         budget: int,
         out: np.ndarray,
         warned: set[str],
+        cut: set[str],
         progress: Progress | None,
     ) -> None:
         """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
@@ -297,13 +354,17 @@ class ScoringPipeline:
             block_stop - block,
         )
         unique = list(texts)
-        ids = self.encode_ids(unique)
-        warn_empty(ids, cand_idx, ref_idx, warned)
+        tokenized = self.tokens.tokenize(unique)
+        ids, keep = tokenized.ids, tokenized.keep
+        cut.update(unique[i] for i in tokenized.cut)
+        warn_empty(tokenized.empty, cand_idx, ref_idx, warned)
         text_weights = [weights.weights(t) for t in ids]
         check_weights(text_weights, unique)
-        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+        if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
+            text_weights = [w[k] for w, k in zip(text_weights, keep)]
+        lengths = tokenized.lengths()
         weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
-        two = (lengths[cand_idx] == 2) | (lengths[ref_idx] == 2)
+        two = tokenized.empty[cand_idx] | tokenized.empty[ref_idx]
         floor_p: np.ndarray | None = None  # no floor: batch-independent
         floor_r: np.ndarray | None = None
         if floors is not None:
@@ -320,6 +381,8 @@ class ScoringPipeline:
                 [unique[i] for i in needed], [ids[i] for i in needed], batch_size
             )
             by_slot = needed[np.argsort(slot)]
+            if keep is not None:
+                data, offsets = drop_rows(data, offsets, [keep[i] for i in by_slot])
             packed_weights = np.concatenate([text_weights[i] for i in by_slot])
             local = slot[inverse.reshape(-1)]
             local_cand, local_ref = local[: hi - lo], local[hi - lo :]
@@ -352,5 +415,8 @@ class ScoringPipeline:
                 out[2, layer, block + lo : block + hi] = f
             if progress is not None:
                 progress.update(hi - lo)
+        if self.options.beta != 1.0:
+            span = slice(block, block_stop)
+            out[2, :, span] = f_beta(out[0, :, span], out[1, :, span], self.options.beta)
         # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
         out[:2, :, block + np.flatnonzero(two)] = 0.0

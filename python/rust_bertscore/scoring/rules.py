@@ -79,16 +79,16 @@ def max_over_groups(prf: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
 
 
 def warn_empty(
-    ids: Sequence[list[int]], cand_idx: np.ndarray, ref_idx: np.ndarray, warned: set[str]
+    empty: np.ndarray, cand_idx: np.ndarray, ref_idx: np.ndarray, warned: set[str]
 ) -> None:
-    """bert_score's warnings for empty texts, each at most once per call (``warned``), issued
-    from :meth:`BERTScorer.score`'s frame (``ScoringPipeline.score`` -> ``score_pairs`` ->
-    its block -> here)."""
-    lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
-    if "cand" not in warned and len(cand_idx) and (lengths[cand_idx] == 2).any():
+    """bert_score's warnings for empty texts (``empty``: one flag per text, see
+    ``TokenizedTexts.empty``), each at most once per call (``warned``), issued from
+    :meth:`BERTScorer.score`'s frame (``ScoringPipeline.score`` -> ``score_pairs`` -> its
+    block -> here)."""
+    if "cand" not in warned and len(cand_idx) and empty[cand_idx].any():
         warned.add("cand")
         warn("Warning: Empty candidate sentence detected; setting raw BERTscores to 0.", 6)
-    if "ref" not in warned and len(ref_idx) and (lengths[ref_idx] == 2).any():
+    if "ref" not in warned and len(ref_idx) and empty[ref_idx].any():
         warned.add("ref")
         warn("Warning: Empty reference sentence detected; setting raw BERTScores to 0.", 6)
 

@@ -1,9 +1,12 @@
 """The scorer front: :class:`BERTScorer`, bert_score 0.3.13's class on the scoring pipeline.
 
-The front checks arguments, holds the settings (IDF, rescaling, the floor batch) and calls
+The front checks arguments, holds the settings (IDF, rescaling, the floor batch, the
+:class:`~rust_bertscore.options.ScoringOptions`) and calls
 :class:`~rust_bertscore.scoring.pipeline.ScoringPipeline`; its convenience methods call the
 analyses (``align``, ``similarity``, ``heatmap``, ``compare``), which sit between the pipeline
-and this module. Nothing of the package below this module imports it at run time.
+and this module. Its properties, engine seams and IDF setters are in
+:class:`~rust_bertscore.scoring.properties.ScorerProperties`, its base class. Nothing of the
+package below this module imports it at run time.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from ..compare import Comparison, compare_systems
 from ..embeddings import EmbeddingCache
 from ..errors import warn
 from ..heatmap import require_matplotlib, save_example
-from ..models.loading import ModelRuntime, load_runtime
+from ..models.loading import load_runtime
 from ..models.registry import choose_model
-from ..rescale import load_baseline, packaged_baseline, rescale
+from ..options import ScoringOptions
+from ..rescale import packaged_baseline, rescale
+from ..scored_tokens import warn_truncated
 from ..similarity import SimilarityMatrix, compute_similarity_matrix
 from ..text import check_texts, pair_texts
 from .pipeline import ScoringPipeline
+from .properties import ScorerProperties
 from .settings import (
     DEFAULT_CACHE_BYTES,
     SCORE_BATCH_SIZE,
@@ -32,15 +38,13 @@ from .settings import (
     Scores,
     check_batch_size,
     check_flag,
-    make_hash,
 )
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
-    from ..tokenization.tokenizer import TextTokenizer
+    from ..text_embedding import TextEmbedding
 
 
-class BERTScorer:
+class BERTScorer(ScorerProperties):
     """BERTScore with a model loaded once, as ``bert_score.BERTScorer``.
 
     Parameters
@@ -89,9 +93,24 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+    long_texts : {"truncate", "window"}
+        ``"truncate"`` (default, bert_score): texts longer than the model takes are cut, with
+        one :class:`~rust_bertscore.errors.RustBertScoreWarning` per call. ``"window"``: they
+        are encoded in overlapping windows of the model's maximum length and every token is
+        scored (:mod:`rust_bertscore.windows`); texts that fit score as with ``"truncate"``.
+    window_stride : int, optional
+        Content tokens between window starts (default: half a window).
+    exclude_punctuation : bool
+        Leave tokens made only of Unicode punctuation out of matching, on both sides.
+    exclude_special_tokens : bool
+        Leave the special tokens (``[CLS]``, ``[SEP]``, ``</s>``, ...) out of matching.
+    beta : float
+        F is ``(1 + beta**2) P R / (beta**2 P + R)`` (default 1: F1).
 
     Attributes
     ----------
+    options : ScoringOptions
+        ``long_texts``, ``window_stride``, the exclusions and ``beta`` (named in :attr:`hash`).
     missing_baseline : {"raise", "warn"}
         What a missing baseline file does when rescaling: ``"raise"`` (default, as
         bert_score's scorer) or ``"warn"`` and leave scores unscaled (as ``bert_score.score``,
@@ -121,9 +140,21 @@ class BERTScorer:
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         batch_independent: bool = False,
+        long_texts: str = "truncate",
+        window_stride: int | None = None,
+        exclude_punctuation: bool = False,
+        exclude_special_tokens: bool = False,
+        beta: float = 1.0,
     ) -> None:
         self.batch_independent = check_flag("batch_independent", batch_independent)
+        self.options = ScoringOptions(
+            long_texts, window_stride, exclude_punctuation, exclude_special_tokens, beta
+        )
         self._rescale_with_baseline = check_flag("rescale_with_baseline", rescale_with_baseline)
+        if self.options.beta != 1.0 and self._rescale_with_baseline:
+            raise ValueError(
+                "rescale_with_baseline with beta != 1: the baselines are of F1, not F-beta"
+            )
         if self._rescale_with_baseline and lang is None and baseline_path is None:
             raise ValueError(
                 "Need to specify Language when rescaling with baseline: pass lang (e.g. "
@@ -145,7 +176,7 @@ class BERTScorer:
             precision=precision,
         )
         self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
-        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes))
+        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), self.options)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
@@ -154,130 +185,6 @@ class BERTScorer:
         self.missing_baseline = "raise"
         if idf_sents is not None:
             self.compute_idf(idf_sents)
-
-    # -- properties mirroring bert_score.BERTScorer -------------------------------------------
-    @property
-    def model_type(self) -> str:
-        """The model used (a Hub id or a path)."""
-        return self._model_type
-
-    @property
-    def num_layers(self) -> int:
-        """The layer whose output is scored."""
-        return self._pipeline.runtime.num_layers
-
-    @property
-    def lang(self) -> str | None:
-        return self._lang
-
-    @property
-    def idf(self) -> bool:
-        return self._idf
-
-    @property
-    def rescale_with_baseline(self) -> bool:
-        return self._rescale_with_baseline
-
-    @property
-    def precision(self) -> str:
-        return self._pipeline.runtime.precision
-
-    @property
-    def hash(self) -> str:
-        """A string naming model, layer, idf, rescaling and this package's version."""
-        return make_hash(
-            self._model_type,
-            self.num_layers,
-            self._idf,
-            self._rescale_with_baseline,
-            self.use_custom_baseline,
-            self.precision,
-            self.batch_independent,
-        )
-
-    @property
-    def baseline_vals(self) -> np.ndarray | None:
-        """The baseline row (P, R, F) for ``num_layers``, or all rows with ``all_layers``.
-
-        Raises ``ValueError`` when the baseline file does not exist (as bert_score's scorer;
-        :func:`score` warns and leaves scores unscaled instead, as ``bert_score.score``; see
-        :attr:`missing_baseline`).
-        """
-        if self._baseline_vals is None:
-            self._baseline_vals = load_baseline(
-                self.baseline_path,
-                self.num_layers,
-                self.all_layers,
-                model_type=self._model_type,
-                lang=self._lang,
-                missing=self.missing_baseline,
-            )
-        return self._baseline_vals
-
-    @property
-    def tokenizer(self) -> TextTokenizer:
-        """The model's tokenizer, set up as bert_score's ``sent_encode``."""
-        return self._pipeline.tokenizer
-
-    @property
-    def cache(self) -> EmbeddingCache:
-        """The cache of encoded texts (see ``cache_bytes``)."""
-        return self._pipeline.cache
-
-    # -- the engine, for analyses and benchmarks ----------------------------------------------
-    @property
-    def pipeline(self) -> ScoringPipeline:
-        """The scoring pipeline: token ids, vectors, weights and kernel calls of this scorer."""
-        return self._pipeline
-
-    @property
-    def runtime(self) -> ModelRuntime:
-        """The model: tokenizer, encoder, layer, depth and precision (read-only)."""
-        return self._pipeline.runtime
-
-    def use_encoder(self, encoder: Encoder) -> None:
-        """Encode with ``encoder`` (an ONNX graph of the same model and layer, e.g. another
-        quantisation) from now on; the cache of encoded texts is emptied."""
-        self._pipeline.use_encoder(encoder)
-
-    @property
-    def block_pairs(self) -> int:
-        """Pairs tokenised together per block (see the class docstring)."""
-        return self._pipeline.block_pairs
-
-    @block_pairs.setter
-    def block_pairs(self, value: int) -> None:
-        self._pipeline.block_pairs = value
-
-    @property
-    def round_bytes(self) -> int:
-        """About the most bytes of token vectors held at once (see the class docstring)."""
-        return self._pipeline.round_bytes
-
-    @round_bytes.setter
-    def round_bytes(self, value: int) -> None:
-        self._pipeline.round_bytes = value
-
-    # -- IDF ---------------------------------------------------------------------------------
-    def compute_idf(self, sents: Sequence[str]) -> None:
-        """Compute IDF weights from ``sents``: ``ln((M+1)/(df+1))`` over token-id sets.
-
-        Overwrites weights computed before (with a message on stderr, as bert_score warns).
-        """
-        if self._pipeline.idf_weights is not None:
-            warn("Warning: Overwriting the previous importance weights.")
-        self.set_idf_sents(check_texts(sents, "sents"))
-
-    def set_idf_sents(self, sents: Sequence[str]) -> None:
-        """Use IDF weights computed from ``sents`` (as :meth:`compute_idf`), replacing earlier
-        weights without a warning: for callers that set them on every call (the ``evaluate``
-        module weights by each call's references)."""
-        self._pipeline.idf_weights = self._pipeline.idf_from_sentences(sents)
-
-    def set_idf_dict(self, idf: Mapping[int, float]) -> None:
-        """Use ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default is kept for
-        unseen ids; with a plain dict every token scored must have a weight)."""
-        self._pipeline.idf_weights = self._pipeline.idf_from_dict(idf)
 
     # -- scoring -----------------------------------------------------------------------------
     @overload
@@ -363,14 +270,25 @@ class BERTScorer:
         """
         weights = self._pipeline.weights_for(self._idf)
         floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
+        paired = pair_texts(cands, refs)
+        if self.all_layers and paired.group_offsets is not None:
+            warn(
+                "all_layers with several references per candidate: each candidate gets its best "
+                "reference per layer, an array of shape (layers, candidates); bert_score 0.3.13 "
+                "takes this maximum over the wrong axis and returns other shapes",
+                3,  # the caller of score()
+            )
+        cut: set[str] = set()
         out = self._pipeline.score(
-            pair_texts(cands, refs),
+            paired,
             weights,
             self.batch_size if batch_size is None else check_batch_size(batch_size),
             None if self.batch_independent else floor_batch,
             pad_floor,
             verbose,
+            truncated=cut,
         )
+        warn_truncated(len(cut), self._pipeline.tokenizer.max_length, 4)
         if self._rescale_with_baseline and self.baseline_vals is not None:
             p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
             out = (p, r, f)
@@ -380,6 +298,36 @@ class BERTScorer:
         vals = self.baseline_vals
         assert vals is not None
         return vals[:, which][:, None] if self.all_layers else vals[which]
+
+    # -- the data behind the scores -----------------------------------------------------------
+    def embed(self, texts: Sequence[str], batch_size: int | None = None) -> list[TextEmbedding]:
+        """Each text as this scorer scores it: token strings, ids, the special-token and
+        excluded-token masks, the layer's vectors (float32, as the encoder gives them) and
+        the weights. See :class:`rust_bertscore.text_embedding.TextEmbedding`.
+
+        With these, any score can be checked by hand: drop the excluded tokens, normalise the
+        rows, take the cosine matrix of a pair, its row and column maxima, and their means
+        weighted by ``weights`` (bert_score's batch padding floor aside: compare with
+        ``batch_independent=True`` or one pair at a time).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> scorer = BERTScorer()
+        >>> (emb,) = scorer.embed(["The cat sat."])
+        >>> emb.tokens
+        ['[CLS]', 'the', 'cat', 'sat', '.', '[SEP]']
+        >>> emb.vectors.shape, emb.vectors.dtype
+        ((6, 384), dtype('float32'))
+        >>> emb.weights.tolist()
+        [0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+        >>> no_punct = BERTScorer(exclude_punctuation=True)
+        >>> no_punct.embed(["The cat sat."])[0].excluded.tolist()
+        [False, False, False, False, True, False]
+        """
+        texts = check_texts(texts, "texts")
+        batch = self.batch_size if batch_size is None else check_batch_size(batch_size)
+        return self._pipeline.embed(texts, self._pipeline.weights_for(self._idf), batch)
 
     # -- token alignments (see align.py) -----------------------------------------------------
     def align(self, cand: str, ref: str) -> Alignment:

@@ -1,17 +1,20 @@
 """The scoring package's leaf: argument checks, constants and the settings hash.
 
 Every other module of ``scoring`` (and the analyses built on it) imports these; this module
-imports nothing of the package but its version.
+imports nothing of the package but its version (``ScoringOptions`` only for type checking).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from .._version import __version__
+
+if TYPE_CHECKING:
+    from ..options import ScoringOptions
 
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 """(P, R, F): float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``."""
@@ -56,8 +59,10 @@ def make_hash(
     use_custom_baseline: bool,
     precision: str = "fp32",
     batch_independent: bool = False,
+    options: ScoringOptions | None = None,
 ) -> str:
-    """The settings string bert_score prints, naming this package and its version."""
+    """The settings string bert_score prints, naming this package and its version, and the
+    options other than bert_score's (:meth:`ScoringOptions.hash_suffix`)."""
     msg = (
         f"{model_type}_L{num_layers}{'_idf' if idf else '_no-idf'}"
         f"_version={__version__}(rust-bertscore)"
@@ -68,4 +73,6 @@ def make_hash(
         msg += f"_{precision}"
     if batch_independent:
         msg += "_batch-independent"
+    if options is not None:
+        msg += options.hash_suffix()
     return msg

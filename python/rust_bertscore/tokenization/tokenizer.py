@@ -11,7 +11,8 @@ The sub-word ids come from one of these back ends: a SentencePiece ``.model`` fi
 ``sentencepiece`` library (the one the slow tokenizers use) for the SentencePiece classes,
 UTF-8 bytes for ByT5, Moses and BPE for XLM (``moses_bpe.py``), word-level BPE for
 BlenderbotSmall and Bertweet (``word_bpe.py``), and the Rust ``tokenizers`` library
-(``tokenizer.json``, or ``vocab.txt``, or ``vocab.json`` + ``merges.txt``) for the others.
+(``tokenizer.json``, or ``vocab.txt``, or ``vocab.json`` + ``merges.txt``; ``fast.py``) for the
+others.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .classes import (
     TokenizerClass,
     tokenizer_class,
 )
+from .fast import FastIds, entry_text, load_fast_tokenizer
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -99,14 +101,6 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _token_text(entry: object) -> str | None:
-    if isinstance(entry, str):
-        return entry
-    if isinstance(entry, dict) and isinstance(entry.get("content"), str):
-        return entry["content"]
-    return None
-
-
 class TextTokenizer:
     """A model's tokenizer, set up to encode exactly as bert_score's ``sent_encode``.
 
@@ -140,7 +134,7 @@ class TextTokenizer:
         )
         self.prefix_space = _wants_prefix_space(tok_config, config)
         names = {
-            key: [_token_text(special_map.get(key)), _token_text(tok_config.get(key))]
+            key: [entry_text(special_map.get(key)), entry_text(tok_config.get(key))]
             for key in ("cls_token", "sep_token", "eos_token", "bos_token")
         }
         self.cls_id: int | None = None
@@ -208,20 +202,37 @@ class TextTokenizer:
             return []
         return self._prefix + self._suffix
 
+    @property
+    def prefix_ids(self) -> list[int]:
+        """The special tokens before a text's own (``[CLS]``; none for T5, XLNet, mBART)."""
+        return list(self._prefix)
+
+    @property
+    def suffix_ids(self) -> list[int]:
+        """The special tokens after a text's own (``[SEP]``, ``</s>``, ``</s> en_XX``)."""
+        return list(self._suffix)
+
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, special tokens included, as bert_score's ``sent_encode``."""
+        out = [self.build(ids) for ids in self.encode_content(texts)]
+        if self.full_attention_limit is not None:
+            self.check_full_attention(texts, out)
+        return out
+
+    def encode_content(self, texts: Sequence[str]) -> list[list[int] | None]:
+        """Each text's own token ids: prepared as bert_score does, without special tokens and
+        without truncation; None for an empty (or all-whitespace) text, which :meth:`build`
+        turns into :attr:`empty_ids`."""
         prepared = [prepare_text(t, self.prefix_space) for t in texts]
-        out: list[list[int]] = [self.empty_ids for _ in prepared]
+        out: list[list[int] | None] = [None for _ in prepared]
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
             for i, ids in zip(todo, encoded):
-                out[i] = self._build(ids)
-        if self.full_attention_limit is not None:
-            self._check_full_attention(texts, out)
+                out[i] = list(ids)
         return out
 
-    def _check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
+    def check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
         """``ValueError`` for a text longer than a block-sparse BigBird's full-attention limit."""
         limit = self.full_attention_limit
         for i, row in enumerate(ids):
@@ -231,13 +242,17 @@ class TextTokenizer:
                     f"text {i} ({start!r}...) has {len(row)} tokens: the BigBird model in "
                     f"{self.model_dir} runs full attention on at most {limit} tokens and "
                     "block-sparse attention past that, which this package does not implement "
-                    "(shorten or split the text)"
+                    "(shorten or split the text, or score it whole with long_texts='window')"
                 )
 
-    def _build(self, ids: list[int]) -> list[int]:
-        """Truncate (keeping room for the special tokens) and add the special tokens."""
+    def build(self, ids: list[int] | None, *, truncate: bool = True) -> list[int]:
+        """A text's ids with the special tokens added (``build_inputs_with_special_tokens``),
+        truncated first to :attr:`max_length` (keeping room for the special tokens) unless
+        ``truncate`` is False. None (an empty text) gives :attr:`empty_ids`."""
+        if ids is None:
+            return self.empty_ids
         n_special = len(self._prefix) + len(self._suffix)
-        if self.max_length is not None and len(ids) + n_special > self.max_length:
+        if truncate and self.max_length is not None and len(ids) + n_special > self.max_length:
             ids = ids[: max(self.max_length - n_special, 0)]
         if self._eos_if_absent and ids and ids[-1] == self._suffix[0]:
             return self._prefix + ids  # T5's _add_eos_if_not_present
@@ -263,27 +278,6 @@ class TextTokenizer:
         return text.strip() or piece
 
 
-class _FastIds:
-    """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller."""
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tokenizer = tokenizer
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
-        self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
-        self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [list(e.ids) for e in encodings]
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.tokenizer.token_to_id(token)
-
-    def id_to_token(self, token_id: int) -> str | None:
-        return self.tokenizer.id_to_token(token_id)
-
-
 def _load_source(
     model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
 ) -> tuple[_IdSource, Tokenizer | None]:
@@ -304,7 +298,7 @@ def _load_source(
         from .word_bpe import BlenderbotSmallIds
 
         added = collect_added_tokens(model_dir, tok_config, special_map, {})
-        unk = _token_text(special_map.get("unk_token")) or _token_text(tok_config.get("unk_token"))
+        unk = entry_text(special_map.get("unk_token")) or entry_text(tok_config.get("unk_token"))
         return BlenderbotSmallIds(model_dir, added, unk or "__unk__"), None
     if cls.sentencepiece is not None:
         for name in cls.model_files:
@@ -328,8 +322,8 @@ def _load_source(
                     sentinels,
                 )
                 return source, None
-    tokenizer = _load_tokenizer(model_dir, tok_config, special_map, cls)
-    return _FastIds(tokenizer), tokenizer
+    tokenizer = load_fast_tokenizer(model_dir, tok_config, special_map, cls)
+    return FastIds(tokenizer), tokenizer
 
 
 def _sentinel_count(tok_config: dict) -> int:
@@ -338,121 +332,6 @@ def _sentinel_count(tok_config: dict) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"tokenizer_config.json extra_ids must be an int >= 0, got {value!r}")
     return value
-
-
-def _load_tokenizer(
-    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
-) -> Tokenizer:
-    tokenizer_json = model_dir / "tokenizer.json"
-    if tokenizer_json.is_file():
-        try:
-            tokenizer = Tokenizer.from_file(str(tokenizer_json))
-        except Exception as e:  # the Rust side raises a plain Exception
-            raise ValueError(f"cannot load {tokenizer_json}: {e}") from e
-        _no_builtin_prefix_space(tokenizer)
-        _wordpiece_unknown_as_added_token(tokenizer)
-        return tokenizer
-    from_vocab = _from_vocabulary_files(model_dir, tok_config)
-    if from_vocab is not None:
-        _add_special_tokens(
-            from_vocab, collect_added_tokens(model_dir, tok_config, special_map, {})
-        )
-        _wordpiece_unknown_as_added_token(from_vocab)
-        return from_vocab
-    wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
-    if cls.model_files:
-        wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
-    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
-
-
-def _from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
-    """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
-    from tokenizers import models, normalizers, pre_tokenizers
-
-    vocab_txt = model_dir / "vocab.txt"
-    if not vocab_txt.is_file():  # ProphetNetTokenizer's WordPiece vocabulary
-        vocab_txt = model_dir / "prophetnet.tokenizer"
-    if vocab_txt.is_file():
-        unk = _token_text(tok_config.get("unk_token")) or "[UNK]"
-        tokenizer = Tokenizer(
-            models.WordPiece(models.WordPiece.read_file(str(vocab_txt)), unk_token=unk)
-        )
-        tokenizer.normalizer = normalizers.BertNormalizer(
-            clean_text=True,
-            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
-            strip_accents=tok_config.get("strip_accents"),
-            lowercase=bool(tok_config.get("do_lower_case", True)),
-        )
-        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        return tokenizer
-    vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
-    if not (vocab_json.is_file() and merges.is_file()):
-        return None
-    # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
-    from tokenizers import decoders, processors
-
-    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
-    bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
-    tokenizer = Tokenizer(bpe)
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    return tokenizer
-
-
-def _add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
-    """Keep the checkpoint's added tokens whole, as the slow tokenizer does."""
-    from tokenizers import AddedToken as RustAddedToken
-
-    by_id = sorted(added.values(), key=lambda t: (t.id is None, t.id or 0))
-    for token in by_id:
-        tokenizer.add_special_tokens(
-            [
-                RustAddedToken(
-                    token.content, lstrip=token.lstrip, rstrip=token.rstrip, normalized=False
-                )
-            ]
-        )
-        got = tokenizer.token_to_id(token.content)
-        if token.id is not None and got != token.id:
-            raise ValueError(
-                f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
-                "the tokenizer's saved configuration: the tokenizer files do not agree"
-            )
-
-
-def _no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
-    """Turn off a byte-level pre-tokenizer's own prefix space: :func:`prepare_text` adds it
-    exactly when bert_score does."""
-    pre = tokenizer.pre_tokenizer
-    if pre is not None and type(pre).__name__ == "ByteLevel" and pre.add_prefix_space:
-        pre.add_prefix_space = False
-
-
-def _wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
-    """Give a WordPiece model its unknown token when only the added tokens hold it.
-
-    A slow tokenizer maps the ``[UNK]`` it emits through the added tokens too (MPNet checkpoints
-    may keep ``[UNK]`` in ``added_tokens.json`` only); the Rust WordPiece model fails on a word
-    it cannot split unless its own vocabulary has the unknown token.
-    """
-    from tokenizers import models
-
-    model = tokenizer.model
-    if not isinstance(model, models.WordPiece):
-        return
-    unk = model.unk_token
-    vocab = tokenizer.get_vocab(with_added_tokens=False)
-    added_id = tokenizer.token_to_id(unk)
-    if unk in vocab or added_id is None:
-        return
-    vocab[unk] = added_id
-    tokenizer.model = models.WordPiece(
-        vocab,
-        unk_token=unk,
-        max_input_chars_per_word=model.max_input_chars_per_word,
-        continuing_subword_prefix=model.continuing_subword_prefix,
-    )
 
 
 def has_tokenizer_files(model_dir: Path) -> bool:

@@ -1,0 +1,177 @@
+"""The settings side of :class:`~rust_bertscore.BERTScorer`: a base class with the properties
+that mirror ``bert_score.BERTScorer``, the engine seams (``pipeline``, ``runtime``,
+``use_encoder``, ``block_pairs``, ``round_bytes``) and the IDF setters.
+
+:class:`~rust_bertscore.scoring.scorer.BERTScorer` derives from it and sets the attributes it
+reads in its constructor; the scoring, embedding and analysis methods live there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import warn
+from ..rescale import load_baseline
+from ..text import check_texts
+from .settings import make_hash
+
+if TYPE_CHECKING:
+    from ..embeddings import EmbeddingCache
+    from ..encoder import Encoder
+    from ..models.loading import ModelRuntime
+    from ..options import ScoringOptions
+    from ..scored_tokens import ScoredTokens
+    from ..tokenization.tokenizer import TextTokenizer
+    from .pipeline import ScoringPipeline
+
+
+class ScorerProperties:
+    """Properties, engine seams and IDF setters of a scorer (see
+    :class:`~rust_bertscore.BERTScorer`, which sets the attributes below)."""
+
+    _pipeline: ScoringPipeline
+    _model_type: str
+    _lang: str | None
+    _idf: bool
+    _rescale_with_baseline: bool
+    _baseline_vals: np.ndarray | None
+    use_custom_baseline: bool
+    baseline_path: str
+    missing_baseline: str
+    all_layers: bool
+    batch_independent: bool
+    options: ScoringOptions
+
+    # -- properties mirroring bert_score.BERTScorer -------------------------------------------
+    @property
+    def model_type(self) -> str:
+        """The model used (a Hub id or a path)."""
+        return self._model_type
+
+    @property
+    def num_layers(self) -> int:
+        """The layer whose output is scored."""
+        return self._pipeline.runtime.num_layers
+
+    @property
+    def lang(self) -> str | None:
+        return self._lang
+
+    @property
+    def idf(self) -> bool:
+        return self._idf
+
+    @property
+    def rescale_with_baseline(self) -> bool:
+        return self._rescale_with_baseline
+
+    @property
+    def precision(self) -> str:
+        return self._pipeline.runtime.precision
+
+    @property
+    def hash(self) -> str:
+        """A string naming model, layer, idf, rescaling and this package's version."""
+        return make_hash(
+            self._model_type,
+            self.num_layers,
+            self._idf,
+            self._rescale_with_baseline,
+            self.use_custom_baseline,
+            self.precision,
+            self.batch_independent,
+            self.options,
+        )
+
+    @property
+    def baseline_vals(self) -> np.ndarray | None:
+        """The baseline row (P, R, F) for ``num_layers``, or all rows with ``all_layers``.
+
+        Raises ``ValueError`` when the baseline file does not exist (as bert_score's scorer;
+        :func:`score` warns and leaves scores unscaled instead, as ``bert_score.score``; see
+        :attr:`missing_baseline`).
+        """
+        if self._baseline_vals is None:
+            self._baseline_vals = load_baseline(
+                self.baseline_path,
+                self.num_layers,
+                self.all_layers,
+                model_type=self._model_type,
+                lang=self._lang,
+                missing=self.missing_baseline,
+            )
+        return self._baseline_vals
+
+    @property
+    def tokenizer(self) -> TextTokenizer:
+        """The model's tokenizer, set up as bert_score's ``sent_encode``."""
+        return self._pipeline.tokenizer
+
+    @property
+    def scored_tokens(self) -> ScoredTokens:
+        """The tokens this scorer scores (ids as encoded, exclusions, windows): see
+        :class:`rust_bertscore.scored_tokens.ScoredTokens`."""
+        return self._pipeline.tokens
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache of encoded texts (see ``cache_bytes``)."""
+        return self._pipeline.cache
+
+    # -- the engine, for analyses and benchmarks ----------------------------------------------
+    @property
+    def pipeline(self) -> ScoringPipeline:
+        """The scoring pipeline: token ids, vectors, weights and kernel calls of this scorer."""
+        return self._pipeline
+
+    @property
+    def runtime(self) -> ModelRuntime:
+        """The model: tokenizer, encoder, layer, depth and precision (read-only)."""
+        return self._pipeline.runtime
+
+    def use_encoder(self, encoder: Encoder) -> None:
+        """Encode with ``encoder`` (an ONNX graph of the same model and layer, e.g. another
+        quantisation) from now on; the cache of encoded texts is emptied."""
+        self._pipeline.use_encoder(encoder)
+
+    @property
+    def block_pairs(self) -> int:
+        """Pairs tokenised together per block (see the class docstring)."""
+        return self._pipeline.block_pairs
+
+    @block_pairs.setter
+    def block_pairs(self, value: int) -> None:
+        self._pipeline.block_pairs = value
+
+    @property
+    def round_bytes(self) -> int:
+        """About the most bytes of token vectors held at once (see the class docstring)."""
+        return self._pipeline.round_bytes
+
+    @round_bytes.setter
+    def round_bytes(self, value: int) -> None:
+        self._pipeline.round_bytes = value
+
+    # -- IDF ---------------------------------------------------------------------------------
+    def compute_idf(self, sents: Sequence[str]) -> None:
+        """Compute IDF weights from ``sents``: ``ln((M+1)/(df+1))`` over token-id sets.
+
+        Overwrites weights computed before (with a message on stderr, as bert_score warns).
+        """
+        if self._pipeline.idf_weights is not None:
+            warn("Warning: Overwriting the previous importance weights.")
+        self.set_idf_sents(check_texts(sents, "sents"))
+
+    def set_idf_sents(self, sents: Sequence[str]) -> None:
+        """Use IDF weights computed from ``sents`` (as :meth:`compute_idf`), replacing earlier
+        weights without a warning: for callers that set them on every call (the ``evaluate``
+        module weights by each call's references)."""
+        self._pipeline.idf_weights = self._pipeline.idf_from_sentences(sents)
+
+    def set_idf_dict(self, idf: Mapping[int, float]) -> None:
+        """Use ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default is kept for
+        unseen ids; with a plain dict every token scored must have a weight)."""
+        self._pipeline.idf_weights = self._pipeline.idf_from_dict(idf)

@@ -1,0 +1,74 @@
+"""``BERTScorer.embed``'s records: the data behind every score, one text at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TextEmbedding:
+    """One text as a scorer scores it.
+
+    Attributes
+    ----------
+    text : str
+        The text.
+    tokens : list of str
+        Every token's vocabulary string (word markers such as ``##``/``Ġ``/``▁`` kept), special
+        tokens included, in order.
+    ids : np.ndarray
+        int64 ``(T,)``: the token ids the encoder gets (whole with ``long_texts="window"``).
+    special : np.ndarray
+        bool ``(T,)``: the special tokens the text is encoded with (the template's positions).
+    excluded : np.ndarray
+        bool ``(T,)``: the tokens the scorer leaves out of matching (``exclude_punctuation``,
+        ``exclude_special_tokens``); all False without exclusions.
+    vectors : np.ndarray
+        float32 ``(T, hidden)`` at the scorer's layer, as the encoder gives them (not
+        normalised); ``(layers + 1, T, hidden)`` with ``all_layers``.
+    weights : np.ndarray
+        float32 ``(T,)``: each token's weight (IDF, or 1 with special tokens 0), before
+        exclusions; the scorer averages over the tokens not excluded, weighted by these.
+    """
+
+    text: str
+    tokens: list[str]
+    ids: np.ndarray
+    special: np.ndarray
+    excluded: np.ndarray
+    vectors: np.ndarray
+    weights: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def text_embeddings(
+    texts: Sequence[str],
+    ids: Sequence[Sequence[int]],
+    tokens: Sequence[list[str]],
+    special: Sequence[np.ndarray],
+    keep: Sequence[np.ndarray] | None,
+    vectors: Sequence[np.ndarray],
+    weights: Sequence[np.ndarray],
+) -> list[TextEmbedding]:
+    """Assemble the records of ``texts`` (each vectors array is copied: it owns its memory)."""
+    out = []
+    for i, text in enumerate(texts):
+        n = len(ids[i])
+        excluded = np.zeros(n, dtype=bool) if keep is None else ~keep[i]
+        out.append(
+            TextEmbedding(
+                text=text,
+                tokens=list(tokens[i]),
+                ids=np.asarray(ids[i], dtype=np.int64),
+                special=np.asarray(special[i], dtype=bool),
+                excluded=excluded,
+                vectors=np.array(vectors[i], dtype=np.float32, copy=True),
+                weights=np.asarray(weights[i], dtype=np.float32),
+            )
+        )
+    return out
