@@ -45,6 +45,21 @@ class ScoringOptions:
         The same for the special tokens each text is encoded with.
     beta : float
         F is ``(1 + beta**2) P R / (beta**2 P + R)``; 1 gives F1.
+
+    Examples
+    --------
+    ``score()`` and ``BERTScorer`` take these as keyword arguments and check them here:
+
+    >>> from rust_bertscore.options import ScoringOptions
+    >>> options = ScoringOptions(long_texts="window", exclude_punctuation=True, beta=2)
+    >>> options.windows, options.excludes, options.beta
+    (True, True, 2.0)
+    >>> options.hash_suffix()
+    '_window_no-punc_beta=2'
+    >>> ScoringOptions(window_stride=64)
+    Traceback (most recent call last):
+    ...
+    ValueError: window_stride needs long_texts='window'
     """
 
     long_texts: str = "truncate"
@@ -116,7 +131,16 @@ class ScoringOptions:
 def f_beta(precision: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
     """``(1 + beta^2) P R / (beta^2 P + R)`` elementwise, as float32, by the kernel's F rule
     (``bertscore_core::scores::f1_score``): computed in float64, 0 where the denominator is 0
-    or the result is not finite (bert_score sets F to 0 where it is NaN)."""
+    or the result is not finite (bert_score sets F to 0 where it is NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.options import f_beta
+    >>> P, R = np.array([0.5, 0.9, 0.0]), np.array([0.5, 0.6, 0.0])
+    >>> print(np.round(f_beta(P, R, 1.0), 4), np.round(f_beta(P, R, 2.0), 4))
+    [0.5  0.72 0.  ] [0.5    0.6429 0.    ]
+    """
     b2 = float(beta) ** 2
     p = np.asarray(precision, dtype=np.float64)
     r = np.asarray(recall, dtype=np.float64)

@@ -32,6 +32,25 @@ class TextEmbedding:
     weights : np.ndarray
         float32 ``(T,)``: each token's weight (IDF, or 1 with special tokens 0), before
         exclusions; the scorer averages over the tokens not excluded, weighted by these.
+
+    Examples
+    --------
+    A pair's precision recomputed with NumPy from its two records (one pair alone: no batch
+    padding floor applies):
+
+    >>> import numpy as np
+    >>> from rust_bertscore import BERTScorer
+    >>> scorer = BERTScorer()
+    >>> cand, ref = scorer.embed(["The cat sat on the mat.", "A cat was sitting on the mat."])
+    >>> len(cand), cand.tokens[:3], cand.special.tolist()[:2], bool(cand.excluded.any())
+    (9, ['[CLS]', 'the', 'cat'], [True, False], False)
+    >>> def unit(v):
+    ...     return v / np.linalg.norm(v, axis=1, keepdims=True)
+    >>> best = (unit(cand.vectors) @ unit(ref.vectors).T).max(axis=1)
+    >>> P = (best * cand.weights).sum() / cand.weights.sum()
+    >>> (P_scored,), _, _ = scorer.score([cand.text], [ref.text])
+    >>> print(f"{P:.4f}", bool(abs(P - P_scored) < 1e-5))
+    0.9186 True
     """
 
     text: str

@@ -47,7 +47,14 @@ def strip_word_markers(text: str) -> str:
 
 
 def is_punctuation(text: str) -> bool:
-    """Whether ``text``, word markers stripped, is non-empty and all Unicode punctuation (P*)."""
+    """Whether ``text``, word markers stripped, is non-empty and all Unicode punctuation (P*).
+
+    Examples
+    --------
+    >>> from rust_bertscore.token_filter import is_punctuation
+    >>> [is_punctuation(t) for t in (".", "Ġ,", "▁«", "##...", "$", "a.", "##")]
+    [True, True, True, True, False, False, False]
+    """
     core = strip_word_markers(text)
     return bool(core) and all(unicodedata.category(ch).startswith("P") for ch in core)
 

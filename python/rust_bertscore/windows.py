@@ -41,6 +41,15 @@ class WindowSpec:
         Special tokens the template puts before and after a text's own.
     stride : int or None
         Content tokens between window starts; None: half a window (``W // 2``, at least 1).
+
+    Examples
+    --------
+    BERT's template (``[CLS] X [SEP]``) in windows of 512 tokens:
+
+    >>> from rust_bertscore.windows import WindowSpec
+    >>> spec = WindowSpec(length=512, n_prefix=1, n_suffix=1)
+    >>> spec.content, spec.step, spec.fits(512), spec.fits(513)
+    (510, 255, True, False)
     """
 
     length: int
@@ -123,7 +132,20 @@ class WindowPlan:
 
 
 def plan_windows(ids: Sequence[int], spec: WindowSpec) -> WindowPlan:
-    """The :class:`WindowPlan` of a text whose ids (template included) do not fit."""
+    """The :class:`WindowPlan` of a text whose ids (template included) do not fit.
+
+    Examples
+    --------
+    Ten content ids between ``[CLS]`` (101) and ``[SEP]`` (102), windows of 6 tokens (4 of
+    content, stride 2):
+
+    >>> from rust_bertscore.windows import WindowSpec, plan_windows
+    >>> plan = plan_windows([101, *range(10), 102], WindowSpec(6, 1, 1))
+    >>> plan.windows
+    [[101, 0, 1, 2, 3, 102], [101, 2, 3, 4, 5, 102], [101, 4, 5, 6, 7, 102], [101, 6, 7, 8, 9, 102]]
+    >>> plan.rows.tolist()  # token i's row in the windows laid end to end
+    [0, 1, 2, 3, 8, 9, 14, 15, 20, 21, 22, 23]
+    """
     p, s, width, m = spec.n_prefix, spec.n_suffix, spec.content, spec.length
     total = len(ids)
     prefix, content, suffix = list(ids[:p]), list(ids[p : total - s]), list(ids[total - s :])
