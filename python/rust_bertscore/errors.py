@@ -115,8 +115,8 @@ class WorkerPythonError(RustBertScoreError, RuntimeError):
     Examples
     --------
     >>> from rust_bertscore.errors import RustBertScoreError, WorkerPythonError
-    >>> issubclass(WorkerPythonError, RuntimeError), issubclass(WorkerPythonError, RustBertScoreError)
-    (True, True)
+    >>> [issubclass(WorkerPythonError, c) for c in (RuntimeError, RustBertScoreError)]
+    [True, True]
     """
 
 
