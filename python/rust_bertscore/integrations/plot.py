@@ -83,6 +83,15 @@ def plot_example(
     """bert_score's ``plot_example``: the heatmap of one pair, saved to ``fname`` if given.
 
     Returns the :class:`SimilarityMatrix` (bert_score shows the figure with pyplot instead).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from rust_bertscore import plot_example
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "pair.png"
+    >>> m = plot_example("the cat sat", "a cat sat", fname=str(out))
+    >>> out.is_file(), m.model_type
+    (True, 'sentence-transformers/all-MiniLM-L6-v2')
     """
     require_matplotlib()
     sim = similarity_matrix(

@@ -160,6 +160,15 @@ def score(
     -------
     (P, R, F) or ((P, R, F), hash)
         float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+
+    Examples
+    --------
+    With the default model (all-MiniLM-L6-v2; ``lang="en"`` picks roberta-large, as bert_score):
+
+    >>> from rust_bertscore import score
+    >>> P, R, F = score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+    >>> F.dtype, F.shape, round(float(F[0]), 3)
+    (dtype('float32'), (1,), 0.907)
     """
     if isinstance(idf, Mapping):
         use_idf, idf_dict = True, idf

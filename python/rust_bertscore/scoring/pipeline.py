@@ -69,6 +69,18 @@ class ScoringPipeline:
         About the most bytes of token vectors held at once; a block is scored in rounds.
     progress_bar : callable
         ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
+
+    Examples
+    --------
+    The pipeline of a scorer (or ``ScoringPipeline(runtime, EmbeddingCache(max_bytes))``):
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.text import pair_texts
+    >>> pipeline = BERTScorer().pipeline
+    >>> paired = pair_texts(["the cat sat"], ["a cat sat"])
+    >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+    >>> float(F[0]) == float(BERTScorer().score(["the cat sat"], ["a cat sat"])[2][0])
+    True
     """
 
     def __init__(self, runtime: ModelRuntime, cache: EmbeddingCache) -> None:
@@ -104,13 +116,30 @@ class ScoringPipeline:
 
     def use_encoder(self, encoder: Encoder) -> None:
         """Encode with ``encoder`` from now on (same tokenizer and layer); empties the cache,
-        whose vectors came from the previous encoder."""
+        whose vectors came from the previous encoder.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.use_encoder(pipeline.runtime.encoder)
+        >>> len(pipeline.cache)
+        0
+        """
         self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
         self.cache.clear()
 
     # -- texts to token ids, vectors and weights ---------------------------------------------
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of every text, special tokens included (bert_score's ``sent_encode``)."""
+        """Token ids of every text, special tokens included (bert_score's ``sent_encode``).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.encode_ids(["the cat sat"])
+        [[101, 1996, 4937, 2938, 102]]
+        """
         return self._runtime.tokenizer.encode(texts)
 
     def vectors(
@@ -122,6 +151,15 @@ class ScoringPipeline:
 
         Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
         + 1]`` of ``data`` (of its last two axes, for all layers).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> data, offsets, slot = pipeline.vectors(texts, pipeline.encode_ids(texts), 64)
+        >>> data.shape, [int(offsets[s + 1] - offsets[s]) for s in slot]
+        ((9, 384), [5, 4])
         """
         cache, all_layers = self.cache, self.all_layers
         found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
@@ -153,7 +191,16 @@ class ScoringPipeline:
         self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
     ) -> list[np.ndarray]:
         """Token vectors of each text, one (tokens x hidden) array per text (views of
-        :meth:`vectors`' packed array)."""
+        :meth:`vectors`' packed array).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> [v.shape for v in pipeline.text_vectors(texts, pipeline.encode_ids(texts), 64)]
+        [(5, 384), (4, 384)]
+        """
         data, offsets, slot = self.vectors(texts, ids, batch_size)
         return [data[..., offsets[s] : offsets[s + 1], :] for s in slot]
 
@@ -161,6 +208,13 @@ class ScoringPipeline:
         """The weights a scorer with ``idf`` scores with: :attr:`idf_weights` or :attr:`uniform`.
 
         Raises ValueError when ``idf`` and no IDF weights were computed or given.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.weights_for(False) is pipeline.uniform
+        True
         """
         if not idf:
             return self.uniform
@@ -172,7 +226,17 @@ class ScoringPipeline:
 
     def idf_from_sentences(self, sents: Sequence[str]) -> TokenWeights:
         """bert_score's IDF over ``sents`` (``ln((M+1)/(df+1))`` over token-id sets, unseen ids
-        ``ln(M+1)``), by the kernel's ``idf_table``."""
+        ``ln(M+1)``), by the kernel's ``idf_table``.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> ids = pipeline.encode_ids(["the cat sat"])[0]
+        >>> weights = pipeline.idf_from_sentences(["the cat sat", "the dog ran"])
+        >>> [round(float(w), 4) for w in weights.weights(ids)]  # [CLS], the, cat, sat, [SEP]
+        [0.0, 0.0, 0.4055, 0.4055, 0.0]
+        """
         docs = self.encode_ids(sents)
         ids, values = _core.idf_table(docs)
         return TokenWeights.from_idf(
@@ -183,7 +247,17 @@ class ScoringPipeline:
 
     def idf_from_dict(self, idf: Mapping[int, float]) -> TokenWeights:
         """Ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default for unseen ids;
-        with a plain dict an unseen id weighs NaN, which scoring reports)."""
+        with a plain dict an unseen id weighs NaN, which scoring reports).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from collections import defaultdict
+        >>> weights = pipeline.idf_from_dict(defaultdict(lambda: 1.0, {1996: 0.5, 4937: 2.0}))
+        >>> weights.weights([101, 1996, 4937, 2938, 102]).tolist()
+        [1.0, 0.5, 2.0, 1.0, 1.0]
+        """
         entries, default = idf_from_dict(idf)
         return TokenWeights.from_idf(
             entries,
@@ -206,6 +280,16 @@ class ScoringPipeline:
 
         ``pad_floor`` (explicit floor flags, one per flattened pair) replaces those of
         ``floor_batch``'s batches; see :meth:`score_pairs`.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+        >>> F.shape
+        (1,)
         """
         floors = explicit_floors(pad_floor, len(paired.cands))
         if verbose:
@@ -237,6 +321,15 @@ class ScoringPipeline:
         not grow with the number of pairs. ``floor_batch``: bert_score's padding floor of
         consecutive batches of that many pairs (the kernel's ``pad_floor_flags``); None: no
         floor, unless ``floors`` gives explicit flags.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> pipeline.score_pairs(paired, pipeline.uniform, batch_size=64, floor_batch=64).shape
+        (3, 2)
         """
         layers = self.layers
         hidden = self._runtime.encoder.hidden_size or 1024
