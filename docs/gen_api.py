@@ -88,9 +88,7 @@ def _stub_nodes() -> dict[str, ast.FunctionDef | ast.ClassDef]:
     stub = Path(inspect.getfile(core)).with_name("_core.pyi")
     tree = ast.parse(stub.read_text(encoding="utf-8"))
     return {
-        node.name: node
-        for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
     }
 
 
