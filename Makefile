@@ -48,8 +48,8 @@ install: build ## Install the wheel into the venv, as a user gets it
 lint: deps ## cargo fmt --check, clippy -D warnings, ruff (SLF001: no private reach-ins), mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(VENV)/bin/ruff check python tests benches docs
-	$(VENV)/bin/ruff format --check python tests benches docs
+	$(VENV)/bin/ruff check python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff format --check python tests benches docs/gen_api.py
 	$(VENV)/bin/mypy
 
 stubtest: ## _core.pyi against the installed extension (after install or dev)
@@ -57,8 +57,8 @@ stubtest: ## _core.pyi against the installed extension (after install or dev)
 
 fmt: deps ## Format Rust and Python sources
 	cargo fmt --all
-	$(VENV)/bin/ruff format python tests benches docs
-	$(VENV)/bin/ruff check --fix python tests benches docs
+	$(VENV)/bin/ruff format python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff check --fix python tests benches docs/gen_api.py
 
 test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
