@@ -76,14 +76,14 @@ class CheckpointError(RustBertScoreError, ValueError):
 
     Examples
     --------
-    >>> import json, pathlib, tempfile
+    >>> import pathlib, tempfile
     >>> from rust_bertscore.convert import CheckpointError, load_config
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "config.json").write_text("{not json")
-    >>> try:
-    ...     load_config(folder)
-    ... except CheckpointError as e:
-    ...     print(str(e).split(": ", 1)[1].split(" (")[0])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (pathlib.Path(tmp) / "config.json").write_text("{not json")
+    ...     try:
+    ...         load_config(tmp)
+    ...     except CheckpointError as e:
+    ...         print(str(e).split(": ", 1)[1].split(" (")[0])
     not valid JSON
     """
 

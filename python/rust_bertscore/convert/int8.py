@@ -133,12 +133,12 @@ def quantize_int8(
     >>> from rust_bertscore import DEFAULT_MODEL
     >>> from rust_bertscore.models.files import resolve_model
     >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
-    >>> import tempfile, pathlib
+    >>> import pathlib, tempfile
     >>> from rust_bertscore.convert import export_onnx, quantize_int8
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> fp32 = export_onnx(model_dir, folder / "minilm-l1.onnx", 1)
-    >>> int8 = quantize_int8(fp32, folder / "minilm-l1-int8.onnx")
-    >>> int8.stat().st_size < fp32.stat().st_size
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     fp32 = export_onnx(model_dir, pathlib.Path(tmp) / "minilm-l1.onnx", 1)
+    ...     int8 = quantize_int8(fp32, pathlib.Path(tmp) / "minilm-l1-int8.onnx")
+    ...     print(int8.stat().st_size < fp32.stat().st_size)
     True
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -86,12 +86,13 @@ def plot_example(
 
     Examples
     --------
-    >>> import pathlib, tempfile
+    >>> import os, tempfile
     >>> from rust_bertscore import plot_example
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "pair.png"
-    >>> m = plot_example("the cat sat", "a cat sat", fname=str(out))
-    >>> out.is_file(), m.model_type
-    (True, 'sentence-transformers/all-MiniLM-L6-v2')
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = os.path.join(tmp, "pair.png")
+    ...     m = plot_example("the cat sat", "a cat sat", fname=out)
+    ...     print(os.path.isfile(out), m.model_type)
+    True sentence-transformers/all-MiniLM-L6-v2
     """
     require_matplotlib()
     sim = similarity_matrix(
