@@ -186,6 +186,8 @@ class Encoder:
     ) -> None:
         if num_threads is None:
             num_threads = default_threads()
+        self.graph = Path(graph)
+        """The graph file (its fingerprint keys the embedding store)."""
         options = session_options(num_threads)
         providers = select_providers(device)
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.
