@@ -204,7 +204,7 @@ class EmbeddingStore:
     def _reset_process_state(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.RLock()
-        self._index: dict[bytes, _Entry] = {}
+        self._index: dict[bytes, list[_Entry]] = {}  # every copy of an entry
         self._used: dict[bytes, float] = {}  # last use this process knows of
         self._scanned: dict[str, int] = {}
         self._sizes: dict[str, int] = {}
@@ -290,7 +290,10 @@ class EmbeddingStore:
             current = self._segment_names()
             gone = set(self._scanned) - set(current)
             if gone:
-                self._index = {k: e for k, e in self._index.items() if e.segment not in gone}
+                index = {
+                    k: [e for e in es if e.segment not in gone] for k, es in self._index.items()
+                }
+                self._index = {k: es for k, es in index.items() if es}
                 for name in gone:
                     self._scanned.pop(name, None)
                     self._sizes.pop(name, None)
@@ -311,7 +314,9 @@ class EmbeddingStore:
         found, end = _headers(self._fd(name), start, size)
         for pos, header in found:
             if header.kind == KIND_VECTORS:
-                self._index.setdefault(header.key, _Entry(name, pos + HEADER_BYTES, header))
+                self._index.setdefault(header.key, []).append(
+                    _Entry(name, pos + HEADER_BYTES, header)
+                )
             if header.time > self._used.get(header.key, 0.0):
                 self._used[header.key] = header.time
         return end
@@ -325,8 +330,7 @@ class EmbeddingStore:
             now = time.time()
             touched = []
             for key in keys:
-                entry = self._index.get(key)
-                value = None if entry is None else self._read(entry)
+                value = self._read(key)
                 if value is None:
                     self.misses += 1
                 else:
@@ -343,16 +347,22 @@ class EmbeddingStore:
         """The vectors of one key, or None."""
         return self.get_many([key])[0]
 
-    def _read(self, entry: _Entry) -> np.ndarray | None:
-        try:
-            payload = os.pread(self._fd(entry.segment), entry.header.nbytes, entry.offset)
-        except OSError:
-            payload = b""
-        value = records.decode_payload(entry.header, payload)
-        if value is None:
+    def _read(self, key: bytes) -> np.ndarray | None:
+        """The first intact copy of ``key``; damaged copies are counted and forgotten."""
+        copies = self._index.get(key, [])
+        while copies:
+            entry = copies[0]
+            try:
+                payload = os.pread(self._fd(entry.segment), entry.header.nbytes, entry.offset)
+            except OSError:
+                payload = b""
+            value = records.decode_payload(entry.header, payload)
+            if value is not None:
+                return value
             self.damaged += 1
-            self._index.pop(entry.header.key, None)
-        return value
+            copies.pop(0)
+        self._index.pop(key, None)
+        return None
 
     def __contains__(self, key: bytes) -> bool:
         with self._lock:
@@ -411,7 +421,7 @@ class EmbeddingStore:
             return False
         pos = start
         for key, header in fresh:
-            self._index.setdefault(key, _Entry(writer.name, pos + HEADER_BYTES, header))
+            self._index.setdefault(key, []).append(_Entry(writer.name, pos + HEADER_BYTES, header))
             pos += HEADER_BYTES + header.nbytes
         if self._scanned.get(writer.name, 0) == start:
             self._scanned[writer.name] = writer.size
@@ -514,10 +524,40 @@ def _headers(fd: int, start: int, size: int) -> tuple[list[tuple[int, Header]], 
     while pos + HEADER_BYTES <= size:
         header = records.unpack_header(os.pread(fd, HEADER_BYTES, pos))
         if header is None or pos + HEADER_BYTES + header.nbytes > size:
-            break
+            later = _resync(fd, pos + 1, size)
+            if later is None:
+                break
+            pos = later
+            continue
         found.append((pos, header))
         pos += HEADER_BYTES + header.nbytes
     return found, pos
+
+
+def _resync(fd: int, start: int, size: int) -> int | None:
+    """The offset of the next whole record after damage at ``start - 1``, or None (the
+    damage runs to the end, or the record there is still being written)."""
+    chunk = 1 << 20
+    pos = start
+    while pos + HEADER_BYTES <= size:
+        block = os.pread(fd, min(chunk, size - pos), pos)
+        at = block.find(records.MAGIC)
+        while at >= 0:
+            header = records.unpack_header(os.pread(fd, HEADER_BYTES, pos + at))
+            if header is not None and pos + at + HEADER_BYTES + header.nbytes <= size:
+                return pos + at
+            at = block.find(records.MAGIC, at + 1)
+        pos += max(1, len(block) - len(records.MAGIC) + 1)
+    return None
+
+
+def _skipped(found: list[tuple[int, Header]], end: int) -> int:
+    """Damaged stretches a scan skipped over (gaps between consecutive records)."""
+    gaps, pos = 0, 0
+    for at, header in found:
+        gaps += at != pos
+        pos = at + HEADER_BYTES + header.nbytes
+    return gaps
 
 
 class _Survey:
@@ -529,7 +569,7 @@ class _Survey:
         self.fds: dict[str, int] = {}
         self.active: set[str] = set()
         self.sizes: dict[str, int] = {}
-        self.entries: dict[bytes, _Entry] = {}
+        self.entries: dict[bytes, list[_Entry]] = {}  # every copy
         self.used: dict[bytes, float] = {}
         self.damaged = 0
         try:
@@ -553,10 +593,13 @@ class _Survey:
             found, end = _headers(fd, 0, size)
             for pos, header in found:
                 if header.kind == KIND_VECTORS:
-                    self.entries.setdefault(header.key, _Entry(name, pos + HEADER_BYTES, header))
+                    self.entries.setdefault(header.key, []).append(
+                        _Entry(name, pos + HEADER_BYTES, header)
+                    )
                 self.used[header.key] = max(self.used.get(header.key, 0.0), header.time)
             if end < size and name not in self.active:
                 self.damaged += 1  # a torn or damaged record stopped the scan
+            self.damaged += _skipped(found, end)
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -570,7 +613,7 @@ class _Survey:
             return StoreInfo(
                 directory=directory,
                 entries=len(self.entries),
-                entry_bytes=sum(HEADER_BYTES + e.header.nbytes for e in self.entries.values()),
+                entry_bytes=sum(HEADER_BYTES + es[0].header.nbytes for es in self.entries.values()),
                 file_bytes=sum(self.sizes.values()),
                 segments=len(self.sizes),
                 active_segments=len(self.active),
@@ -588,9 +631,11 @@ class _Survey:
         if not inactive:
             return
         pinned = sum(self.sizes[n] for n in self.active)
-        in_active = {k for k, e in self.entries.items() if e.segment in self.active}
+        in_active = {
+            k for k, es in self.entries.items() if any(e.segment in self.active for e in es)
+        }
         candidates = sorted(
-            (k for k, e in self.entries.items() if e.segment not in self.active),
+            (k for k in self.entries if k not in in_active),
             key=lambda k: self.used.get(k, 0.0),
             reverse=True,
         )
@@ -601,16 +646,18 @@ class _Survey:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             for key in candidates:
-                if key in in_active:
-                    continue
-                entry = self.entries[key]
-                size = HEADER_BYTES + entry.header.nbytes
+                copies = self.entries[key]
+                size = HEADER_BYTES + copies[0].header.nbytes
                 if kept + size > budget:
                     continue  # a smaller, older entry may still fit
-                payload = os.pread(self.fds[entry.segment], entry.header.nbytes, entry.offset)
-                value = records.decode_payload(entry.header, payload)
-                if value is None:
+                value = None
+                for entry in copies:
+                    payload = os.pread(self.fds[entry.segment], entry.header.nbytes, entry.offset)
+                    value = records.decode_payload(entry.header, payload)
+                    if value is not None:
+                        break
                     self.damaged += 1
+                if value is None:
                     continue
                 _write_all(fd, records.vectors_record(key, self.used.get(key, 0.0), value))
                 kept += size
