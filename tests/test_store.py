@@ -242,7 +242,7 @@ def test_scores_identical_with_and_without_the_store(tmp_path: Path) -> None:
     first = rb.score(cands, refs, model_type=TINY_BERT, store=tmp_path)
     scorer = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0, store=tmp_path)
     second = scorer.score(cands, refs)
-    assert scorer.vector_source.encoded == 0  # every text came from the store
+    assert scorer.pipeline.vector_source.encoded == 0  # every text came from the store
     for a, b, c in zip(want, first, second):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
@@ -252,7 +252,7 @@ def test_scores_identical_with_and_without_the_store(tmp_path: Path) -> None:
     rb.score(cands[:20], multi, model_type=TINY_BERT, all_layers=True, store=tmp_path)
     scorer = rb.BERTScorer(model_type=TINY_BERT, all_layers=True, store=tmp_path)
     got_all = scorer.score(cands[:20], multi)
-    assert scorer.vector_source.encoded == 0
+    assert scorer.pipeline.vector_source.encoded == 0
     for g, w in zip(got_all, want_all):
         np.testing.assert_array_equal(g, w)
 
@@ -269,7 +269,7 @@ def test_other_layer_precision_or_model_never_reuses_entries(tmp_path: Path) -> 
         scorer = rb.BERTScorer(**other, cache_bytes=0, store=tmp_path)  # type: ignore[arg-type]
         want = rb.BERTScorer(**other, cache_bytes=0).score(texts, texts)  # type: ignore[arg-type]
         got = scorer.score(texts, texts)
-        assert scorer.vector_source.encoded == len(set(texts)), other
+        assert scorer.pipeline.vector_source.encoded == len(set(texts)), other
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
     same = rb.BERTScorer(model_type=TINY_BERT, num_layers=2, cache_bytes=0, store=tmp_path)
@@ -304,7 +304,7 @@ def test_a_damaged_entry_is_recomputed_with_the_same_numbers(tmp_path: Path) -> 
     store = scorer.store
     assert store is not None and store.damaged == 3  # read and found damaged
     # ... and the damaged header costs its own entry only: the scan resynchronises.
-    assert scorer.vector_source.encoded == 4 and store.hits == total - 4
+    assert scorer.pipeline.vector_source.encoded == 4 and store.hits == total - 4
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     # Re-encoded entries were appended again: a third run encodes nothing.
@@ -322,7 +322,7 @@ def test_each_distinct_text_is_encoded_once_per_call(monkeypatch: pytest.MonkeyP
     scorer = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0)
     scorer.block_pairs = 16
     scorer.round_bytes = 20 * 40 * 4 * 128
-    encoder = scorer.vector_source.runtime.encoder
+    encoder = scorer.pipeline.vector_source.runtime.encoder
     seen: list[int] = []
     real = encoder.embed_packed
 
@@ -332,7 +332,7 @@ def test_each_distinct_text_is_encoded_once_per_call(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(encoder, "embed_packed", spy)
     got = scorer.score(cands, refs)
-    assert scorer.vector_source.encoded == len(set(texts)) == len(seen)
+    assert scorer.pipeline.vector_source.encoded == len(set(texts)) == len(seen)
     monkeypatch.undo()
     want = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0).score(cands, refs)
     for g, w in zip(got, want):

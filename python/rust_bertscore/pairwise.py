@@ -198,8 +198,10 @@ def raw_grid(
                 ci = np.fromiter((c_pos[int(t)] for t in cb), np.int64, len(cb))
                 ri = np.fromiter((r_pos[int(t)] for t in rb), np.int64, len(rb))
                 sub[:, :, ci[:, None], ri[None, :]] = part
-        if source.store is not scorer.pipeline.vector_source.store and source.store is not None:
-            source.store.close()
+        if source is not scorer.pipeline.vector_source:
+            scorer.pipeline.vector_source.encoded += source.encoded
+            if source.store is not None:
+                source.store.close()
     out[:] = sub[:, :, c_inv][:, :, :, r_inv]
     return out
 
