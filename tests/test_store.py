@@ -15,7 +15,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.store import EmbeddingStore, key_space, records, segments, text_key
+from rust_bertscore.store import EmbeddingStore, files, key_space, records, segments, text_key
 
 CANDS, REFS = wmt_pairs()
 SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")
@@ -166,7 +166,7 @@ def test_full_disk_warns_once_and_reading_goes_on(
         os.write(fd, bytes(data)[:10])  # a torn write, then the error
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(segments, "_write_all", full)
+    monkeypatch.setattr(files, "write_all", full)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store.put_many([key(1)], [vec(1)])
@@ -189,7 +189,7 @@ def test_scorer_on_a_full_disk_scores_the_same_with_one_warning(
     def full(fd: int, data: bytes) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(segments, "_write_all", full)
+    monkeypatch.setattr(files, "write_all", full)
     scorer = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0, store=tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -209,7 +209,7 @@ def test_read_only_store_is_read_and_warns_once(
     def read_only(self: object, directory: Path) -> None:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(directory))
 
-    monkeypatch.setattr(segments._Writer, "__init__", read_only)
+    monkeypatch.setattr(files.SegmentWriter, "__init__", read_only)
     scorer = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0, store=tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -274,7 +274,7 @@ def test_other_layer_precision_or_model_never_reuses_entries(tmp_path: Path) -> 
             np.testing.assert_array_equal(g, w)
     same = rb.BERTScorer(model_type=TINY_BERT, num_layers=2, cache_bytes=0, store=tmp_path)
     same.score(texts, texts)
-    assert same.vector_source.encoded == 0
+    assert same.pipeline.vector_source.encoded == 0
 
 
 def record_offsets(raw: bytes) -> list[int]:
@@ -310,7 +310,7 @@ def test_a_damaged_entry_is_recomputed_with_the_same_numbers(tmp_path: Path) -> 
     # Re-encoded entries were appended again: a third run encodes nothing.
     third = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0, store=tmp_path)
     third.score(cands, refs)
-    assert third.vector_source.encoded == 0
+    assert third.pipeline.vector_source.encoded == 0
     assert third.store is not None and third.store.info().damaged == 1  # the skipped header
 
 
@@ -321,7 +321,7 @@ def test_each_distinct_text_is_encoded_once_per_call(monkeypatch: pytest.MonkeyP
     refs = texts[::-1] * 2 + texts
     scorer = rb.BERTScorer(model_type=TINY_BERT, cache_bytes=0)
     scorer.block_pairs = 16
-    scorer.round_bytes = 20 * 40 * 4 * 128
+    scorer.round_bytes = 2 << 20  # the texts still to come fit: each encoded once
     encoder = scorer.pipeline.vector_source.runtime.encoder
     seen: list[int] = []
     real = encoder.embed_packed

@@ -16,10 +16,6 @@ from .store import EmbeddingStore, graph_fingerprint, key_space, text_keys
 if TYPE_CHECKING:
     from .models.loading import ModelRuntime
 
-MEMO_BYTES = 1024**3
-"""Most bytes of vectors a call keeps for texts that come again later in it (past that, the
-least recently used are dropped and encoded again where they come back)."""
-
 
 def runtime_key_space(runtime: ModelRuntime, extra: str = "") -> bytes:
     """The store's key space of a loaded model (see ``store.keys.key_space``)."""
@@ -28,7 +24,10 @@ def runtime_key_space(runtime: ModelRuntime, extra: str = "") -> bytes:
     from .models.graph_cache import cache_root
 
     encoder = runtime.encoder
-    fingerprint = graph_fingerprint(encoder.graph, cache_root() / "fingerprints")
+    if encoder.graph is not None:
+        fingerprint = graph_fingerprint(encoder.graph, cache_root() / "fingerprints")
+    else:  # a graph handed over as bytes
+        fingerprint = encoder.graph_digest or "?"
     layers = "all" if runtime.all_layers else str(runtime.num_layers)
     provider = encoder.providers[0] if encoder.providers else "?"
     return key_space(
@@ -45,10 +44,12 @@ class CallMemo:
 
     Built from every text of the call with its number of uses; after each round the scorer
     calls :meth:`after_round`, which keeps (a copy of) the vectors of texts still to come and
-    drops those used up.
+    drops those used up. At most ``max_bytes`` are kept (the scorer passes its
+    ``round_bytes``); past that the least recently used are dropped, and such a text is
+    encoded again (or read from the store) where it comes back.
     """
 
-    def __init__(self, texts: Iterable[str], max_bytes: int = MEMO_BYTES) -> None:
+    def __init__(self, texts: Iterable[str], max_bytes: int) -> None:
         self.remaining: Counter[str] = Counter(texts)
         self.max_bytes = max_bytes
         self.items: OrderedDict[str, np.ndarray] = OrderedDict()

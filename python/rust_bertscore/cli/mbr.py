@@ -110,7 +110,7 @@ def read_lines(path: str, field: str) -> Iterator[tuple[int, list[str]]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scores import BERTScorer
+    from ..scoring.scorer import BERTScorer
 
     check_baseline_path(args)
     scorer = BERTScorer(

@@ -241,7 +241,9 @@ class ScoringPipeline:
         warned: set[str] = set()
         progress = self.progress_bar(n) if verbose else None
         step = block_step(self.block_pairs, floor_batch)
-        memo = CallMemo([*paired.cands, *paired.refs])  # each distinct text encoded once a call
+        # Each distinct text is encoded once a call, while the texts still to come fit in
+        # round_bytes (memory stays within about two rounds); past that, encoded again.
+        memo = CallMemo([*paired.cands, *paired.refs], self.round_bytes)
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             block_floors = (
