@@ -70,7 +70,7 @@ t0 = time.perf_counter()
 _, _, F = scorer.score(cands, refs)
 scoring = time.perf_counter() - t0
 np.save(out_npy, F.astype(np.float64))
-print(json.dumps({"scoring": scoring, "encoded": scorer.vector_source.encoded,
+print(json.dumps({"scoring": scoring, "encoded": scorer.pipeline.vector_source.encoded,
                   "in_process": time.perf_counter() - t_start}))
 """
 
