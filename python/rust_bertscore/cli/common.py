@@ -139,6 +139,18 @@ def add_scoring_flags(parser: argparse._ActionsContainer, *, batch_independent_h
     parser.add_argument(
         "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
     )
+    add_store_flag(parser)
+
+
+def add_store_flag(parser: argparse._ActionsContainer) -> None:
+    """``--store DIR``: the persistent embedding store."""
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        default=None,
+        help="keep token vectors in DIR across runs and processes: texts found there are not "
+        "encoded again (same numbers; see `rust-bertscore store`)",
+    )
 
 
 def add_model_and_scoring_groups(
@@ -171,6 +183,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
+        "store": getattr(args, "store", None),
     }
 
 

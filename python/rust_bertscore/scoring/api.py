@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, overload
 
+from ..store import StoreArg
 from ..text import pair_texts
 from .scorer import BERTScorer
 from .settings import RefsArg, Scores, check_flag
@@ -28,6 +29,7 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    store: StoreArg = ...,
 ) -> Scores: ...
 
 
@@ -50,6 +52,7 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    store: StoreArg = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -71,6 +74,7 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    store: StoreArg = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -92,6 +96,7 @@ def score(
     baseline_path: str | None = ...,
     precision: str = ...,
     batch_independent: bool = ...,
+    store: StoreArg = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -112,6 +117,7 @@ def score(
     baseline_path: str | None = None,
     precision: str = "fp32",
     batch_independent: bool = False,
+    store: StoreArg = None,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -155,6 +161,9 @@ def score(
         match counts ``max(best, 0)`` when the other side of its pair is shorter than the
         longest text on that side of its batch of ``batch_size`` pairs). True: every pair gets
         the paper's definition, whatever its neighbours.
+    store : str or EmbeddingStore, optional
+        A directory of token vectors kept across processes (see ``BERTScorer``): texts found
+        there are not encoded again; the numbers are the same.
 
     Returns
     -------
@@ -191,6 +200,7 @@ def score(
         precision=precision,
         cache_bytes=0,
         batch_independent=batch_independent,
+        store=store,
     )
     scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

@@ -21,7 +21,9 @@ from numpy.typing import ArrayLike
 from .. import _core
 from ..embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from ..models.loading import ModelRuntime
+from ..store import EmbeddingStore
 from ..text import PairedTexts
+from ..vectors import CallMemo, VectorSource
 from .rounds import block_step, explicit_floors, round_budget, rounds
 from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
@@ -55,10 +57,14 @@ class ScoringPipeline:
         Tokenizer and encoder of one model at one layer (or all layers).
     cache : EmbeddingCache
         Encoded texts kept across calls (``max_bytes`` 0: none).
+    store : EmbeddingStore, optional
+        Token vectors kept on disk across processes (see ``rust_bertscore.store``).
 
     Attributes
     ----------
     cache : EmbeddingCache
+    vector_source : VectorSource
+        Where vectors come from: the call's memo, the cache, the store, else the encoder.
     uniform : TokenWeights
         bert_score's uniform weights: 1 for every token, 0 for special tokens.
     idf_weights : TokenWeights or None
@@ -83,9 +89,12 @@ class ScoringPipeline:
     True
     """
 
-    def __init__(self, runtime: ModelRuntime, cache: EmbeddingCache) -> None:
+    def __init__(
+        self, runtime: ModelRuntime, cache: EmbeddingCache, store: EmbeddingStore | None = None
+    ) -> None:
         self._runtime = runtime
         self.cache = cache
+        self.vector_source = VectorSource(runtime, cache, store)
         self.uniform = TokenWeights.uniform(
             runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
         )
@@ -128,6 +137,7 @@ class ScoringPipeline:
         """
         self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
         self.cache.clear()
+        self.vector_source = VectorSource(self._runtime, self.cache, self.vector_source.store)
 
     # -- texts to token ids, vectors and weights ---------------------------------------------
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
@@ -142,12 +152,21 @@ class ScoringPipeline:
         """
         return self._runtime.tokenizer.encode(texts)
 
+    @property
+    def store(self) -> EmbeddingStore | None:
+        """The persistent store, or None."""
+        return self.vector_source.store
+
     def vectors(
-        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+        self,
+        texts: Sequence[str],
+        ids: Sequence[list[int]],
+        batch_size: int,
+        memo: CallMemo | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Token vectors of ``texts`` (token ids ``ids``) packed for the kernel: from the cache
-        where seen before, else encoded straight into place (``batch_size`` texts per encoder
-        call at most).
+        """Token vectors of the distinct ``texts`` (token ids ``ids``) packed for the kernel:
+        from the call's ``memo``, the cache or the store where found, else encoded straight into
+        place (``batch_size`` texts per encoder call at most); see ``VectorSource.packed``.
 
         Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
         + 1]`` of ``data`` (of its last two axes, for all layers).
@@ -161,31 +180,7 @@ class ScoringPipeline:
         >>> data.shape, [int(offsets[s + 1] - offsets[s]) for s in slot]
         ((9, 384), [5, 4])
         """
-        cache, all_layers = self.cache, self.all_layers
-        found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
-        missing = [i for i, v in enumerate(found) if v is None]
-        hits = [i for i, v in enumerate(found) if v is not None]
-        hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
-        packed = self._runtime.encoder.embed_packed(
-            [ids[i] for i in missing], batch_size, extra_rows=int(hit_lengths.sum())
-        )
-        data, fresh = packed.data, len(missing)
-        offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
-        slot = np.empty(len(texts), dtype=np.int64)
-        slot[np.asarray(missing, dtype=np.int64)[packed.order]] = np.arange(fresh)
-        for k, i in enumerate(hits):
-            slot[i] = fresh + k
-            lo, hi = offsets[fresh + k], offsets[fresh + k + 1]
-            if all_layers:
-                data[:, lo:hi] = found[i]
-            else:
-                data[lo:hi] = found[i]
-        if cache.max_bytes:
-            for j, i in enumerate(np.asarray(missing, dtype=np.int64)[packed.order]):
-                lo, hi = offsets[j], offsets[j + 1]
-                # A copy: a view would keep the whole round's array alive.
-                cache.put(texts[i], (data[:, lo:hi] if all_layers else data[lo:hi]).copy())
-        return data, offsets, slot
+        return self.vector_source.packed(texts, ids, batch_size, memo)
 
     def text_vectors(
         self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
@@ -339,6 +334,9 @@ class ScoringPipeline:
         warned: set[str] = set()
         progress = self.progress_bar(n) if verbose else None
         step = block_step(self.block_pairs, floor_batch)
+        # Each distinct text is encoded once a call, while the texts still to come fit in
+        # round_bytes (memory stays within about two rounds); past that, encoded again.
+        memo = CallMemo([*paired.cands, *paired.refs], self.round_bytes)
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             block_floors = (
@@ -358,6 +356,7 @@ class ScoringPipeline:
                 out,
                 warned,
                 progress,
+                memo,
             )
         if progress is not None:
             progress.close()
@@ -376,6 +375,7 @@ class ScoringPipeline:
         out: np.ndarray,
         warned: set[str],
         progress: Progress | None,
+        memo: CallMemo | None = None,
     ) -> None:
         """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
         texts: dict[str, int] = {}
@@ -409,8 +409,9 @@ class ScoringPipeline:
             needed, inverse = np.unique(
                 np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
             )
+            round_texts = [unique[i] for i in needed]
             data, offsets, slot = self.vectors(
-                [unique[i] for i in needed], [ids[i] for i in needed], batch_size
+                round_texts, [ids[i] for i in needed], batch_size, memo
             )
             by_slot = needed[np.argsort(slot)]
             packed_weights = np.concatenate([text_weights[i] for i in by_slot])
@@ -443,6 +444,9 @@ class ScoringPipeline:
                 out[0, layer, block + lo : block + hi] = p
                 out[1, layer, block + lo : block + hi] = r
                 out[2, layer, block + lo : block + hi] = f
+            if memo is not None:
+                uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
+                memo.after_round(round_texts, uses, data, offsets, slot, self.all_layers)
             if progress is not None:
                 progress.update(hi - lo)
         # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")

@@ -19,10 +19,13 @@ from ..compare import Comparison, compare_systems
 from ..embeddings import EmbeddingCache
 from ..errors import warn
 from ..heatmap import require_matplotlib, save_example
+from ..mbr import MBRResult, mbr_select, mbr_select_batch
 from ..models.loading import ModelRuntime, load_runtime
 from ..models.registry import choose_model
+from ..pairwise import pairwise_scores
 from ..rescale import load_baseline, packaged_baseline, rescale
 from ..similarity import SimilarityMatrix, compute_similarity_matrix
+from ..store import EmbeddingStore, StoreArg, open_store
 from ..text import check_texts, pair_texts
 from .pipeline import ScoringPipeline
 from .settings import (
@@ -89,6 +92,10 @@ class BERTScorer:
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+    store : str or EmbeddingStore, optional
+        A directory (or :class:`~rust_bertscore.EmbeddingStore`) of token vectors kept on disk
+        across processes: texts found there are not encoded, texts encoded are added. Keyed by
+        model graph, precision, layer and token ids; scores are the same. docs/store.md.
 
     Attributes
     ----------
@@ -129,8 +136,10 @@ class BERTScorer:
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         batch_independent: bool = False,
+        store: StoreArg = None,
     ) -> None:
         self.batch_independent = check_flag("batch_independent", batch_independent)
+        opened = open_store(store)
         self._rescale_with_baseline = check_flag("rescale_with_baseline", rescale_with_baseline)
         if self._rescale_with_baseline and lang is None and baseline_path is None:
             raise ValueError(
@@ -153,7 +162,7 @@ class BERTScorer:
             precision=precision,
         )
         self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
-        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes))
+        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
@@ -231,6 +240,11 @@ class BERTScorer:
     def cache(self) -> EmbeddingCache:
         """The cache of encoded texts (see ``cache_bytes``)."""
         return self._pipeline.cache
+
+    @property
+    def store(self) -> EmbeddingStore | None:
+        """The persistent embedding store (see ``store``), or None."""
+        return self._pipeline.store
 
     # -- the engine, for analyses and benchmarks ----------------------------------------------
     @property
@@ -411,6 +425,27 @@ class BERTScorer:
         vals = self.baseline_vals
         assert vals is not None
         return vals[:, which][:, None] if self.all_layers else vals[which]
+
+    # -- all pairs and MBR (see pairwise.py, mbr.py) ------------------------------------------
+    def pairwise(
+        self, cands: Sequence[str], refs: Sequence[str], batch_size: int | None = None
+    ) -> Scores:
+        """P, R and F of every candidate against every reference, shape (len(cands),
+        len(refs)) (with ``all_layers`` a leading layer axis), each pair as
+        ``score(..., batch_independent=True)`` scores it; each distinct text encoded once,
+        memory within :attr:`round_bytes`. See :func:`rust_bertscore.pairwise.pairwise_scores`."""
+        return pairwise_scores(self, cands, refs, batch_size)
+
+    def mbr(self, samples: Sequence[str], batch_size: int | None = None) -> MBRResult:
+        """Minimum Bayes risk: the sample of highest mean F against the other samples, and
+        every sample's utility. See :func:`rust_bertscore.mbr.mbr_select`."""
+        return mbr_select(self, samples, batch_size)
+
+    def mbr_batch(
+        self, sources: Sequence[Sequence[str]], batch_size: int | None = None
+    ) -> list[MBRResult]:
+        """:meth:`mbr` for many lists of samples (one per source), encoded together."""
+        return mbr_select_batch(self, sources, batch_size)
 
     # -- token alignments (see align.py) -----------------------------------------------------
     def align(self, cand: str, ref: str) -> Alignment:
