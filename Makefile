@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo test test-rust test-python bench bench-rust bench-e2e bench-stats bench-venv bench-compare parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare parity clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,8 +48,8 @@ install: build ## Install the wheel into the venv, as a user gets it
 lint: deps ## cargo fmt --check, clippy -D warnings, ruff (SLF001: no private reach-ins), mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(VENV)/bin/ruff check python tests benches
-	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/ruff check python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff format --check python tests benches docs/gen_api.py
 	$(VENV)/bin/mypy
 
 stubtest: ## _core.pyi against the installed extension (after install or dev)
@@ -57,8 +57,8 @@ stubtest: ## _core.pyi against the installed extension (after install or dev)
 
 fmt: deps ## Format Rust and Python sources
 	cargo fmt --all
-	$(VENV)/bin/ruff format python tests benches
-	$(VENV)/bin/ruff check --fix python tests benches
+	$(VENV)/bin/ruff format python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff check --fix python tests benches docs/gen_api.py
 
 test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
@@ -67,10 +67,24 @@ test-rust: ## cargo test of the core crate (unit, property and doc tests), then 
 test-python: ## pytest against the installed wheel
 	$(PY) -m pytest -q
 
-test: install lint stubtest test-rust test-python ## Install, then lint, stubtest, cargo test and pytest
+# The docstring examples of the installed package (--pyargs: from the repository root the
+# package on the path is the installed one, not python/; pyproject's pytest settings apply,
+# filterwarnings = error included). The kernel's examples live in _core.pyi, which pytest does
+# not collect: tests/test_doctests.py runs them. The evaluate module's file imports evaluate
+# and datasets at the top; without them (extra [evaluate]) it is left out.
+test-doctest: ## Run every docstring example of the installed package (pytest --doctest-modules)
+	@pkg=$$($(PY) -c "import os, rust_bertscore; print(os.path.dirname(rust_bertscore.__file__))"); \
+	skip=; $(PY) -c "import evaluate, datasets" 2>/dev/null || \
+		skip="--ignore=$$pkg/integrations/evaluate_metric"; \
+	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs rust_bertscore $$skip
+
+test: install lint stubtest test-rust test-python test-doctest ## Install, then lint, stubtest, cargo test, pytest and the docstring examples
 
 demo: install ## Install, then score the example texts with the default model
 	$(PY) -m rust_bertscore.cli.demo
+
+docs: install ## Write docs/api.md, the API reference, from the installed package's docstrings
+	$(PY) docs/gen_api.py --out docs/api.md
 
 bench-rust: ## criterion suite of the Rust kernel
 	cargo bench --bench kernel

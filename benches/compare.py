@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benches import shapes
+from benches import repeated, shapes
 from benches.common import (
     WMT_PAIRS,
     bert_score_once,
@@ -248,7 +248,8 @@ def token_counts(model_dir: Path, texts: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
-    parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge")
+    parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge,repeated")
+    repeated.add_arguments(parser)
     parser.add_argument("--pairs", type=int, default=WMT_PAIRS, help="WMT pairs for MiniLM")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
     parser.add_argument("--large-pairs", type=int, default=150, help="pairs for roberta-large")
@@ -276,6 +277,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rbs-compare-") as tmp_name:
         tmp = Path(tmp_name)
         for name in models:
+            if name == "repeated":  # several systems against the same references
+                results[name] = repeated.run(args, hyps, refs, bs_python)
+                continue
             if name == "minilm":
                 n = args.pairs
                 results[name] = compare_model(

@@ -177,3 +177,29 @@ def test_cli_on_a_running_cluster_prints_the_plain_output(cluster, minilm_dir, t
     assert got_hash == want_hash
     assert got.shape == (len(case["cands"]), 3)
     np.testing.assert_allclose(got, want, atol=1.5e-6)
+
+
+def test_actors_share_a_store(cluster, minilm_dir, tmp_path):
+    """Two actors write one store; a second run reads every text from it, same numbers."""
+    from rust_bertscore.distributed.plan import load_tokenizer
+    from rust_bertscore.store import EmbeddingStore
+
+    cands, refs = shuffled_rows(120, seed=6)
+    want = score(cands, refs, model_type=str(minilm_dir), batch_independent=True)
+    for _ in range(2):
+        ds = _dataset(cands, refs, blocks=4, with_row=True).materialize()
+        out = score_dataset(
+            ds,
+            "hyp",
+            "ref",
+            model_type=str(minilm_dir),
+            batch_independent=True,
+            concurrency=2,
+            store=str(tmp_path),
+        ).to_pandas()
+        check_scores(out, want, atol=1e-6)
+    texts = set(cands) | {r for g in refs for r in ([g] if isinstance(g, str) else g)}
+    # Keyed by token ids: texts that tokenise alike ("" and blanks) share an entry.
+    distinct = {tuple(ids) for ids in load_tokenizer(str(minilm_dir)).encode(sorted(texts))}
+    info = EmbeddingStore(tmp_path).info()
+    assert info.entries == len(distinct) and info.damaged == 0

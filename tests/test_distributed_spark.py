@@ -129,3 +129,27 @@ def test_malformed_row_and_bad_columns(spark, minilm_dir):
         score_spark(df, "hyp", "ref", index_col="row", model_type=str(minilm_dir))
     with pytest.raises(ValueError, match=r"no reference column 'refs'.*\['hyp', 'ref', 'row'\]"):
         score_spark(df, "hyp", "refs")
+
+
+def test_score_spark_with_a_store(spark, minilm_dir, tmp_path):
+    """Spark's Python workers share a store on one machine; a second run reads from it."""
+    from rust_bertscore import score
+    from rust_bertscore.distributed.plan import load_tokenizer
+    from rust_bertscore.store import EmbeddingStore
+
+    cands, refs = shuffled_rows(100, seed=8)
+    want = score(cands, refs, model_type=str(minilm_dir), batch_independent=True)
+    for _ in range(2):
+        df = _frame(spark, cands, refs, partitions=3, with_row=True)
+        out = score_spark(
+            df,
+            "hyp",
+            "ref",
+            model_type=str(minilm_dir),
+            batch_independent=True,
+            store=str(tmp_path),
+        ).toPandas()
+        check_scores(out, want, atol=1e-6)
+    texts = set(cands) | {r for g in refs for r in ([g] if isinstance(g, str) else g)}
+    distinct = {tuple(ids) for ids in load_tokenizer(str(minilm_dir)).encode(sorted(texts))}
+    assert EmbeddingStore(tmp_path).info().entries == len(distinct)

@@ -31,6 +31,7 @@ from .errors import (
     RustBertScoreWarning,
     ThreadPoolError,
 )
+from .mbr import MBRResult
 from .models.listing import ModelInfo, supported_models
 from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scoring.api import score
@@ -44,6 +45,8 @@ from .stats import (
     paired_bootstrap,
     paired_permutation,
 )
+from .store import EmbeddingStore
+from .text_embedding import TextEmbedding
 
 if TYPE_CHECKING:
     from .integrations.hf_evaluate import evaluate_module
@@ -59,7 +62,9 @@ __all__ = [
     "Comparison",
     "DeviceNotAvailableError",
     "DistributedInputError",
+    "EmbeddingStore",
     "KernelError",
+    "MBRResult",
     "ModelInfo",
     "ModelLoadError",
     "ModelNotFoundError",
@@ -68,6 +73,7 @@ __all__ = [
     "RustBertScoreError",
     "RustBertScoreWarning",
     "SimilarityMatrix",
+    "TextEmbedding",
     "ThreadPoolError",
     "__version__",
     "bootstrap_ci",

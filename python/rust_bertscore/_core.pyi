@@ -63,14 +63,43 @@ NUM_THREADS_ENV: Final[str]
 __version__: Final[str]
 
 class RustBertScoreError(Exception):
-    """Base class of every error rust-bertscore raises."""
+    """Base class of every error rust-bertscore raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore import RustBertScoreError, score_embeddings
+    >>> try:
+    ...     score_embeddings([np.ones((2, 3))], [])
+    ... except RustBertScoreError as e:
+    ...     print(type(e).__name__, isinstance(e, ValueError))
+    KernelError True
+    """
 
 class KernelError(RustBertScoreError, ValueError):
     """Bad input to a kernel: the message names the pair, text, index or argument at fault and
-    the problem. Also a ValueError."""
+    the problem. Also a ValueError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore import KernelError, score_embeddings
+    >>> try:
+    ...     score_embeddings([np.ones((2, 3))], [np.ones((2, 4))])
+    ... except KernelError as e:
+    ...     print(e)
+    pair 0 (candidate) has embedding dim 3, but pair 0 (reference) has dim 4
+    """
 
 class ThreadPoolError(RustBertScoreError, RuntimeError):
-    """The kernel's thread pool could not be started. Also a RuntimeError."""
+    """The kernel's thread pool could not be started. Also a RuntimeError.
+
+    Examples
+    --------
+    >>> from rust_bertscore import RustBertScoreError, ThreadPoolError
+    >>> issubclass(ThreadPoolError, RuntimeError), issubclass(ThreadPoolError, RustBertScoreError)
+    (True, True)
+    """
 
 """Name of the environment variable that sizes the thread pool: ``"RUST_BERTSCORE_NUM_THREADS"``."""
 
@@ -130,6 +159,8 @@ def score_embeddings(
     --------
     The BERTScore example of the ``reval`` module (github.com/itsubaki/reval), raw dot products:
 
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import score_embeddings
     >>> c = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
     >>> r = np.array([[0.1, 0.2, 0.3], [0.7, 0.8, 0.9]])
     >>> P, R, F = score_embeddings([c], [r], normalize=False)
@@ -177,6 +208,19 @@ def pairwise_embeddings(
         :func:`score_embeddings`; the message names ``candidate i`` or ``reference j``.
     TypeError
         A non-array entry or an unsupported dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import pairwise_embeddings, score_embeddings
+    >>> rng = np.random.default_rng(0)
+    >>> cands = [rng.normal(size=(n, 8)) for n in (3, 5)]
+    >>> refs = [rng.normal(size=(n, 8)) for n in (4, 2, 6)]
+    >>> P, R, F = pairwise_embeddings(cands, refs)
+    >>> F.shape, F.dtype
+    ((2, 3), dtype('float32'))
+    >>> bool(np.isclose(F[1, 2], score_embeddings([cands[1]], [refs[2]])[2][0]))
+    True
     """
 
 def score_ragged(
@@ -233,6 +277,20 @@ def score_ragged(
         NaN or infinity in a text or a negative or non-finite weight (naming the text).
     TypeError
         ``data`` or ``weights`` not float32/float64, an index array that is not integer.
+
+    Examples
+    --------
+    Three texts in one array (rows 0-1, 2-4, 5-6); pair 0 is text 0 against text 1, pair 1
+    text 2 against text 1:
+
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import score_embeddings, score_ragged
+    >>> data = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
+    >>> P, R, F = score_ragged(data, [0, 2, 5, 7], None, [0, 2], [1, 1])
+    >>> F.shape
+    (2,)
+    >>> bool(np.isclose(F[1], score_embeddings([data[5:7]], [data[2:5]])[2][0]))
+    True
     """
 
 def pad_floor_flags(
@@ -262,6 +320,10 @@ def pad_floor_flags(
     ------
     ValueError
         Lengths of different sizes, a negative length, ``batch_size < 1``.
+
+    Examples
+    --------
+    Pairs 0-1 form the first batch (longest reference 6, longest candidate 5), pair 2 the second:
 
     >>> from rust_bertscore.kernel import pad_floor_flags
     >>> p, r = pad_floor_flags([5, 3, 4], [2, 6, 6], 2)
@@ -307,6 +369,10 @@ def pad_floor_flags_at(
         Arrays of different sizes, a negative count or position, ``batch_size < 1``, or a
         position past the batches (``"positions [0] = 4 is past the 2 batches of 2 pairs"``).
 
+    Examples
+    --------
+    The pairs at positions 2 and 0 of the corpus of :func:`pad_floor_flags`' example:
+
     >>> from rust_bertscore.kernel import pad_floor_flags_at
     >>> p, r = pad_floor_flags_at([2, 0], [4, 5], [6, 2], [5, 4], [6, 6], 2)
     >>> p.tolist(), r.tolist()
@@ -347,6 +413,15 @@ def pairwise_ragged(
         As :func:`score_ragged`; an index out of range is named ``"cands[i] = ..."``.
     TypeError
         As :func:`score_ragged`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import pairwise_ragged
+    >>> data = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
+    >>> P, R, F = pairwise_ragged(data, [0, 2, 5, 7], None, [0, 1], [0, 1, 2])
+    >>> F.shape, round(float(F[0, 0]), 4)
+    ((2, 3), 1.0)
     """
 
 def multi_ref_max(
@@ -377,6 +452,16 @@ def multi_ref_max(
     ------
     ValueError
         Lengths that differ, bad offsets, or an empty group (``"group 2 is empty ..."``).
+
+    Examples
+    --------
+    One candidate with two references, then one with one:
+
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import multi_ref_max
+    >>> p, r, f = np.array([0.5, 0.7, 0.6]), np.array([0.9, 0.4, 0.3]), np.array([0.6, 0.5, 0.4])
+    >>> [x.tolist() for x in multi_ref_max(p, r, f, [0, 2, 3])]  # doctest: +ELLIPSIS
+    [[0.69999..., 0.60000...], [0.89999..., 0.30000...], [0.60000..., 0.40000...]]
     """
 
 def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
@@ -398,6 +483,13 @@ def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
     ------
     ValueError
         ``baseline`` is 1 once rounded to float32 (division by zero), or not finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import rescale
+    >>> rescale(np.array([0.9, 0.85]), 0.8).round(4)
+    array([0.5 , 0.25], dtype=float32)
     """
 
 def normalize(a: _FloatArray) -> NDArray[np.float32]:
@@ -417,6 +509,16 @@ def normalize(a: _FloatArray) -> NDArray[np.float32]:
     ------
     ValueError
         ``a`` is not 1-D or 2-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import normalize
+    >>> normalize(np.array([3.0, 4.0]))
+    array([0.6, 0.8], dtype=float32)
+    >>> normalize(np.array([[0.0, 2.0], [0.0, 0.0]]))
+    array([[0., 1.],
+           [0., 0.]], dtype=float32)
     """
 
 def l2_norm(a: _FloatArray) -> float | NDArray[np.float32]:
@@ -434,6 +536,15 @@ def l2_norm(a: _FloatArray) -> float | NDArray[np.float32]:
     ------
     ValueError
         ``a`` is not 1-D or 2-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import l2_norm
+    >>> l2_norm(np.array([3.0, 4.0]))
+    5.0
+    >>> l2_norm(np.array([[3.0, 4.0], [0.0, 1.0]]))
+    array([5., 1.], dtype=float32)
     """
 
 def dot(a: _FloatArray, b: _FloatArray) -> float | NDArray[np.float32]:
@@ -451,6 +562,15 @@ def dot(a: _FloatArray, b: _FloatArray) -> float | NDArray[np.float32]:
     ------
     ValueError
         Shapes that differ (never a silent 0), or arrays that are not 1-D or 2-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.kernel import dot
+    >>> dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    11.0
+    >>> dot(np.eye(2), np.array([[3.0, 4.0], [5.0, 6.0]]))
+    array([3., 6.], dtype=float32)
     """
 
 def idf_weights(
@@ -489,6 +609,7 @@ def idf_weights(
 
     Examples
     --------
+    >>> from rust_bertscore.kernel import idf_default, idf_weights
     >>> w = idf_weights([[1, 2, 2], [2, 3], [2]])
     >>> round(w[2], 6), round(w[1], 6), round(idf_default(3), 6)
     (0.0, 0.693147, 1.386294)
@@ -508,6 +629,13 @@ def idf_table(
         Every token id seen, ascending.
     weights : ndarray of float64, shape (n_ids,)
         ``ln((M + 1) / (df + 1))`` of each id. Unseen ids take :func:`idf_default` ``(M)``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.kernel import idf_table
+    >>> ids, weights = idf_table([[1, 2, 2], [2, 3], [2]])
+    >>> ids.tolist(), weights.round(6).tolist()
+    ([1, 2, 3], [0.693147, 0.0, 0.693147])
     """
 
 def idf_default(num_docs: int) -> float:
@@ -517,6 +645,12 @@ def idf_default(num_docs: int) -> float:
     ------
     ValueError
         ``num_docs < 0``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.kernel import idf_default
+    >>> round(idf_default(3), 6)
+    1.386294
     """
 
 def set_num_threads(n: int) -> None:
@@ -531,6 +665,14 @@ def set_num_threads(n: int) -> None:
     ------
     ValueError
         ``n < 1``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.kernel import get_num_threads, set_num_threads
+    >>> n = get_num_threads()
+    >>> set_num_threads(n)  # the same size: a no-op
+    >>> get_num_threads() == n
+    True
     """
 
 def get_num_threads() -> int:
@@ -541,6 +683,12 @@ def get_num_threads() -> int:
     ------
     ValueError
         ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+
+    Examples
+    --------
+    >>> from rust_bertscore.kernel import get_num_threads
+    >>> get_num_threads() >= 1
+    True
     """
 
 def requested_num_threads() -> int | None:
@@ -552,6 +700,13 @@ def requested_num_threads() -> int | None:
     ------
     ValueError
         ``RUST_BERTSCORE_NUM_THREADS`` is set to something other than a positive integer.
+
+    Examples
+    --------
+    >>> from rust_bertscore._core import requested_num_threads
+    >>> n = requested_num_threads()
+    >>> n is None or n >= 1
+    True
     """
 
 ISA_ENV: Final[str]
@@ -560,7 +715,14 @@ process): ``"RUST_BERTSCORE_ISA"``, values ``portable``, ``avx2``, ``avx512``.""
 
 def active_isa() -> str:
     """The instruction set of the kernels in this process: ``"avx512"``, ``"avx2"`` or
-    ``"portable"`` (the best the CPU has, at most what ``RUST_BERTSCORE_ISA`` names)."""
+    ``"portable"`` (the best the CPU has, at most what ``RUST_BERTSCORE_ISA`` names).
+
+    Examples
+    --------
+    >>> from rust_bertscore._core import active_isa
+    >>> active_isa() in ("avx512", "avx2", "portable")
+    True
+    """
 
 def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:
     """bert_score's IDF ``ln((num_docs + 1) / (df + 1))`` of each document frequency.
@@ -569,6 +731,12 @@ def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:
     ------
     ValueError
         ``num_docs < 0``, or a ``df`` outside ``0..=num_docs``.
+
+    Examples
+    --------
+    >>> from rust_bertscore._core import idf_from_frequencies
+    >>> idf_from_frequencies([0, 1, 3], 3).round(6).tolist()
+    [1.386294, 0.693147, 0.0]
     """
 
 # -- significance statistics (typed wrappers and result dataclasses: rust_bertscore.stats) -------
@@ -608,6 +776,17 @@ def bootstrap_ci(
     ValueError
         ``confidence`` outside (0, 1), ``n_resamples < 1``, fewer than 2 scores, or a NaN or
         infinite score (the message names the segment).
+
+    Examples
+    --------
+    The typed wrapper is :func:`rust_bertscore.bootstrap_ci`; this is the kernel under it:
+
+    >>> import numpy as np
+    >>> from rust_bertscore._core import bootstrap_ci
+    >>> scores = np.array([0.50, 0.61, 0.47, 0.55, 0.58, 0.52])
+    >>> mean, low, high = bootstrap_ci(scores, 0.95, 1000, 1)
+    >>> round(mean, 4), low < mean < high
+    (0.5383, True)
     """
 
 def paired_bootstrap(
@@ -646,6 +825,17 @@ def paired_bootstrap(
     ------
     ValueError
         As :func:`bootstrap_ci`, or ``b`` without rows or with rows of another length than ``a``.
+
+    Examples
+    --------
+    The typed wrapper is :func:`rust_bertscore.paired_bootstrap`; this is the kernel under it:
+
+    >>> import numpy as np
+    >>> from rust_bertscore._core import paired_bootstrap
+    >>> a = np.array([0.50, 0.61, 0.47, 0.55, 0.58, 0.52])
+    >>> baseline, systems = paired_bootstrap(a, (a + 0.1)[None, :], 0.95, 1000, 1)
+    >>> round(systems[0][2], 6), systems[0][5] < 0.01
+    (0.1, True)
     """
 
 def paired_permutation(
@@ -669,4 +859,15 @@ def paired_permutation(
     ValueError
         ``n_trials < 1``, fewer than 2 segments, a NaN or infinite score, or ``b`` without rows
         or with rows of another length than ``a``.
+
+    Examples
+    --------
+    The typed wrapper is :func:`rust_bertscore.paired_permutation`; this is the kernel under it:
+
+    >>> import numpy as np
+    >>> from rust_bertscore._core import paired_permutation
+    >>> a = np.array([0.50, 0.61, 0.47, 0.55, 0.58, 0.52])
+    >>> [(mean_a, mean_b, delta, p)] = paired_permutation(a, (a + 0.1)[None, :], 1000, 1)
+    >>> round(delta, 6), p < 0.05
+    (0.1, True)
     """

@@ -51,6 +51,16 @@ class TokenMatch:
         Cosine similarity with that token (the raw best).
     scored : float
         The value the score counts: ``max(cosine, 0)`` when the side is floored, else ``cosine``.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> a = BERTScorer().align("the cat sat", "a cat sat")
+    >>> t = a.candidate.tokens[2]
+    >>> t.token, a.reference.tokens[t.match].token, round(t.weight, 1), t.cosine > 0.9
+    ('cat', 'cat', 1.0, True)
+    >>> sorted(t.to_dict())
+    ['cosine', 'id', 'match', 'piece', 'position', 'scored', 'token', 'weight']
     """
 
     position: int
@@ -90,6 +100,15 @@ class SideAlignment:
     floored : bool
         Whether bert_score's padding floor applied to this side in the call (see the module
         docstring); always False for a pair aligned alone.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> a = BERTScorer().align("the cat sat", "a cat sat")
+    >>> [t.token for t in a.candidate.tokens], a.candidate.floored
+    (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], False)
+    >>> round(a.candidate.weighted_mean(), 4) == round(a.P, 4)
+    True
     """
 
     text: str
@@ -137,6 +156,15 @@ class Alignment:
         Whether P, R and F are rescaled with a baseline (token cosines never are).
     hash : str
         The scorer's settings string.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> scorer = BERTScorer()
+    >>> a = scorer.align("the cat sat", "a cat sat")
+    >>> P, R, F = scorer.score(["the cat sat"], ["a cat sat"])
+    >>> round(a.F, 4) == round(float(F[0]), 4), a.index, a.ref_index, a.to_dict()["F1"] == a.F
+    (True, 0, None, True)
     """
 
     candidate: SideAlignment
@@ -179,6 +207,11 @@ def floored_sides(
 
     The rule is the kernel's (``_core.pad_floor_flags``: the precision side is the candidate's,
     the recall side the reference's), the one ``score()`` applies.
+
+    >>> from rust_bertscore.align import floored_sides
+    >>> cand, ref = floored_sides([5, 3, 4], [2, 6, 6], batch_size=2)
+    >>> cand.tolist(), ref.tolist()
+    ([True, False, False], [False, True, False])
     """
     lc = np.asarray(cand_lengths, dtype=np.int64)
     lr = np.asarray(ref_lengths, dtype=np.int64)
@@ -240,6 +273,14 @@ def align_pairs(
     -------
     list of Alignment
         One per pair, in order (candidate by candidate, its references in order).
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.align import align_pairs
+    >>> records = align_pairs(BERTScorer(), ["the cat sat"], [["a cat sat", "dogs run"]])
+    >>> [(r.index, r.ref_index) for r in records], records[0].F > records[1].F
+    ([(0, 0), (0, 1)], True)
     """
     if scorer.all_layers:
         raise ValueError(
@@ -313,7 +354,16 @@ def align_pairs(
 
 
 def align_one(scorer: BERTScorer, cand: str, ref: str) -> Alignment:
-    """The token alignment of one pair, scored alone (never floored)."""
+    """The token alignment of one pair, scored alone (never floored).
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.align import align_one
+    >>> a = align_one(BERTScorer(), "the cat sat", "a cat sat")
+    >>> [(t.token, a.reference.tokens[t.match].token) for t in a.candidate.tokens[2:4]]
+    [('cat', 'cat'), ('sat', 'sat')]
+    """
     for name, text in (("cand", cand), ("ref", ref)):
         if not isinstance(text, str):
             raise TypeError(

@@ -74,6 +74,16 @@ class MetricComparison:
         paired-bs: one-sided p-value of "the system is not better than the baseline";
         paired-ar: two-sided p-value of "the system and the baseline score the same".
         None for the baseline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.compare import compare_scores
+    >>> base = np.array([0.80, 0.70, 0.75, 0.90, 0.65])
+    >>> table = compare_scores({"base": (base, base, base), "new": (base + 0.02,) * 3}, seed=1)
+    >>> f = table["new"].F
+    >>> round(f.mean, 2), round(f.delta, 6), f.p_value < 0.01, table["base"].F.delta is None
+    (0.78, 0.02, True, True)
     """
 
     mean: float
@@ -97,6 +107,15 @@ class SystemComparison:
         True for the first system, which the others are tested against.
     P, R, F : MetricComparison
         Precision, recall and F1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.compare import compare_scores
+    >>> base = np.array([0.80, 0.70, 0.75, 0.90, 0.65])
+    >>> table = compare_scores({"base": (base, base, base), "new": (base + 0.02,) * 3}, seed=1)
+    >>> [(s.name, s.is_baseline, round(s.P.mean, 2)) for s in table.systems]
+    [('base', True, 0.76), ('new', False, 0.78)]
     """
 
     name: str
@@ -128,6 +147,17 @@ class Comparison:
         Segments (candidates) per system.
     hash : str
         The scorer's settings string ("" when the scores came from elsewhere).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.compare import compare_scores
+    >>> base = np.array([0.80, 0.70, 0.75, 0.90, 0.65])
+    >>> table = compare_scores({"base": (base, base, base), "new": (base + 0.02,) * 3}, seed=1)
+    >>> table.baseline.name, table.test, table.segments, table.to_dict()["systems"][1]["name"]
+    ('base', 'paired-bs', 5, 'new')
+    >>> table.format_tsv().splitlines()[0].split()[:4]
+    ['system', 'baseline', 'P', 'P_ci_low']
     """
 
     systems: tuple[SystemComparison, ...]
@@ -215,6 +245,19 @@ def compare_scores(
     Returns
     -------
     Comparison
+
+    Examples
+    --------
+    Segment scores (P, R, F) of two systems; the second is tested against the first:
+
+    >>> import numpy as np
+    >>> from rust_bertscore.compare import compare_scores
+    >>> base = np.array([0.80, 0.70, 0.75, 0.90, 0.65])
+    >>> table = compare_scores(
+    ...     {"base": (base, base, base), "new": (base + 0.02,) * 3}, test="paired-ar", seed=1
+    ... )
+    >>> round(table["new"].F.delta, 6), table["new"].F.p_value < 0.1
+    (0.02, True)
     """
     test = _test_name(test)
     given = {str(key): value for key, value in scores_by_system.items()}
@@ -300,7 +343,22 @@ def compare_systems(
     verbose: bool = False,
 ) -> Comparison:
     """Score every system with ``scorer`` and test each against the first (see
-    :meth:`BERTScorer.compare <rust_bertscore.BERTScorer.compare>`)."""
+    :meth:`BERTScorer.compare <rust_bertscore.BERTScorer.compare>`).
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.compare import compare_systems
+    >>> scorer = BERTScorer()  # the default model, all-MiniLM-L6-v2
+    >>> refs = ["The cat sat on the mat.", "It is raining today.", "She reads a book."]
+    >>> systems = {
+    ...     "a": ["A cat sat on a mat.", "It rains today.", "She is reading a book."],
+    ...     "b": ["Dogs bark.", "The sun is out.", "He writes."],
+    ... }
+    >>> table = compare_systems(scorer, systems, refs, n_samples=200, seed=1)
+    >>> table["b"].F.delta < 0, table.segments
+    (True, 3)
+    """
     test = _test_name(test)
     if not isinstance(cands_by_system, Mapping):
         raise TypeError(

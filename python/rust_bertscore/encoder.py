@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +187,11 @@ class Encoder:
     ) -> None:
         if num_threads is None:
             num_threads = default_threads()
+        # What names the graph for the embedding store: its file, or the digest of its bytes.
+        self.graph: Path | None = None if isinstance(graph, bytes) else Path(graph)
+        self.graph_digest: str | None = (
+            "sha256:" + hashlib.sha256(graph).hexdigest() if isinstance(graph, bytes) else None
+        )
         options = session_options(num_threads)
         providers = select_providers(device)
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.

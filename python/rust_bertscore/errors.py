@@ -28,35 +28,111 @@ from ._core import KernelError, RustBertScoreError, ThreadPoolError
 
 
 class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
-    """A model could not be found locally and could not be downloaded."""
+    """A model could not be found locally and could not be downloaded.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer, ModelNotFoundError
+    >>> try:
+    ...     BERTScorer(model_type="/no/such/model-dir")
+    ... except ModelNotFoundError as e:
+    ...     print(e, isinstance(e, FileNotFoundError))
+    model path '/no/such/model-dir' does not exist True
+    """
 
 
 class DeviceNotAvailableError(RustBertScoreError, ValueError):
-    """The requested device has no ONNX Runtime execution provider here."""
+    """The requested device has no ONNX Runtime execution provider here.
+
+    Examples
+    --------
+    Falling back to the CPU where ONNX Runtime offers no CUDA provider:
+
+    >>> from rust_bertscore import BERTScorer, DeviceNotAvailableError
+    >>> def load(device):
+    ...     try:
+    ...         return BERTScorer(device=device)
+    ...     except DeviceNotAvailableError:
+    ...         return BERTScorer(device="cpu")
+    >>> load("cuda").device in ("cuda", "cpu")
+    True
+    """
 
 
 class ModelLoadError(RustBertScoreError, ValueError):
     """A model file exists but cannot be used: a corrupt graph, or a tokenizer that does not
-    match the model's vocabulary."""
+    match the model's vocabulary.
+
+    Examples
+    --------
+    >>> from rust_bertscore import ModelLoadError, RustBertScoreError
+    >>> issubclass(ModelLoadError, ValueError), issubclass(ModelLoadError, RustBertScoreError)
+    (True, True)
+    """
 
 
 class CheckpointError(RustBertScoreError, ValueError):
-    """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent."""
+    """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from rust_bertscore.convert import CheckpointError, load_config
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (pathlib.Path(tmp) / "config.json").write_text("{not json")
+    ...     try:
+    ...         load_config(tmp)
+    ...     except CheckpointError as e:
+    ...         print(str(e).split(": ", 1)[1].split(" (")[0])
+    not valid JSON
+    """
 
 
 class DistributedInputError(RustBertScoreError, ValueError):
     """A row of a dataset scored on an engine (``rust_bertscore.distributed``) cannot be scored;
-    the message names the row by its global index, and the column."""
+    the message names the row by its global index, and the column.
+
+    Examples
+    --------
+    A row whose candidate is not a string, named by its index:
+
+    >>> from rust_bertscore import DistributedInputError
+    >>> from rust_bertscore.distributed import BERTScoreBatch
+    >>> op = BERTScoreBatch("hyp", "ref")
+    >>> try:
+    ...     op({"hyp": ["a cat", None], "ref": ["a cat", "a dog"]})
+    ... except DistributedInputError as e:
+    ...     print(isinstance(e, ValueError), "row 1" in str(e))
+    True True
+    """
 
 
 class WorkerPythonError(RustBertScoreError, RuntimeError):
     """A distributed engine's Python workers cannot import rust-bertscore (their interpreter is
     not the one it is installed in); the message names the setting (``PYSPARK_PYTHON``) and the
-    interpreter to give it."""
+    interpreter to give it.
+
+    Examples
+    --------
+    >>> from rust_bertscore.errors import RustBertScoreError, WorkerPythonError
+    >>> [issubclass(WorkerPythonError, c) for c in (RuntimeError, RustBertScoreError)]
+    [True, True]
+    """
 
 
 class RustBertScoreWarning(UserWarning):
-    """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages)."""
+    """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from rust_bertscore import RustBertScoreWarning, score
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     P, R, F = score([""], ["a cat"])
+    >>> caught[0].category is RustBertScoreWarning, float(F[0])
+    (True, 0.0)
+    """
 
 
 def warn(message: str, stacklevel: int = 3) -> None:

@@ -46,6 +46,15 @@ class SimilarityMatrix:
     rescaled : bool
     hash : str
         The settings string, as ``score(..., return_hash=True)`` gives it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> m = BERTScorer().similarity_matrix("the cat sat", "a cat sat")
+    >>> m.cand_tokens, m.matrix.shape, m.matrix.dtype
+    (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], (5, 5), dtype('float32'))
+    >>> m.cand_matches.tolist()[2:4], m.cand_content.tolist()
+    ([2, 3], [1, 2, 3])
     """
 
     cand_tokens: list[str]
@@ -105,6 +114,16 @@ def compute_similarity_matrix(
     ------
     ValueError
         For an empty text, a scorer with ``all_layers``, or rescaling with a missing baseline.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.similarity import compute_similarity_matrix
+    >>> scorer = BERTScorer()
+    >>> m = compute_similarity_matrix(scorer, "the cat sat", "a cat sat")
+    >>> P, R, F = scorer.score(["the cat sat"], ["a cat sat"])
+    >>> round(m.F, 4) == round(float(F[0]), 4), m.rescaled
+    (True, False)
     """
     candidate = check_text(candidate, "candidate")
     reference = check_text(reference, "reference")

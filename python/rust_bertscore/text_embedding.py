@@ -1,11 +1,17 @@
-"""``BERTScorer.embed``'s records: the data behind every score, one text at a time."""
+"""``BERTScorer.embed``'s records: the data behind every score, one text at a time, and
+:func:`embed_texts`, which makes them from a scoring pipeline."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .embeddings import TokenWeights
+    from .scoring.pipeline import ScoringPipeline
 
 
 @dataclass(frozen=True)
@@ -91,3 +97,33 @@ def text_embeddings(
             )
         )
     return out
+
+
+def embed_texts(
+    pipeline: ScoringPipeline, texts: Sequence[str], weights: TokenWeights, batch_size: int
+) -> list[TextEmbedding]:
+    """Each text as ``pipeline`` scores it (``BERTScorer.embed``): token strings and ids of its
+    ``tokens``, the special and excluded tokens, the vectors (float32, as the encoder gives
+    them, through the pipeline's cache and store) and ``weights``' weight of each token.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.text_embedding import embed_texts
+    >>> pipeline = BERTScorer(exclude_special_tokens=True).pipeline
+    >>> (emb,) = embed_texts(pipeline, ["the cat sat"], pipeline.uniform, 64)
+    >>> emb.tokens, emb.excluded.tolist(), emb.vectors.shape
+    (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], [True, False, False, False, True], (5, 384))
+    """
+    tokenized = pipeline.tokens.tokenize(texts)
+    data, offsets, slot = pipeline.vectors(texts, tokenized.ids, batch_size)
+    tok = pipeline.tokenizer
+    return text_embeddings(
+        texts,
+        tokenized.ids,
+        [[tok.id_to_token(t) for t in ids] for ids in tokenized.ids],
+        [pipeline.tokens.special(ids) for ids in tokenized.ids],
+        tokenized.keep,
+        [data[..., offsets[j] : offsets[j + 1], :] for j in slot],
+        [weights.weights(ids) for ids in tokenized.ids],
+    )

@@ -2,9 +2,10 @@
 
 Subcommands: ``score`` (the default: ``rust-bertscore -c hyps.txt -r refs.txt`` as with
 bert-score), ``show`` (heatmap of one pair), ``align`` (token alignment table of pairs),
-``compare`` (systems against a baseline, with significance tests), ``export`` (a checkpoint
-as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a corpus) and ``models``
-(bert_score's model table).
+``compare`` (systems against a baseline, with significance tests), ``mbr`` (minimum Bayes risk
+selection over lists of samples), ``export`` (a checkpoint as the scorer's ONNX graph),
+``baseline`` (a rescale baseline from a corpus), ``models`` (bert_score's model table) and
+``store`` (show or prune an embedding store).
 
 Errors are one line on stderr: exit code 2 for bad arguments and inputs (a missing file, unequal
 line counts, an unknown model, a layer out of range), 1 for other failures; ``-v`` adds the
@@ -24,8 +25,10 @@ from pathlib import Path
 from .._version import __version__
 from . import align as cli_align
 from . import compare as cli_compare
+from . import mbr as cli_mbr
 from . import models as cli_models
 from . import score as cli_score
+from . import store as cli_store
 from .common import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -40,7 +43,17 @@ from .common import (
     progress_bar,
 )
 
-SUBCOMMANDS = ("score", "show", "align", "compare", "export", "baseline", "models")
+SUBCOMMANDS = (
+    "score",
+    "show",
+    "align",
+    "compare",
+    "mbr",
+    "export",
+    "baseline",
+    "models",
+    "store",
+)
 
 DESCRIPTION = """\
 BERTScore from the shell, with bert-score's flags: a Rust kernel and an ONNX Runtime encoder,
@@ -242,16 +255,18 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(
         dest="command",
-        metavar="{score,show,align,compare,export,baseline,models}",
+        metavar="{" + ",".join(SUBCOMMANDS) + "}",
         parser_class=ArgumentParser,
     )
     cli_score.add_parser(subparsers)
     _add_show(subparsers)
     cli_align.add_parser(subparsers)
     cli_compare.add_parser(subparsers)
+    cli_mbr.add_parser(subparsers)
     _add_export(subparsers)
     _add_baseline(subparsers)
     cli_models.add_parser(subparsers)
+    cli_store.add_parser(subparsers)
     return parser
 
 

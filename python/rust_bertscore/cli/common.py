@@ -141,6 +141,18 @@ def add_scoring_flags(parser: argparse._ActionsContainer, *, batch_independent_h
     parser.add_argument(
         "--baseline_path", metavar="FILE", help="a custom baseline file (LAYER,P,R,F)"
     )
+    add_store_flag(parser)
+
+
+def add_store_flag(parser: argparse._ActionsContainer) -> None:
+    """``--store DIR``: the persistent embedding store."""
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        default=None,
+        help="keep token vectors in DIR across runs and processes: texts found there are not "
+        "encoded again (same numbers; see `rust-bertscore store`)",
+    )
 
 
 def add_model_and_scoring_groups(
@@ -222,6 +234,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "baseline_path": args.baseline_path,
         "precision": args.precision,
         **{name: getattr(args, name) for name in OPTION_NAMES if hasattr(args, name)},
+        "store": getattr(args, "store", None),
     }
 
 

@@ -48,6 +48,15 @@ def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
         index names is missing.
     CheckpointError
         If the index is malformed.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert import weight_files
+    >>> [p.name for p in weight_files(model_dir)]
+    ['model.safetensors']
     """
     root = Path(model_dir)
     single = root / WEIGHTS_NAME
@@ -101,6 +110,16 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
     -------
     str
         64 lowercase hexadecimal digits.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert import weights_fingerprint
+    >>> digest = weights_fingerprint(model_dir)
+    >>> len(digest), digest == weights_fingerprint(model_dir)
+    (64, True)
     """
     root = Path(model_dir)
     files = [root / CONFIG_NAME]

@@ -59,6 +59,22 @@ def export_onnx(
         disagrees with ``config.json``; the message names the file and the tensor.
     FileNotFoundError
         If ``config.json`` or the weights are missing.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> import pathlib, tempfile
+    >>> import numpy as np, onnxruntime as ort
+    >>> from rust_bertscore.convert import export_onnx
+    >>> ids = np.array([[101, 4937, 102]], dtype=np.int64)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = export_onnx(model_dir, pathlib.Path(tmp) / "minilm-l1.onnx", 1)
+    ...     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ...     out = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+    >>> out[0].shape
+    (1, 3, 384)
     """
     config = load_config(model_dir)
     doc = (

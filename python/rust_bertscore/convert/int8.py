@@ -50,6 +50,15 @@ def int8_fp32_nodes(graph: onnx.ModelProto, layers: int = INT8_FP32_LAYERS) -> l
     BERTScore most when quantised (measured on all-MiniLM-L6-v2 over 3,003 WMT pairs: mean
     |dF| 0.0109 with everything quantised, 0.0078 with these two in fp32; see
     docs/performance.md).
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert import build_model, int8_fp32_nodes
+    >>> int8_fp32_nodes(build_model(model_dir, 6))  # the first INT8_FP32_LAYERS = 2 layers
+    ['encoder.layer.0.output.dense/MatMul', 'encoder.layer.1.output.dense/MatMul']
     """
     present = {node.name for node in graph.graph.node}
     names: list[str] = []
@@ -118,6 +127,19 @@ def quantize_int8(
     -------
     pathlib.Path
         ``dst_onnx``.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> import pathlib, tempfile
+    >>> from rust_bertscore.convert import export_onnx, quantize_int8
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     fp32 = export_onnx(model_dir, pathlib.Path(tmp) / "minilm-l1.onnx", 1)
+    ...     int8 = quantize_int8(fp32, pathlib.Path(tmp) / "minilm-l1-int8.onnx")
+    ...     print(int8.stat().st_size < fp32.stat().st_size)
+    True
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

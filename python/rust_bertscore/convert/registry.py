@@ -170,6 +170,16 @@ def build_model(
     -------
     onnx.ModelProto
         The graph, weights included as initializers.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert import HIDDEN_STATE, build_model
+    >>> graph = build_model(model_dir, 2)
+    >>> [o.name for o in graph.graph.output] == [HIDDEN_STATE]
+    True
     """
     config = load_config(model_dir)
     converter = converter_for(config)

@@ -80,6 +80,16 @@ class BERTScoreBatch:
         ``BERTScorer`` arguments: ``model_type``, ``num_layers``, ``idf``, ``device``,
         ``lang``, ``rescale_with_baseline``, ``baseline_path``, ``precision``,
         ``batch_independent``, ``cache_bytes``, ``nthreads``.
+
+    Examples
+    --------
+    Any engine that maps batches can run it; here a dict of columns:
+
+    >>> from rust_bertscore.distributed import BERTScoreBatch
+    >>> op = BERTScoreBatch("hyp", "ref")
+    >>> out = op({"hyp": ["the cat sat", "dogs run"], "ref": ["a cat sat", ["dogs ran", "a dog"]]})
+    >>> sorted(out), out["F"].dtype, out["F"].shape
+    (['F', 'P', 'R', 'hyp', 'ref'], dtype('float32'), (2,))
     """
 
     def __init__(

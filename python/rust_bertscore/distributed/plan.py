@@ -150,6 +150,16 @@ class ScorePlan:
         Document frequency of every token id over all references; None without IDF.
     num_refs : int
         References counted for IDF (the ``M`` of ``ln((M+1)/(df+1))``).
+
+    Examples
+    --------
+    A plan comes from the engines' first pass (:func:`plan_dataset`, :func:`plan_spark`); by hand,
+    one without floors or IDF:
+
+    >>> from rust_bertscore.distributed import ScorePlan
+    >>> plan = ScorePlan(num_rows=3, batch_size=64)
+    >>> plan.num_pairs, plan.floors(None, None, None, None) is None
+    (3, True)
     """
 
     num_rows: int

@@ -57,6 +57,16 @@ def number_rows(
     The dataset is materialised once (in Ray's object store, which spills to disk) in input
     order, then each block gets its rows' numbers from the counts of the blocks before it, and
     is cut into blocks of at most ``rows_per_block`` rows so that every actor gets work.
+
+    Examples
+    --------
+    Needs a Ray runtime (``pip install "rust-bertscore[ray]"``):
+
+    >>> import ray.data                                              # doctest: +SKIP
+    >>> items = [{"hyp": "a"}, {"hyp": "b"}]                         # doctest: +SKIP
+    >>> ds, n = number_rows(ray.data.from_items(items), "row")       # doctest: +SKIP
+    >>> n, ds.take(2)[1]["row"]                                      # doctest: +SKIP
+    (2, 1)
     """
     ray = _require_ray()
 
@@ -123,7 +133,18 @@ def plan_dataset(
     rows_per_batch: int = ROWS_PER_BATCH,
 ) -> ScorePlan:
     """The first pass over ``ds`` (tokenizer only, as Ray tasks): see
-    :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
+    :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
+
+    Examples
+    --------
+    Needs a Ray runtime (``pip install "rust-bertscore[ray]"``):
+
+    >>> from rust_bertscore.distributed import number_rows, plan_dataset  # doctest: +SKIP
+    >>> ds, n = number_rows(ray.data.from_items(rows), "row")             # doctest: +SKIP
+    >>> plan = plan_dataset(ds, "hyp", "ref", "row", idf=True)            # doctest: +SKIP
+    >>> plan.num_rows == n                                                # doctest: +SKIP
+    True
+    """
 
     def map_parts(fn: Callable[[Batch], bytes]) -> Iterator[bytes]:
         def part_of(batch: Batch) -> dict[str, np.ndarray]:
@@ -201,6 +222,18 @@ def score_dataset(
         Lazy: nothing is scored until it is consumed (``write_parquet``, ``iter_batches``,
         :func:`summarize`, ...). Its row order follows Ray's ``preserve_order`` setting; keep
         ``index_col`` to sort by input order.
+
+    Examples
+    --------
+    Needs a Ray runtime (``pip install "rust-bertscore[ray]"``):
+
+    >>> import ray.data                                                   # doctest: +SKIP
+    >>> from rust_bertscore.distributed import score_dataset, summarize   # doctest: +SKIP
+    >>> rows = [{"hyp": "the cat sat", "ref": "a cat sat"}] * 100     # doctest: +SKIP
+    >>> ds = ray.data.from_items(rows)                                    # doctest: +SKIP
+    >>> scored = score_dataset(ds, "hyp", "ref", idf=True, concurrency=2)  # doctest: +SKIP
+    >>> summarize(scored).count                                           # doctest: +SKIP
+    100
     """
     _require_ray()
     options = check_options(options)
@@ -268,7 +301,16 @@ def _actor_pool(concurrency: int | tuple[int, int]) -> Any:
 
 
 def summarize(ds: ray.data.Dataset, score_cols: tuple[str, str, str] = SCORE_COLUMNS) -> Summary:
-    """Corpus-level mean P, R and F of a scored dataset (float64 sums, computed by Ray)."""
+    """Corpus-level mean P, R and F of a scored dataset (float64 sums, computed by Ray).
+
+    Examples
+    --------
+    Needs a Ray runtime (``pip install "rust-bertscore[ray]"``):
+
+    >>> from rust_bertscore.distributed import score_dataset, summarize   # doctest: +SKIP
+    >>> s = summarize(score_dataset(ds, "hyp", "ref"))                    # doctest: +SKIP
+    >>> print(f"P={s.P:.4f} R={s.R:.4f} F={s.F:.4f} over {s.count} rows")  # doctest: +SKIP
+    """
     _require_ray()
     cols = tuple(score_cols)
 

@@ -38,6 +38,16 @@ def number_rows_spark(df: DataFrame, name: str = ROW_INDEX) -> tuple[DataFrame, 
 
     Uses ``RDD.zipWithIndex``; the numbered DataFrame is persisted (memory and disk), since the
     first pass and the scoring read it again.
+
+    Examples
+    --------
+    Needs a Spark session (``pip install "rust-bertscore[spark]"``, Java 17+):
+
+    >>> from rust_bertscore.distributed import number_rows_spark            # doctest: +SKIP
+    >>> df = spark.createDataFrame([("a", "b"), ("c", "d")], ["hyp", "ref"])  # doctest: +SKIP
+    >>> numbered, n = number_rows_spark(df)                                 # doctest: +SKIP
+    >>> n                                                                   # doctest: +SKIP
+    2
     """
     _require_spark()
     from pyspark import StorageLevel
@@ -76,7 +86,16 @@ def plan_spark(
     options: ScoringOptions | None = None,
 ) -> ScorePlan:
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
-    :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1."""
+    :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
+
+    Examples
+    --------
+    Needs a Spark session (``pip install "rust-bertscore[spark]"``, Java 17+):
+
+    >>> from rust_bertscore.distributed import number_rows_spark, plan_spark  # doctest: +SKIP
+    >>> numbered, n = number_rows_spark(df, "row")                          # doctest: +SKIP
+    >>> plan = plan_spark(numbered, "hyp", "ref", "row", idf=True)          # doctest: +SKIP
+    """
     _require_spark()
     check_worker_python(df.sparkSession)
 
@@ -108,7 +127,16 @@ def plan_spark(
 def score_schema(
     schema: StructType, score_cols: tuple[str, str, str] = SCORE_COLUMNS
 ) -> StructType:
-    """``schema`` with float P, R and F fields added (the output schema of ``mapInPandas``)."""
+    """``schema`` with float P, R and F fields added (the output schema of ``mapInPandas``).
+
+    Examples
+    --------
+    >>> from pyspark.sql.types import StringType, StructField, StructType
+    >>> from rust_bertscore.distributed import score_schema
+    >>> schema = StructType([StructField("hyp", StringType()), StructField("ref", StringType())])
+    >>> [f.name for f in score_schema(schema).fields]
+    ['hyp', 'ref', 'P', 'R', 'F']
+    """
     _require_spark()
     from pyspark.sql.types import FloatType, StructField, StructType
 
@@ -120,7 +148,19 @@ def map_in_pandas(
 ) -> Callable[[Iterable[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """A function for ``df.mapInPandas(fn, score_schema(df.schema))``: :class:`BERTScoreBatch`
     (same arguments) over each pandas batch. Without ``plan`` every batch is scored on its own
-    (use :func:`score_spark` for the numbers of one ``score()`` call)."""
+    (use :func:`score_spark` for the numbers of one ``score()`` call).
+
+    Examples
+    --------
+    The function maps an iterator of pandas DataFrames, as ``mapInPandas`` calls it; without Spark:
+
+    >>> import pandas as pd
+    >>> from rust_bertscore.distributed import map_in_pandas
+    >>> fn = map_in_pandas("hyp", "ref")
+    >>> [out] = fn(iter([pd.DataFrame({"hyp": ["the cat sat"], "ref": ["a cat sat"]})]))
+    >>> list(out.columns), bool(out["F"].iloc[0] > 0.5)
+    (['hyp', 'ref', 'P', 'R', 'F'], True)
+    """
     return BERTScoreBatch(cand_col, ref_col, **kwargs).map_pandas
 
 
@@ -175,6 +215,18 @@ def score_spark(
         Spark's Python workers cannot import rust-bertscore. With a local master and
         ``PYSPARK_PYTHON`` unset, the workers are given this process's interpreter first (see
         :mod:`rust_bertscore.distributed.spark_python`).
+
+    Examples
+    --------
+    Needs a Spark session (``pip install "rust-bertscore[spark]"``, Java 17+; set
+    ``PYSPARK_PYTHON`` to this venv's interpreter, see the README):
+
+    >>> from rust_bertscore.distributed import score_spark, summarize_spark  # doctest: +SKIP
+    >>> rows = [("the cat sat", "a cat sat")] * 100                         # doctest: +SKIP
+    >>> df = spark.createDataFrame(rows, ["hyp", "ref"])                    # doctest: +SKIP
+    >>> scored = score_spark(df, "hyp", "ref", idf=True)                    # doctest: +SKIP
+    >>> scored.columns                                                       # doctest: +SKIP
+    ['hyp', 'ref', 'P', 'R', 'F']
     """
     _require_spark()
     check_worker_python(df.sparkSession)
@@ -216,7 +268,16 @@ def score_spark(
 
 
 def summarize_spark(df: DataFrame, score_cols: tuple[str, str, str] = SCORE_COLUMNS) -> Summary:
-    """Corpus-level mean P, R and F of a scored DataFrame (a Spark aggregation, in double)."""
+    """Corpus-level mean P, R and F of a scored DataFrame (a Spark aggregation, in double).
+
+    Examples
+    --------
+    Needs a Spark session (``pip install "rust-bertscore[spark]"``, Java 17+):
+
+    >>> from rust_bertscore.distributed import score_spark, summarize_spark  # doctest: +SKIP
+    >>> summarize_spark(score_spark(df, "hyp", "ref")).count                # doctest: +SKIP
+    100
+    """
     _require_spark()
     from pyspark.sql import functions as F
 

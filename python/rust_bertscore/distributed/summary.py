@@ -12,7 +12,15 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Summary:
-    """Mean P, R and F over ``count`` rows (NaN when there are none, or when a row is NaN)."""
+    """Mean P, R and F over ``count`` rows (NaN when there are none, or when a row is NaN).
+
+    Examples
+    --------
+    >>> from rust_bertscore.distributed import Summary
+    >>> s = Summary.from_sums([1.8, 1.6, 1.7], count=2)
+    >>> round(s.P, 6), round(s.F, 6), s.count
+    (0.9, 0.85, 2)
+    """
 
     P: float
     R: float

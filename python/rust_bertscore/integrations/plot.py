@@ -83,6 +83,16 @@ def plot_example(
     """bert_score's ``plot_example``: the heatmap of one pair, saved to ``fname`` if given.
 
     Returns the :class:`SimilarityMatrix` (bert_score shows the figure with pyplot instead).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from rust_bertscore import plot_example
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = os.path.join(tmp, "pair.png")
+    ...     m = plot_example("the cat sat", "a cat sat", fname=out)
+    ...     print(os.path.isfile(out), m.model_type)
+    True sentence-transformers/all-MiniLM-L6-v2
     """
     require_matplotlib()
     sim = similarity_matrix(

@@ -119,6 +119,16 @@ def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
         If the directory or its ``config.json`` does not exist.
     CheckpointError
         If ``config.json`` is not a JSON object.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert import load_config
+    >>> config = load_config(model_dir)
+    >>> config["model_type"], config["hidden_size"]
+    ('bert', 384)
     """
     path = Path(model_dir) / CONFIG_NAME
     if not path.is_file():
@@ -153,6 +163,12 @@ def model_family(config: dict[str, Any]) -> str:
     ------
     ValueError
         If ``model_type`` is missing or not one the converter supports.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert import model_family
+    >>> model_family({"model_type": "xlm-roberta"}), model_family({"model_type": "deberta-v2"})
+    ('roberta', 'deberta-v2')
     """
     model_type = config.get("model_type")
     try:
@@ -212,6 +228,12 @@ def model_depth(config: dict[str, Any]) -> int:
     ------
     CheckpointError
         If neither field holds an integer.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert import model_depth
+    >>> model_depth({"model_type": "bert", "num_hidden_layers": 6})
+    6
     """
     if config.get("model_type") in ("prophetnet", "xlm-prophetnet"):  # the encoder's depth
         return int_field(config, "num_encoder_layers")
@@ -237,6 +259,14 @@ def max_positions(config: dict[str, Any]) -> int | None:
     -------
     int or None
         The largest ``seq`` the graph accepts; None if any length is.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert import max_positions
+    >>> max_positions({"model_type": "bert", "max_position_embeddings": 512})
+    512
+    >>> max_positions({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1})
+    512
     """
     family = model_family(config)
     if family in ("t5", "xlnet"):  # relative positions only

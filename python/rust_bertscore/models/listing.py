@@ -87,6 +87,15 @@ class ModelInfo:
         Why a model does not convert (empty when it does).
     in_bert_score : bool
         False for the models beyond bert_score's table (:data:`BEYOND_BERT_SCORE`).
+
+    Examples
+    --------
+    >>> from rust_bertscore import supported_models
+    >>> info = supported_models()[0]
+    >>> info.name, info.model_type, info.default_layer, info.convertible
+    ('bert-base-uncased', 'bert', 9, True)
+    >>> info.to_dict()["in_bert_score"]
+    True
     """
 
     name: str
@@ -108,6 +117,12 @@ def model_type_of(name: str) -> str:
     ------
     ValueError
         If no rule of the static table matches the name.
+
+    Examples
+    --------
+    >>> from rust_bertscore.models.listing import model_type_of
+    >>> model_type_of("roberta-large"), model_type_of("microsoft/deberta-v3-base")
+    ('roberta', 'deberta-v2')
     """
     lowered = name.lower()
     for pattern, model_type in _FAMILY_RULES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, overload
 
+from ..store import StoreArg
 from ..text import pair_texts
 from .scorer import BERTScorer
 from .settings import RefsArg, Scores, check_flag
@@ -33,6 +34,7 @@ def score(
     exclude_punctuation: bool = ...,
     exclude_special_tokens: bool = ...,
     beta: float = ...,
+    store: StoreArg = ...,
 ) -> Scores: ...
 
 
@@ -60,6 +62,7 @@ def score(
     exclude_punctuation: bool = ...,
     exclude_special_tokens: bool = ...,
     beta: float = ...,
+    store: StoreArg = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -86,6 +89,7 @@ def score(
     exclude_punctuation: bool = ...,
     exclude_special_tokens: bool = ...,
     beta: float = ...,
+    store: StoreArg = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -112,6 +116,7 @@ def score(
     exclude_punctuation: bool = ...,
     exclude_special_tokens: bool = ...,
     beta: float = ...,
+    store: StoreArg = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -137,6 +142,7 @@ def score(
     exclude_punctuation: bool = False,
     exclude_special_tokens: bool = False,
     beta: float = 1.0,
+    store: StoreArg = None,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -189,6 +195,9 @@ def score(
         Leave punctuation tokens / the special tokens out of matching, on both sides.
     beta : float
         F is ``(1 + beta**2) P R / (beta**2 P + R)``; 1 (default) gives F1.
+    store : str or EmbeddingStore, optional
+        A directory of token vectors kept across processes (see ``BERTScorer``): texts found
+        there are not encoded again; the numbers are the same.
 
     Returns
     -------
@@ -197,18 +206,24 @@ def score(
 
     Examples
     --------
+    With the default model (all-MiniLM-L6-v2; ``lang="en"`` picks roberta-large, as bert_score):
+
     >>> from rust_bertscore import score
     >>> cands, refs = ["The cat sat on the mat."], ["A cat was sitting on the mat."]
     >>> P, R, F = score(cands, refs)
-    >>> P.shape, P.dtype
-    ((1,), dtype('float32'))
+    >>> F.dtype, F.shape, round(float(F[0]), 3)
+    (dtype('float32'), (1,), 0.907)
+
+    The options beyond bert_score's: F-beta, long texts in windows, exclusions (named in the
+    hash):
+
     >>> _, _, F2 = score(cands, refs, beta=2.0)  # F-beta weighs recall more
     >>> bool(abs(F2[0] - 5 * P[0] * R[0] / (4 * P[0] + R[0])) < 1e-6)
     True
-    >>> (P, R, F), hash_ = score(
+    >>> _, settings = score(
     ...     cands, refs, long_texts="window", exclude_punctuation=True, return_hash=True
     ... )
-    >>> hash_.endswith("_window_no-punc")
+    >>> settings.endswith("_window_no-punc")
     True
     """
     if isinstance(idf, Mapping):
@@ -237,6 +252,7 @@ def score(
         exclude_punctuation=exclude_punctuation,
         exclude_special_tokens=exclude_special_tokens,
         beta=beta,
+        store=store,
     )
     scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

@@ -25,10 +25,10 @@ from ..embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from ..models.loading import ModelRuntime
 from ..options import ScoringOptions, f_beta
 from ..scored_tokens import ScoredTokens
+from ..store import EmbeddingStore
 from ..text import PairedTexts
-from ..text_embedding import TextEmbedding, text_embeddings
 from ..token_filter import drop_rows
-from ..windows import embed_windowed
+from ..vectors import CallMemo, VectorSource
 from .rounds import block_step, explicit_floors, round_budget, rounds
 from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
@@ -62,6 +62,8 @@ class ScoringPipeline:
         Tokenizer and encoder of one model at one layer (or all layers).
     cache : EmbeddingCache
         Encoded texts kept across calls (``max_bytes`` 0: none).
+    store : EmbeddingStore, optional
+        Token vectors kept on disk across processes (see ``rust_bertscore.store``).
     options : ScoringOptions, optional
         Long texts, exclusions and beta (default: bert_score's metric).
 
@@ -71,6 +73,8 @@ class ScoringPipeline:
     options : ScoringOptions
     tokens : ScoredTokens
         The tokens scored: ids as encoded (cut, or whole with windows), exclusions, windows.
+    vector_source : VectorSource
+        Where vectors come from: the call's memo, the cache, the store, else the encoder.
     uniform : TokenWeights
         bert_score's uniform weights: 1 for every token, 0 for special tokens.
     idf_weights : TokenWeights or None
@@ -81,15 +85,32 @@ class ScoringPipeline:
         About the most bytes of token vectors held at once; a block is scored in rounds.
     progress_bar : callable
         ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
+
+    Examples
+    --------
+    The pipeline of a scorer (or ``ScoringPipeline(runtime, EmbeddingCache(max_bytes))``):
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.text import pair_texts
+    >>> pipeline = BERTScorer().pipeline
+    >>> paired = pair_texts(["the cat sat"], ["a cat sat"])
+    >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+    >>> float(F[0]) == float(BERTScorer().score(["the cat sat"], ["a cat sat"])[2][0])
+    True
     """
 
     def __init__(
-        self, runtime: ModelRuntime, cache: EmbeddingCache, options: ScoringOptions | None = None
+        self,
+        runtime: ModelRuntime,
+        cache: EmbeddingCache,
+        store: EmbeddingStore | None = None,
+        options: ScoringOptions | None = None,
     ) -> None:
         self._runtime = runtime
         self.cache = cache
         self.options = options or ScoringOptions()
         self.tokens = ScoredTokens(runtime.tokenizer, self.options)
+        self.vector_source = VectorSource(runtime, cache, store, self.tokens.window)
         self.uniform = TokenWeights.uniform(
             runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
         )
@@ -120,93 +141,96 @@ class ScoringPipeline:
 
     def use_encoder(self, encoder: Encoder) -> None:
         """Encode with ``encoder`` from now on (same tokenizer and layer); empties the cache,
-        whose vectors came from the previous encoder."""
+        whose vectors came from the previous encoder.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.use_encoder(pipeline.runtime.encoder)
+        >>> len(pipeline.cache)
+        0
+        """
         self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
         self.cache.clear()
+        self.vector_source = VectorSource(
+            self._runtime, self.cache, self.vector_source.store, self.tokens.window
+        )
 
     # -- texts to token ids, vectors and weights ---------------------------------------------
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of every text, special tokens included (bert_score's ``sent_encode``, cut at
-        the model's maximum length; :attr:`tokens` gives the ids the options score)."""
+        the model's maximum length; :attr:`tokens` gives the ids the options score).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.encode_ids(["the cat sat"])
+        [[101, 1996, 4937, 2938, 102]]
+        """
         return self._runtime.tokenizer.encode(texts)
 
+    @property
+    def store(self) -> EmbeddingStore | None:
+        """The persistent store, or None."""
+        return self.vector_source.store
+
     def vectors(
-        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+        self,
+        texts: Sequence[str],
+        ids: Sequence[list[int]],
+        batch_size: int,
+        memo: CallMemo | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Token vectors of ``texts`` (token ids ``ids``) packed for the kernel: from the cache
-        where seen before (with as many ids), else encoded straight into place (``batch_size``
-        texts per encoder call at most; a text longer than the model takes, in the sliding
-        windows of ``long_texts="window"``).
+        """Token vectors of the distinct ``texts`` (token ids ``ids``) packed for the kernel:
+        from the call's ``memo``, the cache or the store where found (with as many ids), else
+        encoded straight into place (``batch_size`` texts per encoder call at most; a text
+        longer than the model takes, in the sliding windows of ``long_texts="window"``); see
+        ``VectorSource.packed``.
 
         Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
         + 1]`` of ``data`` (of its last two axes, for all layers).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> data, offsets, slot = pipeline.vectors(texts, pipeline.encode_ids(texts), 64)
+        >>> data.shape, [int(offsets[s + 1] - offsets[s]) for s in slot]
+        ((9, 384), [5, 4])
         """
-        cache, all_layers = self.cache, self.all_layers
-        found = [cache.get(t) for t in texts] if cache.max_bytes else [None] * len(texts)
-        # A text cached with other ids (cut, or whole) is encoded again.
-        found = [
-            v if v is None or v.shape[-2] == len(ids[i]) else None for i, v in enumerate(found)
-        ]
-        missing = [i for i, v in enumerate(found) if v is None]
-        hits = [i for i, v in enumerate(found) if v is not None]
-        hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
-        packed = embed_windowed(
-            self._runtime.encoder,
-            [ids[i] for i in missing],
-            self.tokens.window,
-            batch_size,
-            extra_rows=int(hit_lengths.sum()),
-        )
-        data, fresh = packed.data, len(missing)
-        offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
-        slot = np.empty(len(texts), dtype=np.int64)
-        slot[np.asarray(missing, dtype=np.int64)[packed.order]] = np.arange(fresh)
-        for k, i in enumerate(hits):
-            slot[i] = fresh + k
-            lo, hi = offsets[fresh + k], offsets[fresh + k + 1]
-            if all_layers:
-                data[:, lo:hi] = found[i]
-            else:
-                data[lo:hi] = found[i]
-        if cache.max_bytes:
-            for j, i in enumerate(np.asarray(missing, dtype=np.int64)[packed.order]):
-                lo, hi = offsets[j], offsets[j + 1]
-                # A copy: a view would keep the whole round's array alive.
-                cache.put(texts[i], (data[:, lo:hi] if all_layers else data[lo:hi]).copy())
-        return data, offsets, slot
+        return self.vector_source.packed(texts, ids, batch_size, memo)
 
     def text_vectors(
         self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
     ) -> list[np.ndarray]:
         """Token vectors of each text, one (tokens x hidden) array per text (views of
-        :meth:`vectors`' packed array)."""
+        :meth:`vectors`' packed array).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> [v.shape for v in pipeline.text_vectors(texts, pipeline.encode_ids(texts), 64)]
+        [(5, 384), (4, 384)]
+        """
         data, offsets, slot = self.vectors(texts, ids, batch_size)
         return [data[..., offsets[s] : offsets[s + 1], :] for s in slot]
-
-    def embed(
-        self, texts: Sequence[str], weights: TokenWeights, batch_size: int
-    ) -> list[TextEmbedding]:
-        """Each text as it is scored: token strings and ids of :attr:`tokens`, the special and
-        excluded tokens, the vectors (float32, as the encoder gives them, through the cache)
-        and ``weights``' weight of each token (see
-        :class:`~rust_bertscore.text_embedding.TextEmbedding`)."""
-        tokenized = self.tokens.tokenize(texts)
-        data, offsets, slot = self.vectors(texts, tokenized.ids, batch_size)
-        tok = self._runtime.tokenizer
-        return text_embeddings(
-            texts,
-            tokenized.ids,
-            [[tok.id_to_token(t) for t in ids] for ids in tokenized.ids],
-            [self.tokens.special(ids) for ids in tokenized.ids],
-            tokenized.keep,
-            [data[..., offsets[j] : offsets[j + 1], :] for j in slot],
-            [weights.weights(ids) for ids in tokenized.ids],
-        )
 
     def weights_for(self, idf: bool) -> TokenWeights:
         """The weights a scorer with ``idf`` scores with: :attr:`idf_weights` or :attr:`uniform`.
 
         Raises ValueError when ``idf`` and no IDF weights were computed or given.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.weights_for(False) is pipeline.uniform
+        True
         """
         if not idf:
             return self.uniform
@@ -219,7 +243,17 @@ class ScoringPipeline:
     def idf_from_sentences(self, sents: Sequence[str]) -> TokenWeights:
         """bert_score's IDF over ``sents`` (``ln((M+1)/(df+1))`` over token-id sets, unseen ids
         ``ln(M+1)``), by the kernel's ``idf_table``; over whole texts with
-        ``long_texts="window"``."""
+        ``long_texts="window"``.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> ids = pipeline.encode_ids(["the cat sat"])[0]
+        >>> weights = pipeline.idf_from_sentences(["the cat sat", "the dog ran"])
+        >>> [round(float(w), 4) for w in weights.weights(ids)]  # [CLS], the, cat, sat, [SEP]
+        [0.0, 0.0, 0.4055, 0.4055, 0.0]
+        """
         docs = self.tokens.encode(sents)
         ids, values = _core.idf_table(docs)
         return TokenWeights.from_idf(
@@ -230,7 +264,17 @@ class ScoringPipeline:
 
     def idf_from_dict(self, idf: Mapping[int, float]) -> TokenWeights:
         """Ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default for unseen ids;
-        with a plain dict an unseen id weighs NaN, which scoring reports)."""
+        with a plain dict an unseen id weighs NaN, which scoring reports).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from collections import defaultdict
+        >>> weights = pipeline.idf_from_dict(defaultdict(lambda: 1.0, {1996: 0.5, 4937: 2.0}))
+        >>> weights.weights([101, 1996, 4937, 2938, 102]).tolist()
+        [1.0, 0.5, 2.0, 1.0, 1.0]
+        """
         entries, default = idf_from_dict(idf)
         return TokenWeights.from_idf(
             entries,
@@ -255,6 +299,16 @@ class ScoringPipeline:
         ``pad_floor`` (explicit floor flags, one per flattened pair) replaces those of
         ``floor_batch``'s batches; ``truncated`` collects the texts cut to the model's maximum
         length; see :meth:`score_pairs`.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+        >>> F.shape
+        (1,)
         """
         floors = explicit_floors(pad_floor, len(paired.cands))
         if verbose:
@@ -291,6 +345,15 @@ class ScoringPipeline:
         With :attr:`options`: the tokens are :attr:`tokens`' (whole texts in windows; excluded
         tokens dropped from both sides, and the padding floor compares the tokens left), F is
         F-beta. Texts cut to the model's maximum length are added to ``truncated``.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> pipeline.score_pairs(paired, pipeline.uniform, batch_size=64, floor_batch=64).shape
+        (3, 2)
         """
         layers = self.layers
         hidden = self._runtime.encoder.hidden_size or 1024
@@ -301,6 +364,9 @@ class ScoringPipeline:
         cut: set[str] = set() if truncated is None else truncated
         progress = self.progress_bar(n) if verbose else None
         step = block_step(self.block_pairs, floor_batch)
+        # Each distinct text is encoded once a call, while the texts still to come fit in
+        # round_bytes (memory stays within about two rounds); past that, encoded again.
+        memo = CallMemo([*paired.cands, *paired.refs], self.round_bytes)
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             block_floors = (
@@ -321,6 +387,7 @@ class ScoringPipeline:
                 warned,
                 cut,
                 progress,
+                memo,
             )
         if progress is not None:
             progress.close()
@@ -340,6 +407,7 @@ class ScoringPipeline:
         warned: set[str],
         cut: set[str],
         progress: Progress | None,
+        memo: CallMemo | None = None,
     ) -> None:
         """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
         texts: dict[str, int] = {}
@@ -377,12 +445,14 @@ class ScoringPipeline:
             needed, inverse = np.unique(
                 np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
             )
-            data, offsets, slot = self.vectors(
-                [unique[i] for i in needed], [ids[i] for i in needed], batch_size
+            round_texts = [unique[i] for i in needed]
+            full, full_offsets, slot = self.vectors(
+                round_texts, [ids[i] for i in needed], batch_size, memo
             )
             by_slot = needed[np.argsort(slot)]
+            data, offsets = full, full_offsets
             if keep is not None:
-                data, offsets = drop_rows(data, offsets, [keep[i] for i in by_slot])
+                data, offsets = drop_rows(full, full_offsets, [keep[i] for i in by_slot])
             packed_weights = np.concatenate([text_weights[i] for i in by_slot])
             local = slot[inverse.reshape(-1)]
             local_cand, local_ref = local[: hi - lo], local[hi - lo :]
@@ -413,6 +483,9 @@ class ScoringPipeline:
                 out[0, layer, block + lo : block + hi] = p
                 out[1, layer, block + lo : block + hi] = r
                 out[2, layer, block + lo : block + hi] = f
+            if memo is not None:
+                uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
+                memo.after_round(round_texts, uses, full, full_offsets, slot, self.all_layers)
             if progress is not None:
                 progress.update(hi - lo)
         if self.options.beta != 1.0:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..models.loading import ModelRuntime
     from ..options import ScoringOptions
     from ..scored_tokens import ScoredTokens
+    from ..store import EmbeddingStore
     from ..tokenization.tokenizer import TextTokenizer
     from .pipeline import ScoringPipeline
 
@@ -121,6 +122,11 @@ class ScorerProperties:
         """The cache of encoded texts (see ``cache_bytes``)."""
         return self._pipeline.cache
 
+    @property
+    def store(self) -> EmbeddingStore | None:
+        """The persistent embedding store (see ``store``), or None."""
+        return self._pipeline.store
+
     # -- the engine, for analyses and benchmarks ----------------------------------------------
     @property
     def pipeline(self) -> ScoringPipeline:
@@ -134,7 +140,12 @@ class ScorerProperties:
 
     def use_encoder(self, encoder: Encoder) -> None:
         """Encode with ``encoder`` (an ONNX graph of the same model and layer, e.g. another
-        quantisation) from now on; the cache of encoded texts is emptied."""
+        quantisation) from now on; the cache of encoded texts is emptied.
+
+        >>> from rust_bertscore import BERTScorer
+        >>> scorer = BERTScorer()
+        >>> scorer.use_encoder(scorer.runtime.encoder)  # e.g. another quantisation of the model
+        """
         self._pipeline.use_encoder(encoder)
 
     @property
@@ -160,6 +171,9 @@ class ScorerProperties:
         """Compute IDF weights from ``sents``: ``ln((M+1)/(df+1))`` over token-id sets.
 
         Overwrites weights computed before (with a message on stderr, as bert_score warns).
+
+        >>> from rust_bertscore import BERTScorer
+        >>> BERTScorer(idf=True).compute_idf(["the cat sat", "the dog ran"])
         """
         if self._pipeline.idf_weights is not None:
             warn("Warning: Overwriting the previous importance weights.")
@@ -168,10 +182,19 @@ class ScorerProperties:
     def set_idf_sents(self, sents: Sequence[str]) -> None:
         """Use IDF weights computed from ``sents`` (as :meth:`compute_idf`), replacing earlier
         weights without a warning: for callers that set them on every call (the ``evaluate``
-        module weights by each call's references)."""
+        module weights by each call's references).
+
+        >>> from rust_bertscore import BERTScorer
+        >>> BERTScorer(idf=True).set_idf_sents(["the cat sat", "the dog ran"])
+        """
         self._pipeline.idf_weights = self._pipeline.idf_from_sentences(sents)
 
     def set_idf_dict(self, idf: Mapping[int, float]) -> None:
         """Use ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default is kept for
-        unseen ids; with a plain dict every token scored must have a weight)."""
+        unseen ids; with a plain dict every token scored must have a weight).
+
+        >>> from collections import defaultdict
+        >>> from rust_bertscore import BERTScorer
+        >>> BERTScorer(idf=True).set_idf_dict(defaultdict(lambda: 1.0))  # every token weighs 1
+        """
         self._pipeline.idf_weights = self._pipeline.idf_from_dict(idf)

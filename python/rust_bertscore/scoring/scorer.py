@@ -22,13 +22,17 @@ from ..compare import Comparison, compare_systems
 from ..embeddings import EmbeddingCache
 from ..errors import warn
 from ..heatmap import require_matplotlib, save_example
+from ..mbr import MBRResult, mbr_select, mbr_select_batch
 from ..models.loading import load_runtime
 from ..models.registry import choose_model
 from ..options import ScoringOptions
+from ..pairwise import pairwise_scores
 from ..rescale import packaged_baseline, rescale
 from ..scored_tokens import warn_truncated
 from ..similarity import SimilarityMatrix, compute_similarity_matrix
+from ..store import StoreArg, open_store
 from ..text import check_texts, pair_texts
+from ..text_embedding import TextEmbedding, embed_texts
 from .pipeline import ScoringPipeline
 from .properties import ScorerProperties
 from .settings import (
@@ -93,6 +97,10 @@ class BERTScorer(ScorerProperties):
         when the other side of its pair is shorter than the longest text of that side of the
         batch. True gives every pair the paper's definition (maxima over real tokens only),
         whatever its neighbours. Named in :attr:`hash`.
+    store : str or EmbeddingStore, optional
+        A directory (or :class:`~rust_bertscore.EmbeddingStore`) of token vectors kept on disk
+        across processes: texts found there are not encoded, texts encoded are added. Keyed by
+        model graph, precision, layer and token ids; scores are the same. docs/store.md.
     long_texts : {"truncate", "window"}
         ``"truncate"`` (default, bert_score): texts longer than the model takes are cut, with
         one :class:`~rust_bertscore.errors.RustBertScoreWarning` per call. ``"window"``: they
@@ -122,6 +130,14 @@ class BERTScorer(ScorerProperties):
         About the most bytes of token vectors held at once while scoring (default
         :data:`CHUNK_BYTES`): a block is encoded and scored in rounds within it. Scores do not
         depend on it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> scorer = BERTScorer()  # all-MiniLM-L6-v2, layer 6
+    >>> P, R, F = scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+    >>> round(float(P[0]), 3), round(float(R[0]), 3), round(float(F[0]), 3)
+    (0.919, 0.896, 0.907)
     """
 
     def __init__(
@@ -140,6 +156,7 @@ class BERTScorer(ScorerProperties):
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         batch_independent: bool = False,
+        store: StoreArg = None,
         long_texts: str = "truncate",
         window_stride: int | None = None,
         exclude_punctuation: bool = False,
@@ -150,6 +167,7 @@ class BERTScorer(ScorerProperties):
         self.options = ScoringOptions(
             long_texts, window_stride, exclude_punctuation, exclude_special_tokens, beta
         )
+        opened = open_store(store)
         self._rescale_with_baseline = check_flag("rescale_with_baseline", rescale_with_baseline)
         if self.options.beta != 1.0 and self._rescale_with_baseline:
             raise ValueError(
@@ -176,7 +194,7 @@ class BERTScorer(ScorerProperties):
             precision=precision,
         )
         self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
-        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), self.options)
+        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened, self.options)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(lang or "", self._model_type))
@@ -267,6 +285,16 @@ class BERTScorer(ScorerProperties):
         -------
         (P, R, F) : tuple of np.ndarray
             float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``.
+
+        Examples
+        --------
+        Several references per candidate: each score is the best over them.
+
+        >>> (P, R, F), settings = BERTScorer().score(
+        ...     ["the cat sat"], [["a cat sat", "dogs run"]], return_hash=True
+        ... )
+        >>> F.shape, settings.startswith("sentence-transformers/all-MiniLM-L6-v2_L6_no-idf")
+        ((1,), True)
         """
         weights = self._pipeline.weights_for(self._idf)
         floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
@@ -327,13 +355,39 @@ class BERTScorer(ScorerProperties):
         """
         texts = check_texts(texts, "texts")
         batch = self.batch_size if batch_size is None else check_batch_size(batch_size)
-        return self._pipeline.embed(texts, self._pipeline.weights_for(self._idf), batch)
+        return embed_texts(self._pipeline, texts, self._pipeline.weights_for(self._idf), batch)
+
+    # -- all pairs and MBR (see pairwise.py, mbr.py) ------------------------------------------
+    def pairwise(
+        self, cands: Sequence[str], refs: Sequence[str], batch_size: int | None = None
+    ) -> Scores:
+        """P, R and F of every candidate against every reference, shape (len(cands),
+        len(refs)) (with ``all_layers`` a leading layer axis), each pair as
+        ``score(..., batch_independent=True)`` scores it; each distinct text encoded once,
+        memory within :attr:`round_bytes`. See :func:`rust_bertscore.pairwise.pairwise_scores`."""
+        return pairwise_scores(self, cands, refs, batch_size)
+
+    def mbr(self, samples: Sequence[str], batch_size: int | None = None) -> MBRResult:
+        """Minimum Bayes risk: the sample of highest mean F against the other samples, and
+        every sample's utility. See :func:`rust_bertscore.mbr.mbr_select`."""
+        return mbr_select(self, samples, batch_size)
+
+    def mbr_batch(
+        self, sources: Sequence[Sequence[str]], batch_size: int | None = None
+    ) -> list[MBRResult]:
+        """:meth:`mbr` for many lists of samples (one per source), encoded together."""
+        return mbr_select_batch(self, sources, batch_size)
 
     # -- token alignments (see align.py) -----------------------------------------------------
     def align(self, cand: str, ref: str) -> Alignment:
         """Token alignment of one pair: every token of each side with its weight and its best
         match on the other side (position and cosine), and the pair's P/R/F, equal to
-        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`."""
+        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`.
+
+        >>> a = BERTScorer().align("the cat sat", "a cat sat")
+        >>> [t.token for t in a.candidate.tokens], a.candidate.tokens[2].match
+        (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], 2)
+        """
         return align_one(self, cand, ref)
 
     def align_batch(
@@ -342,7 +396,12 @@ class BERTScorer(ScorerProperties):
         """Token alignments of many pairs, one record per (candidate, reference) pair, with
         P/R/F as :meth:`score` gives them for the same inputs and ``batch_size`` (each side says
         whether bert_score's batch padding floor applied to it). See
-        :func:`rust_bertscore.align.align_pairs`."""
+        :func:`rust_bertscore.align.align_pairs`.
+
+        >>> cands, refs = ["the cat sat", "dogs run"], ["a cat sat", "dogs ran"]
+        >>> [r.candidate.floored for r in BERTScorer().align_batch(cands, refs)]  # a short ref
+        [False, True]
+        """
         return align_pairs(self, cands, refs, batch_size)
 
     # -- comparing systems (see compare.py) ---------------------------------------------------
@@ -360,7 +419,14 @@ class BERTScorer(ScorerProperties):
         """Score several systems over the same references and test each against the first:
         mean P/R/F1 with bootstrap intervals, and paired-bootstrap (``test="paired-bs"``) or
         approximate-randomisation (``"paired-ar"``) p-values. References are encoded once.
-        See :func:`rust_bertscore.compare.compare_systems`."""
+        See :func:`rust_bertscore.compare.compare_systems`.
+
+        >>> refs = ["the cat sat", "it is raining", "she reads a book"]
+        >>> systems = {"a": ["a cat sat", "it rains", "she is reading"], "b": ["dogs", "sun", "he"]}
+        >>> table = BERTScorer().compare(systems, refs, n_samples=200)
+        >>> table.baseline.name, table["b"].F.delta < 0
+        ('a', True)
+        """
         return compare_systems(
             self, cands_by_system, refs, test, n_samples, seed, confidence, batch_size, verbose
         )
@@ -370,12 +436,25 @@ class BERTScorer(ScorerProperties):
         """Token cosine similarities of one pair with this scorer's model and layer (rescaled
         with the F baseline when the scorer rescales), the tokens, their weights and the
         pair's P/R/F with uniform weights, as bert_score's ``plot_example`` computes them.
-        See :class:`rust_bertscore.similarity.SimilarityMatrix`."""
+        See :class:`rust_bertscore.similarity.SimilarityMatrix`.
+
+        >>> m = BERTScorer().similarity_matrix("the cat sat", "a cat sat")
+        >>> m.matrix.shape, m.ref_tokens[2]
+        ((5, 5), 'cat')
+        """
         return compute_similarity_matrix(self, candidate, reference)
 
     def plot_example(self, candidate: str, reference: str, fname: str = "") -> SimilarityMatrix:
         """bert_score's ``BERTScorer.plot_example``: the heatmap of one pair, saved to
         ``fname`` when given (needs matplotlib; loaded only when called). Returns the
-        :class:`~rust_bertscore.similarity.SimilarityMatrix` drawn."""
+        :class:`~rust_bertscore.similarity.SimilarityMatrix` drawn.
+
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     out = os.path.join(tmp, "pair.png")
+        ...     _ = BERTScorer().plot_example("the cat sat", "a cat sat", fname=out)
+        ...     print(os.path.isfile(out))
+        True
+        """
         require_matplotlib()
         return save_example(self.similarity_matrix(candidate, reference), fname)

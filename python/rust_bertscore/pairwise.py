@@ -1,0 +1,266 @@
+"""All pairs: P, R and F of every candidate against every reference, on a scorer's model.
+
+Built on the scorer's public seams (tokenizer, token weights, vector source) and the kernel's
+``pairwise_ragged``. Each pair is scored on its own, as ``score(..., batch_independent=True)``
+scores it, bert_score's special cases included: a side of 2 tokens ("empty") gives P = R = 0,
+and a side whose tokens all weigh 0 gives NaN on that side and F = 0.
+
+Memory: the distinct texts are encoded once each. When their vectors do not fit in the
+scorer's ``round_bytes``, the grid is computed by blocks of candidates and references that do,
+and the vectors wait on disk in the scorer's store (or a temporary one) between blocks.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import _core
+from .rescale import rescale
+from .store import EmbeddingStore
+from .text import check_texts
+from .vectors import VectorSource
+
+if TYPE_CHECKING:
+    from .scoring.scorer import BERTScorer
+    from .scoring.settings import Scores
+
+
+@dataclass(frozen=True)
+class TextSet:
+    """Distinct texts with their token ids, weights and the two flags of bert_score's special
+    cases (2 tokens; every weight 0)."""
+
+    texts: list[str]
+    ids: list[list[int]]
+    weights: list[np.ndarray]
+    lengths: np.ndarray
+    two: np.ndarray
+    weightless: np.ndarray
+
+    @classmethod
+    def of(cls, scorer: BERTScorer, texts: list[str]) -> TextSet:
+        ids = scorer.tokenizer.encode(texts)
+        table = scorer.pipeline.weights_for(scorer.idf)
+        weights = [table.weights(t) for t in ids]
+        for i, w in enumerate(weights):
+            if np.isnan(w).any():
+                raise ValueError(
+                    f"the idf dict has no weight for a token of text {texts[i]!r:.60}: give a "
+                    "defaultdict or weights for every token id"
+                )
+        lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
+        weightless = np.fromiter((not w.sum() > 0 for w in weights), bool, len(ids))
+        return cls(texts, ids, weights, lengths, lengths == 2, weightless)
+
+
+def distinct(texts: Sequence[str], index: dict[str, int]) -> np.ndarray:
+    """Each text's number in ``index`` (new texts are added)."""
+    return np.fromiter((index.setdefault(t, len(index)) for t in texts), np.int64, len(texts))
+
+
+def layer_count(scorer: BERTScorer) -> int:
+    return scorer.pipeline.vector_source.runtime.depth + 1 if scorer.all_layers else 1
+
+
+def budget_rows(scorer: BERTScorer) -> int:
+    """Token rows of vectors (all layers counted) one block may hold."""
+    hidden = scorer.pipeline.vector_source.runtime.encoder.hidden_size or 1024
+    return max(1, scorer.round_bytes // (4 * hidden * layer_count(scorer)))
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Vectors of some texts of a :class:`TextSet`, packed for the kernel: text number ``t``
+    is kernel text ``slot_of[t]``."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+    weights: np.ndarray | None
+    unit_weights: np.ndarray
+    slot_of: dict[int, int]
+
+
+def pack_texts(source: VectorSource, texts: TextSet, rows: np.ndarray, batch_size: int) -> Packed:
+    """Vectors of the distinct texts ``rows`` (numbers in ``texts``), from ``source``."""
+    needed = np.unique(rows)
+    data, offsets, slot = source.packed(
+        [texts.texts[i] for i in needed], [texts.ids[i] for i in needed], batch_size
+    )
+    by_slot = needed[np.argsort(slot)]
+    weights = np.concatenate([texts.weights[i] for i in by_slot]) if len(by_slot) else None
+    # As scores._score_weightless: a weightless side is NaN, F is 0, and the other side is
+    # scored with the weightless texts' weights set to 1 (which changes no maximum).
+    flags = np.repeat(texts.weightless[by_slot], np.diff(offsets))
+    unit = np.where(flags, 1.0, weights if weights is not None else 1.0).astype(np.float32)
+    return Packed(
+        data, offsets, weights, unit, {int(t): int(slot[k]) for k, t in enumerate(needed)}
+    )
+
+
+def grid_from_packed(
+    scorer: BERTScorer,
+    packed: Packed,
+    texts: TextSet,
+    cand_rows: np.ndarray,
+    ref_rows: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Raw P, R, F of texts ``cand_rows`` x ``ref_rows`` into ``out`` (shape (3, layers,
+    len(cand_rows), len(ref_rows)))."""
+    cands = np.fromiter((packed.slot_of[int(t)] for t in cand_rows), np.int64, len(cand_rows))
+    refs = np.fromiter((packed.slot_of[int(t)] for t in ref_rows), np.int64, len(ref_rows))
+    two = texts.two[cand_rows][:, None] | texts.two[ref_rows][None, :]
+    nan_p = texts.weightless[cand_rows][:, None] & ~two
+    nan_r = texts.weightless[ref_rows][None, :] & ~two
+    redo = nan_p | nan_r
+    layers = packed.data if scorer.all_layers else packed.data[None]
+    for layer, vectors in enumerate(layers):
+        p, r, f = _core.pairwise_ragged(vectors, packed.offsets, packed.weights, cands, refs)
+        if redo.any():
+            p2, r2, _ = _core.pairwise_ragged(
+                vectors, packed.offsets, packed.unit_weights, cands, refs
+            )
+            p = np.where(redo, np.where(nan_p, np.float32(np.nan), p2), p)
+            r = np.where(redo, np.where(nan_r, np.float32(np.nan), r2), r)
+            f = np.where(redo, np.float32(0.0), f)
+        out[0, layer], out[1, layer], out[2, layer] = p, r, f
+    # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty").
+    out[:2, :, two] = 0.0
+
+
+def grid(
+    scorer: BERTScorer,
+    source: VectorSource,
+    texts: TextSet,
+    cand_rows: np.ndarray,
+    ref_rows: np.ndarray,
+    batch_size: int,
+    out: np.ndarray,
+) -> None:
+    """Raw P, R, F of texts ``cand_rows`` x ``ref_rows`` into ``out``, vectors from
+    ``source``."""
+    packed = pack_texts(source, texts, np.concatenate([cand_rows, ref_rows]), batch_size)
+    grid_from_packed(scorer, packed, texts, cand_rows, ref_rows, out)
+
+
+def blocks(rows: np.ndarray, lengths: np.ndarray, budget: int) -> Iterator[np.ndarray]:
+    """Runs of ``rows`` whose token counts add up to at most ``budget`` (at least one each)."""
+    start, total = 0, 0
+    for k, row in enumerate(rows):
+        n = int(lengths[row])
+        if k > start and total + n > budget:
+            yield rows[start:k]
+            start, total = k, 0
+        total += n
+    if start < len(rows):
+        yield rows[start:]
+
+
+def raw_grid(
+    scorer: BERTScorer,
+    texts: TextSet,
+    cand_rows: np.ndarray,
+    ref_rows: np.ndarray,
+    batch_size: int,
+) -> np.ndarray:
+    """Raw P, R, F (3, layers, cands, refs) of every pair of ``cand_rows`` x ``ref_rows``,
+    by blocks within the scorer's ``round_bytes``."""
+    out = np.zeros((3, layer_count(scorer), len(cand_rows), len(ref_rows)), np.float32)
+    if not out.size:
+        return out
+    budget = budget_rows(scorer)
+    uc, c_inv = np.unique(cand_rows, return_inverse=True)
+    ur, r_inv = np.unique(ref_rows, return_inverse=True)
+    everything = np.union1d(uc, ur)
+    source = scorer.pipeline.vector_source
+    if texts.lengths[everything].sum() <= budget:
+        sub = np.zeros((3, out.shape[1], len(uc), len(ur)), np.float32)
+        grid(scorer, source, texts, uc, ur, batch_size, sub)
+        out[:] = sub[:, :, c_inv][:, :, :, r_inv]
+        return out
+    with tempfile.TemporaryDirectory(prefix="rbs-pairwise-") as spill_dir:
+        if source.store is None:
+            # Vectors wait on disk between blocks, so that each text is encoded once.
+            spill = EmbeddingStore(spill_dir, max_bytes=2**62)
+            source = VectorSource(source.runtime, source.cache, spill, source.window)
+        c_pos = {int(t): k for k, t in enumerate(uc)}
+        r_pos = {int(t): k for k, t in enumerate(ur)}
+        sub = np.zeros((3, out.shape[1], len(uc), len(ur)), np.float32)
+        for cb in blocks(uc, texts.lengths, max(1, budget // 2)):
+            for rb in blocks(ur, texts.lengths, max(1, budget // 2)):
+                part = np.zeros((3, out.shape[1], len(cb), len(rb)), np.float32)
+                grid(scorer, source, texts, cb, rb, batch_size, part)
+                ci = np.fromiter((c_pos[int(t)] for t in cb), np.int64, len(cb))
+                ri = np.fromiter((r_pos[int(t)] for t in rb), np.int64, len(rb))
+                sub[:, :, ci[:, None], ri[None, :]] = part
+        if source is not scorer.pipeline.vector_source:
+            scorer.pipeline.vector_source.encoded += source.encoded
+            if source.store is not None:
+                source.store.close()
+    out[:] = sub[:, :, c_inv][:, :, :, r_inv]
+    return out
+
+
+def finish(scorer: BERTScorer, raw: np.ndarray) -> Scores:
+    """P, R, F from a raw grid: rescaled when the scorer rescales; the layer axis dropped
+    without ``all_layers``."""
+    prf = [raw[k] for k in range(3)]
+    if scorer.rescale_with_baseline and scorer.baseline_vals is not None:
+        vals = np.asarray(scorer.baseline_vals, dtype=np.float64)
+        rows = vals if scorer.all_layers else vals.reshape(1, 3)
+        prf = [
+            np.stack([rescale(s[layer], float(rows[layer, k])) for layer in range(len(s))])
+            for k, s in enumerate(prf)
+        ]
+    if not scorer.all_layers:
+        prf = [s[0] for s in prf]
+    return prf[0], prf[1], prf[2]
+
+
+def check_batch_size(scorer: BERTScorer, batch_size: int | None) -> int:
+    if batch_size is None:
+        return scorer.batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
+    return int(batch_size)
+
+
+def pairwise_scores(
+    scorer: BERTScorer,
+    cands: Sequence[str],
+    refs: Sequence[str],
+    batch_size: int | None = None,
+) -> Scores:
+    """P, R and F of every candidate against every reference.
+
+    Parameters
+    ----------
+    scorer : BERTScorer
+        Model, layer, weights (IDF or uniform) and rescaling.
+    cands, refs : list of str
+        Candidates (rows) and references (columns).
+    batch_size : int, optional
+        Most texts per encoder call (default: the scorer's).
+
+    Returns
+    -------
+    (P, R, F) : tuple of np.ndarray
+        float32 arrays of shape (len(cands), len(refs)), or (layers + 1, len(cands),
+        len(refs)) with ``all_layers``. Entry ``[i, j]`` equals ``score([cands[i]],
+        [refs[j]])`` of a ``batch_independent=True`` scorer (within float32 rounding).
+    """
+    cand_list = check_texts(cands, "cands")
+    ref_list = check_texts(refs, "refs")
+    batch = check_batch_size(scorer, batch_size)
+    index: dict[str, int] = {}
+    cand_rows = distinct(cand_list, index)
+    ref_rows = distinct(ref_list, index)
+    texts = TextSet.of(scorer, list(index))
+    return finish(scorer, raw_grid(scorer, texts, cand_rows, ref_rows, batch))
