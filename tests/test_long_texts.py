@@ -223,3 +223,26 @@ def test_truncated_numbers_equal_bert_scores_long_case(minilm_dir) -> None:
     with pytest.warns(RustBertScoreWarning, match="longer than the model's maximum of 512"):
         got = rb.score(case["cands"], case["refs"], model_type=str(minilm_dir), **kw)
     assert_scores_match(got, case["expected"])
+
+
+# -- the persistent store: windowed vectors depend on the stride -------------------------------
+
+
+def test_store_keeps_windowed_vectors_of_each_stride_apart(tmp_path) -> None:
+    """A long text's vectors stored by a scorer with one stride are not served to a scorer
+    with another: each scores as it does without a store."""
+    model = str(TINY / "bert")
+    cands, refs = [long_text(260), LINES[0]], [LINES[1], long_text(200, 4)]
+    kw = dict(model_type=model, num_layers=2, long_texts="window")
+    half = rb.score(cands, refs, **kw)
+    small = rb.score(cands, refs, window_stride=16, **kw)
+    assert np.max(np.abs(half[2] - small[2])) > 1e-4  # the stride matters for these texts
+    store = str(tmp_path / "store")
+    for stride, expected in ((None, half), (16, small), (None, half), (16, small)):
+        got = rb.score(cands, refs, window_stride=stride, store=store, **kw)
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
+    scorer = rb.BERTScorer(model_type=model, num_layers=2, store=store)  # truncating
+    with pytest.warns(RustBertScoreWarning, match="cut to"):
+        cut = scorer.score(cands, refs)
+    assert np.max(np.abs(cut[2] - half[2])) > 1e-4
