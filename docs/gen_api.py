@@ -157,7 +157,13 @@ def _home(obj: object, fallback: str) -> str:
 
 
 def _members(cls: type, prefix: str, home: str) -> Iterator[Entry]:
-    for name, value in vars(cls).items():
+    # The class's own names and those of its bases (BERTScorer's analysis methods come from a
+    # mixin), each once, the nearest definition first.
+    seen: dict[str, object] = {}
+    for klass in cls.__mro__[:-1]:
+        for name, value in vars(klass).items():
+            seen.setdefault(name, value)
+    for name, value in seen.items():
         if name.startswith("_"):
             continue
         if isinstance(value, property):
