@@ -156,18 +156,14 @@ def _home(obj: object, fallback: str) -> str:
     return f"{module}.{getattr(obj, '__qualname__', fallback)}"
 
 
-def _own_members(cls: type) -> dict[str, object]:
-    """``cls``'s attributes, those of its base classes in this package included (``BERTScorer``
-    keeps its properties and IDF setters in ``scoring.properties.ScorerProperties``)."""
-    found: dict[str, object] = {}
-    for klass in reversed(cls.__mro__):
-        if klass.__module__.startswith("rust_bertscore"):
-            found.update(vars(klass))
-    return found
-
-
 def _members(cls: type, prefix: str, home: str) -> Iterator[Entry]:
-    for name, value in _own_members(cls).items():
+    # The class's own names and those of its bases (BERTScorer's analysis methods come from a
+    # mixin), each once, the nearest definition first.
+    seen: dict[str, object] = {}
+    for klass in cls.__mro__[:-1]:
+        for name, value in vars(klass).items():
+            seen.setdefault(name, value)
+    for name, value in seen.items():
         if name.startswith("_"):
             continue
         if isinstance(value, property):

@@ -54,6 +54,12 @@ class MBRResult:
     utilities : np.ndarray
         float64, one per sample: its mean F against the other samples (NaN for a lone
         sample).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> MBRResult(0, "only one", np.array([np.nan])).as_dict()
+    {'index': 0, 'sample': 'only one', 'utilities': [None]}
     """
 
     index: int

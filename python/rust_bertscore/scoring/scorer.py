@@ -11,28 +11,23 @@ package below this module imports it at run time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, overload
+from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..align import Alignment, align_one, align_pairs
-from ..compare import Comparison, compare_systems
 from ..embeddings import EmbeddingCache
 from ..errors import warn
-from ..heatmap import require_matplotlib, save_example
-from ..mbr import MBRResult, mbr_select, mbr_select_batch
 from ..models.loading import load_runtime
 from ..models.registry import choose_model
 from ..options import ScoringOptions
-from ..pairwise import pairwise_scores
 from ..rescale import packaged_baseline, rescale
 from ..scored_tokens import warn_truncated
-from ..similarity import SimilarityMatrix, compute_similarity_matrix
 from ..store import StoreArg, open_store
 from ..text import check_texts, pair_texts
 from ..text_embedding import TextEmbedding, embed_texts
+from .analyses import ScorerAnalyses
 from .pipeline import ScoringPipeline
 from .properties import ScorerProperties
 from .settings import (
@@ -44,11 +39,8 @@ from .settings import (
     check_flag,
 )
 
-if TYPE_CHECKING:
-    from ..text_embedding import TextEmbedding
 
-
-class BERTScorer(ScorerProperties):
+class BERTScorer(ScorerProperties, ScorerAnalyses):
     """BERTScore with a model loaded once, as ``bert_score.BERTScorer``.
 
     Parameters
@@ -356,105 +348,3 @@ class BERTScorer(ScorerProperties):
         texts = check_texts(texts, "texts")
         batch = self.batch_size if batch_size is None else check_batch_size(batch_size)
         return embed_texts(self._pipeline, texts, self._pipeline.weights_for(self._idf), batch)
-
-    # -- all pairs and MBR (see pairwise.py, mbr.py) ------------------------------------------
-    def pairwise(
-        self, cands: Sequence[str], refs: Sequence[str], batch_size: int | None = None
-    ) -> Scores:
-        """P, R and F of every candidate against every reference, shape (len(cands),
-        len(refs)) (with ``all_layers`` a leading layer axis), each pair as
-        ``score(..., batch_independent=True)`` scores it; each distinct text encoded once,
-        memory within :attr:`round_bytes`. See :func:`rust_bertscore.pairwise.pairwise_scores`."""
-        return pairwise_scores(self, cands, refs, batch_size)
-
-    def mbr(self, samples: Sequence[str], batch_size: int | None = None) -> MBRResult:
-        """Minimum Bayes risk: the sample of highest mean F against the other samples, and
-        every sample's utility. See :func:`rust_bertscore.mbr.mbr_select`."""
-        return mbr_select(self, samples, batch_size)
-
-    def mbr_batch(
-        self, sources: Sequence[Sequence[str]], batch_size: int | None = None
-    ) -> list[MBRResult]:
-        """:meth:`mbr` for many lists of samples (one per source), encoded together."""
-        return mbr_select_batch(self, sources, batch_size)
-
-    # -- token alignments (see align.py) -----------------------------------------------------
-    def align(self, cand: str, ref: str) -> Alignment:
-        """Token alignment of one pair: every token of each side with its weight and its best
-        match on the other side (position and cosine), and the pair's P/R/F, equal to
-        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`.
-
-        >>> a = BERTScorer().align("the cat sat", "a cat sat")
-        >>> [t.token for t in a.candidate.tokens], a.candidate.tokens[2].match
-        (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], 2)
-        """
-        return align_one(self, cand, ref)
-
-    def align_batch(
-        self, cands: Sequence[str], refs: RefsArg, batch_size: int | None = None
-    ) -> list[Alignment]:
-        """Token alignments of many pairs, one record per (candidate, reference) pair, with
-        P/R/F as :meth:`score` gives them for the same inputs and ``batch_size`` (each side says
-        whether bert_score's batch padding floor applied to it). See
-        :func:`rust_bertscore.align.align_pairs`.
-
-        >>> cands, refs = ["the cat sat", "dogs run"], ["a cat sat", "dogs ran"]
-        >>> [r.candidate.floored for r in BERTScorer().align_batch(cands, refs)]  # a short ref
-        [False, True]
-        """
-        return align_pairs(self, cands, refs, batch_size)
-
-    # -- comparing systems (see compare.py) ---------------------------------------------------
-    def compare(
-        self,
-        cands_by_system: Mapping[str, Sequence[str]],
-        refs: RefsArg,
-        test: str = "paired-bs",
-        n_samples: int | None = None,
-        seed: int | None = 12345,
-        confidence: float = 0.95,
-        batch_size: int | None = None,
-        verbose: bool = False,
-    ) -> Comparison:
-        """Score several systems over the same references and test each against the first:
-        mean P/R/F1 with bootstrap intervals, and paired-bootstrap (``test="paired-bs"``) or
-        approximate-randomisation (``"paired-ar"``) p-values. References are encoded once.
-        See :func:`rust_bertscore.compare.compare_systems`.
-
-        >>> refs = ["the cat sat", "it is raining", "she reads a book"]
-        >>> systems = {"a": ["a cat sat", "it rains", "she is reading"], "b": ["dogs", "sun", "he"]}
-        >>> table = BERTScorer().compare(systems, refs, n_samples=200)
-        >>> table.baseline.name, table["b"].F.delta < 0
-        ('a', True)
-        """
-        return compare_systems(
-            self, cands_by_system, refs, test, n_samples, seed, confidence, batch_size, verbose
-        )
-
-    # -- the similarity matrix and its picture (see similarity.py, heatmap.py) --------------------
-    def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:
-        """Token cosine similarities of one pair with this scorer's model and layer (rescaled
-        with the F baseline when the scorer rescales), the tokens, their weights and the
-        pair's P/R/F with uniform weights, as bert_score's ``plot_example`` computes them.
-        See :class:`rust_bertscore.similarity.SimilarityMatrix`.
-
-        >>> m = BERTScorer().similarity_matrix("the cat sat", "a cat sat")
-        >>> m.matrix.shape, m.ref_tokens[2]
-        ((5, 5), 'cat')
-        """
-        return compute_similarity_matrix(self, candidate, reference)
-
-    def plot_example(self, candidate: str, reference: str, fname: str = "") -> SimilarityMatrix:
-        """bert_score's ``BERTScorer.plot_example``: the heatmap of one pair, saved to
-        ``fname`` when given (needs matplotlib; loaded only when called). Returns the
-        :class:`~rust_bertscore.similarity.SimilarityMatrix` drawn.
-
-        >>> import os, tempfile
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     out = os.path.join(tmp, "pair.png")
-        ...     _ = BERTScorer().plot_example("the cat sat", "a cat sat", fname=out)
-        ...     print(os.path.isfile(out))
-        True
-        """
-        require_matplotlib()
-        return save_example(self.similarity_matrix(candidate, reference), fname)

@@ -78,6 +78,17 @@ class EmbeddingStore:
     writable : bool
         False once a write failed (full disk, read-only directory): then nothing more is
         written by this object.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from rust_bertscore import BERTScorer, EmbeddingStore
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     store = EmbeddingStore(tmp)
+    ...     first = BERTScorer(store=store).score(["a cat sat"], ["the cat sat"])
+    ...     again = BERTScorer(store=store).score(["a cat sat"], ["the cat sat"])
+    ...     print(store.hits, bool(first[2] == again[2]))
+    2 True
     """
 
     def __init__(self, directory: str | os.PathLike[str], max_bytes: int = DEFAULT_STORE_BYTES):
