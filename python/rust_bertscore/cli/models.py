@@ -76,4 +76,8 @@ def run(args: argparse.Namespace) -> int:
             mark = f"yes ({m.note})"
         out.write(f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {mark}\n")
     out.write(_count_line(models) + "\n")
+    if not args.beyond_table:
+        beyond = [m.name for m in supported_models(beyond_table=True) if not m.in_bert_score]
+        if beyond:
+            out.write(f"also convertible beyond the table: {', '.join(beyond)} (--beyond-table)\n")
     return 0
