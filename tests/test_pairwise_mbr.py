@@ -41,6 +41,67 @@ def test_pairwise_equals_score_on_the_expanded_pairs() -> None:
     assert_grids(got, expanded(scorer, cands, refs))
 
 
+LONG = " ".join(CANDS[:16])  # 683 content tokens: past 512 (and tiny BERT's 128)
+OPTIONS = [
+    pytest.param({"long_texts": "window", "window_stride": 16}, False, id="window-stride16"),
+    pytest.param({"long_texts": "window", "window_stride": 16}, True, id="window-stride16-idf"),
+    pytest.param({"exclude_punctuation": True}, False, id="no-punc"),
+    pytest.param({"exclude_punctuation": True}, True, id="no-punc-idf"),
+    pytest.param({"exclude_special_tokens": True}, False, id="no-special"),
+    pytest.param({"exclude_special_tokens": True}, True, id="no-special-idf"),
+    pytest.param({"beta": 2.0}, False, id="beta2"),
+    pytest.param({"beta": 2.0}, True, id="beta2-idf"),
+    pytest.param(
+        {
+            "long_texts": "window",
+            "window_stride": 16,
+            "exclude_punctuation": True,
+            "exclude_special_tokens": True,
+            "beta": 2.0,
+        },
+        True,
+        id="all-idf",
+    ),
+]
+
+
+@pytest.mark.filterwarnings("ignore::rust_bertscore.RustBertScoreWarning")
+@pytest.mark.parametrize(("options", "idf"), OPTIONS)
+def test_pairwise_honours_the_options(options: dict, idf: bool) -> None:
+    """Each option as score() applies it: a long text in windows, excluded tokens dropped
+    (texts emptied by them: bert_score's empty-text rule), IDF renormalised, F-beta."""
+    cands = [*CANDS[20:26], LONG, "!!! ...", "", CANDS[21]]  # a long, an emptied, an empty text
+    refs = [*REFS[20:25], "« ? »", LONG, CANDS[20]]
+    scorer = rb.BERTScorer(
+        model_type=TINY_BERT,
+        batch_independent=True,
+        idf=idf,
+        idf_sents=refs if idf else None,
+        **options,
+    )
+    got = scorer.pairwise(cands, refs)
+    want = expanded(scorer, cands, refs)
+    assert_grids(got, want)
+    # The options change these numbers (so the comparison above can tell them apart).
+    plain = rb.BERTScorer(
+        model_type=TINY_BERT, batch_independent=True, idf=idf, idf_sents=refs if idf else None
+    )
+    assert np.nanmax(np.abs(plain.pairwise(cands, refs)[2] - got[2])) > 1e-3
+    # By blocks within a small round_bytes (vectors wait in a spill store), the same numbers.
+    scorer.round_bytes = 300 * 4 * 128
+    assert_grids(scorer.pairwise(cands, refs), got)
+
+
+def test_pairwise_warns_once_about_cut_texts() -> None:
+    scorer = rb.BERTScorer(model_type=TINY_BERT)
+    with pytest.warns(rb.RustBertScoreWarning, match="1 text was longer") as caught:
+        scorer.pairwise([LONG, CANDS[0]], [REFS[0], LONG])
+    assert len(caught) == 1 and caught[0].filename == __file__
+    with pytest.warns(rb.RustBertScoreWarning, match="1 text was longer") as caught:
+        scorer.mbr([LONG, CANDS[0], CANDS[1]])
+    assert len(caught) == 1 and caught[0].filename == __file__
+
+
 def test_pairwise_with_idf_rescaling_and_all_layers(tmp_path: Path) -> None:
     cands, refs = CANDS[:6], REFS[:5]
     # A token of REFS[0] in every idf sentence weighs 0: with the idf below every token of
@@ -105,6 +166,26 @@ def test_mbr_picks_the_highest_mean_f() -> None:
     np.testing.assert_allclose(result.utilities, want, atol=1e-6)
     assert result.index == int(np.argmax(want)) and result.sample == samples[result.index]
     assert result.as_dict()["index"] == result.index
+
+
+def test_mbr_pick_under_beta() -> None:
+    """With beta=2 the utility is F2: computed here from score()'s P and R of a plain scorer,
+    it picks another sample than F1 does for these samples, and mbr() follows it."""
+    samples = [CANDS[0], REFS[0], CANDS[1] + " " + CANDS[2], CANDS[0][: len(CANDS[0]) // 2]]
+    samples.append(REFS[0] + " " + CANDS[5])
+    plain = rb.BERTScorer(model_type=TINY_BERT, batch_independent=True)
+    p, r, _ = (s.astype(np.float64) for s in expanded(plain, samples, samples))
+    f1, f2 = 2 * p * r / (p + r), 5 * p * r / (4 * p + r)
+    n = len(samples)
+    u1, u2 = ((f.sum(axis=1) - np.diag(f)) / (n - 1) for f in (f1, f2))
+    assert int(np.argmax(u1)) != int(np.argmax(u2))  # the samples tell beta apart
+    assert plain.mbr(samples).index == int(np.argmax(u1))
+    result = rb.BERTScorer(model_type=TINY_BERT, beta=2).mbr(samples)
+    np.testing.assert_allclose(result.utilities, u2, atol=1e-6)
+    assert result.index == int(np.argmax(u2)) and result.sample == samples[result.index]
+    batch = rb.BERTScorer(model_type=TINY_BERT, beta=2).mbr_batch([samples, samples[:3]])
+    assert batch[0].index == result.index
+    np.testing.assert_allclose(batch[0].utilities, u2, atol=1e-6)
 
 
 def test_mbr_batch_equals_mbr_per_source() -> None:

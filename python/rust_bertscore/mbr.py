@@ -3,8 +3,8 @@
 Given ``n`` samples (say, a model's translations of one source), the expected utility of
 sample ``i`` is its mean F against every *other* sample taken as a pseudo-reference:
 ``u[i] = mean_{j != i} F(cand=samples[i], ref=samples[j])``, each pair scored on its own
-(``batch_independent=True``) and rescaled when the scorer rescales. MBR picks the sample of
-highest utility.
+(``batch_independent=True``, with the scorer's options: windows, exclusions, beta) and
+rescaled when the scorer rescales. MBR picks the sample of highest utility.
 
 Rules:
 
@@ -35,6 +35,7 @@ from .pairwise import (
     pack_texts,
     raw_grid,
 )
+from .scored_tokens import warn_truncated
 from .text import as_list, check_texts
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def mbr_select(
     index: dict[str, int] = {}
     rows = distinct(texts, index)
     table = TextSet.of(scorer, list(index))
+    warn_truncated(len(table.cut), scorer.tokenizer.max_length, 5)  # the user's frame
     _, _, f = finish(scorer, raw_grid(scorer, table, rows, rows, batch))
     return _result(texts, f)
 
@@ -155,6 +157,7 @@ def mbr_select_batch(
     index: dict[str, int] = {}
     rows = [distinct(s, index) for s in lists]
     table = TextSet.of(scorer, list(index))
+    warn_truncated(len(table.cut), scorer.tokenizer.max_length, 5)  # the user's frame
     budget = budget_rows(scorer)
     source = scorer.pipeline.vector_source
     results: list[MBRResult] = []

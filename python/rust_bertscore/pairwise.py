@@ -1,9 +1,12 @@
 """All pairs: P, R and F of every candidate against every reference, on a scorer's model.
 
-Built on the scorer's public seams (tokenizer, token weights, vector source) and the kernel's
-``pairwise_ragged``. Each pair is scored on its own, as ``score(..., batch_independent=True)``
-scores it, bert_score's special cases included: a side of 2 tokens ("empty") gives P = R = 0,
-and a side whose tokens all weigh 0 gives NaN on that side and F = 0.
+Built on the scorer's public seams (the tokens it scores, token weights, vector source) and the
+kernel's ``pairwise_ragged``. Each pair is scored on its own, as ``score(...,
+batch_independent=True)`` scores it, bert_score's special cases included: an "empty" side (2
+tokens; with exclusions, nothing but special tokens left) gives P = R = 0, and a side whose
+tokens all weigh 0 gives NaN on that side and F = 0. The scorer's options apply as in
+``score()``: long texts whole in windows (the same vector source and store keys), excluded
+tokens dropped from both sides (the remaining weights renormalise), F-beta.
 
 Memory: the distinct texts are encoded once each. When their vectors do not fit in the
 scorer's ``round_bytes``, the grid is computed by blocks of candidates and references that do,
@@ -20,9 +23,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _core
+from .options import f_beta
 from .rescale import rescale
+from .scored_tokens import warn_truncated
 from .store import EmbeddingStore
 from .text import check_texts
+from .token_filter import drop_rows
 from .vectors import VectorSource
 
 if TYPE_CHECKING:
@@ -32,19 +38,26 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TextSet:
-    """Distinct texts with their token ids, weights and the two flags of bert_score's special
-    cases (2 tokens; every weight 0)."""
+    """Distinct texts as the scorer scores them: token ids as encoded (cut, or whole with
+    windows), which tokens are scored (None: all), the weights of the scored tokens, and the
+    two flags of bert_score's special cases (empty; every weight 0).
+
+    ``lengths`` counts every token row the encoder gives (what a block of vectors holds);
+    ``cut`` lists the texts cut to the model's maximum length."""
 
     texts: list[str]
     ids: list[list[int]]
+    keep: list[np.ndarray] | None
     weights: list[np.ndarray]
     lengths: np.ndarray
     two: np.ndarray
     weightless: np.ndarray
+    cut: list[int]
 
     @classmethod
     def of(cls, scorer: BERTScorer, texts: list[str]) -> TextSet:
-        ids = scorer.tokenizer.encode(texts)
+        tokenized = scorer.pipeline.tokens.tokenize(texts)
+        ids, keep = tokenized.ids, tokenized.keep
         table = scorer.pipeline.weights_for(scorer.idf)
         weights = [table.weights(t) for t in ids]
         for i, w in enumerate(weights):
@@ -53,9 +66,11 @@ class TextSet:
                     f"the idf dict has no weight for a token of text {texts[i]!r:.60}: give a "
                     "defaultdict or weights for every token id"
                 )
+        if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
+            weights = [w[k] for w, k in zip(weights, keep)]
         lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
         weightless = np.fromiter((not w.sum() > 0 for w in weights), bool, len(ids))
-        return cls(texts, ids, weights, lengths, lengths == 2, weightless)
+        return cls(texts, ids, keep, weights, lengths, tokenized.empty, weightless, tokenized.cut)
 
 
 def distinct(texts: Sequence[str], index: dict[str, int]) -> np.ndarray:
@@ -92,6 +107,8 @@ def pack_texts(source: VectorSource, texts: TextSet, rows: np.ndarray, batch_siz
         [texts.texts[i] for i in needed], [texts.ids[i] for i in needed], batch_size
     )
     by_slot = needed[np.argsort(slot)]
+    if texts.keep is not None:
+        data, offsets = drop_rows(data, offsets, [texts.keep[i] for i in by_slot])
     weights = np.concatenate([texts.weights[i] for i in by_slot]) if len(by_slot) else None
     # As scores._score_weightless: a weightless side is NaN, F is 0, and the other side is
     # scored with the weightless texts' weights set to 1 (which changes no maximum).
@@ -128,8 +145,10 @@ def grid_from_packed(
             p = np.where(redo, np.where(nan_p, np.float32(np.nan), p2), p)
             r = np.where(redo, np.where(nan_r, np.float32(np.nan), r2), r)
             f = np.where(redo, np.float32(0.0), f)
+        if scorer.options.beta != 1.0:  # F-beta from P and R, as score() (0 where NaN)
+            f = f_beta(p, r, scorer.options.beta)
         out[0, layer], out[1, layer], out[2, layer] = p, r, f
-    # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty").
+    # bert_score zeroes P and R (not F) of a pair with an empty side.
     out[:2, :, two] = 0.0
 
 
@@ -263,4 +282,5 @@ def pairwise_scores(
     cand_rows = distinct(cand_list, index)
     ref_rows = distinct(ref_list, index)
     texts = TextSet.of(scorer, list(index))
+    warn_truncated(len(texts.cut), scorer.tokenizer.max_length, 5)  # the user's frame
     return finish(scorer, raw_grid(scorer, texts, cand_rows, ref_rows, batch))
