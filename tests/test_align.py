@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rust_bertscore as rb
-from conftest import FAMILIES, REFERENCE, TINY
+from conftest import FAMILIES, REFERENCE, TINY, wmt_pairs
 from rust_bertscore.align import Alignment, floored_sides
 from rust_bertscore.plot import similarity_matrix
 
@@ -94,6 +94,7 @@ def test_records_are_frozen_and_json_ready() -> None:
         "match",
         "cosine",
         "scored",
+        "excluded",
     }
 
 
@@ -233,3 +234,69 @@ def test_other_tokenizer_back_ends(family: str) -> None:
     np.testing.assert_array_equal(np.float32([a.P, a.R, a.F]), [P[0], R[0], F[0]])
     assert not any(t.token.startswith(("▁", "Ġ")) for t in a.candidate.tokens)
     assert all(t.token for t in a.candidate.tokens)
+
+
+# -- the scorer's options (long texts in windows, exclusions, beta) ------------------------------
+
+LONG = " ".join(wmt_pairs()[0][:6])  # about 250 tokens: past tiny BERT's 128
+OPTION_SETS = [
+    pytest.param({"long_texts": "window", "window_stride": 16}, id="window-stride16"),
+    pytest.param({"exclude_punctuation": True}, id="no-punc"),
+    pytest.param({"exclude_special_tokens": True}, id="no-special"),
+    pytest.param({"beta": 2.0, "idf": True}, id="beta2-idf"),
+    pytest.param(
+        {
+            "long_texts": "window",
+            "exclude_punctuation": True,
+            "exclude_special_tokens": True,
+            "beta": 2.0,
+        },
+        id="all",
+    ),
+]
+
+
+def _unit_rows(v: np.ndarray) -> np.ndarray:
+    v = v.astype(np.float64)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+@pytest.mark.filterwarnings("ignore::rust_bertscore.RustBertScoreWarning")
+@pytest.mark.parametrize("options", OPTION_SETS)
+def test_align_honours_the_options(options: dict) -> None:
+    """Every token of a long text (vectors from the windows), excluded tokens flagged and never
+    matched, P/R/F equal to score() with the options; checked against embed()'s vectors."""
+    cands = [LONG, "Hello, world! It's a test.", "!!!", "the coffee was cold"]
+    refs = ["the coffee is hot.", LONG[200:], "a test -- surely.", "(the) coffee: hot"]
+    kw = {"idf_sents": refs} if options.get("idf") else {}
+    scorer = _scorer("bert", **options, **kw)
+    records = scorer.align_batch(cands, refs, batch_size=2)
+    P, R, F = scorer.score(cands, refs, batch_size=2)
+    np.testing.assert_array_equal(np.float32([[a.P, a.R, a.F] for a in records]).T, [P, R, F])
+    embs = scorer.embed(cands + refs)
+    beta = options.get("beta", 1.0)
+    for k, a in enumerate(records):
+        c, r = embs[k], embs[len(cands) + k]
+        for side, mine, other in ((a.candidate, c, r), (a.reference, r, c)):
+            assert [t.id for t in side.tokens] == mine.ids.tolist()
+            assert [t.excluded for t in side.tokens] == mine.excluded.tolist()
+            sim = _unit_rows(mine.vectors) @ _unit_rows(other.vectors).T
+            sim[:, other.excluded] = -np.inf
+            for t in side.tokens:
+                if t.excluded or other.excluded.all():  # excluded, or nothing to match
+                    assert t.match == -1 and np.isnan(t.cosine)
+                    assert t.weight == 0 or not t.excluded
+                else:
+                    assert t.match == int(sim[t.position].argmax())
+                    assert t.cosine == pytest.approx(sim[t.position].max(), abs=1e-5)
+                    assert not other.excluded[t.match]
+        emptied = any(not (~e.excluded & ~e.special).any() for e in (c, r))
+        if emptied:  # bert_score's empty-text rule
+            assert a.P == 0 and a.R == 0
+            continue
+        p, r_ = a.candidate.weighted_mean(), a.reference.weighted_mean()
+        assert [p, r_] == pytest.approx([a.P, a.R], abs=1e-5)
+        assert a.F == pytest.approx((1 + beta**2) * p * r_ / (beta**2 * p + r_), abs=1e-5)
+    assert json.loads(json.dumps(records[1].to_dict()))["candidate"]["tokens"][0]["excluded"] == (
+        options.get("exclude_special_tokens", False)
+    )

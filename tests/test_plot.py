@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rust_bertscore as rb
-from conftest import FAMILIES, REFERENCE, TINY
+from conftest import FAMILIES, REFERENCE, TINY, wmt_pairs
 from rust_bertscore.plot import plot_example, plot_similarity, similarity_matrix
 
 PAIRS = [
@@ -108,3 +108,71 @@ def test_plot_example_is_bert_scores(tmp_path: Path, capsys: pytest.CaptureFixtu
     sim = plot_example(*PAIRS[0], model_type=str(TINY / "electra"), fname=str(out))
     assert out.is_file() and 0 < sim.F <= 1
     assert str(out) in capsys.readouterr().err
+
+
+# -- the scorer's options (long texts in windows, exclusions, beta) ------------------------------
+
+LONG = " ".join(wmt_pairs()[0][:6])  # about 250 tokens: past tiny BERT's 128
+OPTION_SETS = [
+    pytest.param({"long_texts": "window", "window_stride": 16}, id="window-stride16"),
+    pytest.param({"exclude_punctuation": True}, id="no-punc"),
+    pytest.param({"exclude_special_tokens": True}, id="no-special"),
+    pytest.param({"beta": 2.0}, id="beta2"),
+    pytest.param(
+        {
+            "long_texts": "window",
+            "exclude_punctuation": True,
+            "exclude_special_tokens": True,
+            "beta": 0.5,
+        },
+        id="all",
+    ),
+]
+
+
+@pytest.mark.parametrize("options", OPTION_SETS)
+@pytest.mark.parametrize(
+    ("cand", "ref"), [(LONG, "Hello, world: a (short) text."), ("The cat -- sat!", LONG[150:])]
+)
+def test_similarity_matrix_honours_the_options(options: dict, cand: str, ref: str) -> None:
+    """The matrix of the tokens score() scores (vectors from the windows, excluded tokens
+    absent), checked against embed()'s vectors; P/R/F equal to score() with the options."""
+    scorer = rb.BERTScorer(model_type=str(TINY / "bert"), num_layers=2, **options)
+    m = scorer.similarity_matrix(cand, ref)
+    P, R, F = scorer.score([cand], [ref])
+    np.testing.assert_allclose([m.P, m.R, m.F], [P[0], R[0], F[0]], rtol=0, atol=1e-6)
+    assert m.hash == scorer.hash.replace("_batch-independent", "")
+    c, r = scorer.embed([cand, ref])
+    ck, rk = ~c.excluded, ~r.excluded
+    assert m.matrix.shape == (ck.sum(), rk.sum())
+    vc, vr = (v.astype(np.float64) for v in (c.vectors[ck], r.vectors[rk]))
+    cosine = (vc / np.linalg.norm(vc, axis=1)[:, None]) @ (
+        vr / np.linalg.norm(vr, axis=1)[:, None]
+    ).T
+    np.testing.assert_allclose(m.matrix, cosine, atol=1e-5)
+    wc, wr = m.cand_weights, m.ref_weights
+    np.testing.assert_array_equal(wc, (~c.special[ck]).astype(np.float32))
+    p = (m.matrix.max(axis=1) * wc).sum() / wc.sum()
+    r_ = (m.matrix.max(axis=0) * wr).sum() / wr.sum()
+    b2 = options.get("beta", 1.0) ** 2
+    want = [p, r_, (1 + b2) * p * r_ / (b2 * p + r_)]
+    np.testing.assert_allclose([m.P, m.R, m.F], want, rtol=0, atol=1e-5)
+
+
+def test_similarity_matrix_refuses_a_text_emptied_by_exclusions(tmp_path: Path) -> None:
+    scorer = rb.BERTScorer(model_type=str(TINY / "bert"), exclude_punctuation=True)
+    with pytest.raises(ValueError, match=r"reference has no token left once exclude_punctuation"):
+        scorer.similarity_matrix("a cat", "?!")
+    with pytest.raises(ValueError, match=r"candidate has no token left once exclude_punct"):
+        scorer.plot_example("...", "a cat", fname=str(tmp_path / "x.png"))
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_example_with_exclusions(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    scorer = rb.BERTScorer(
+        model_type=str(TINY / "bert"), exclude_punctuation=True, exclude_special_tokens=True
+    )
+    out = tmp_path / "x.png"
+    sim = scorer.plot_example("Hello, world!", "hello -- the world.", fname=str(out))
+    assert sim.cand_tokens == ["hel", "##lo", "world"] and out.read_bytes().startswith(b"\x89PNG")

@@ -10,6 +10,12 @@ its longest text; padded similarities are 0, so a token whose best cosine is neg
 (the *padding floor*). A pair aligned alone is never floored; in :func:`align_pairs` each side
 says whether it was (``floored``) in a ``score()`` call with the same pairs and ``batch_size``,
 and every token gives its best cosine both raw (``cosine``) and as scored (``scored``).
+
+The scorer's options apply as in ``score()``: with ``long_texts="window"`` a long text has every
+token, with its vector from the windows; a token left out by ``exclude_punctuation`` or
+``exclude_special_tokens`` is listed, flagged ``excluded``, weighs 0, has no match (``match``
+-1, ``cosine`` and ``scored`` NaN) and is no token's match; P, R and F (F-beta with ``beta``) are
+``score()``'s.
 """
 
 from __future__ import annotations
@@ -44,13 +50,17 @@ class TokenMatch:
     id : int
         Token id.
     weight : float
-        The token's weight in the score (0 for special tokens; IDF when the scorer uses it).
+        The token's weight in the score (0 for special tokens and excluded tokens; IDF when the
+        scorer uses it).
     match : int
-        Position of the most similar token of the other text (special tokens included).
+        Position of the most similar token of the other text (special tokens included; tokens
+        excluded by the scorer's options never); -1 for an excluded token.
     cosine : float
-        Cosine similarity with that token (the raw best).
+        Cosine similarity with that token (the raw best); NaN for an excluded token.
     scored : float
         The value the score counts: ``max(cosine, 0)`` when the side is floored, else ``cosine``.
+    excluded : bool
+        Left out of matching by ``exclude_punctuation`` / ``exclude_special_tokens``.
 
     Examples
     --------
@@ -60,7 +70,7 @@ class TokenMatch:
     >>> t.token, a.reference.tokens[t.match].token, round(t.weight, 1), t.cosine > 0.9
     ('cat', 'cat', 1.0, True)
     >>> sorted(t.to_dict())
-    ['cosine', 'id', 'match', 'piece', 'position', 'scored', 'token', 'weight']
+    ['cosine', 'excluded', 'id', 'match', 'piece', 'position', 'scored', 'token', 'weight']
     """
 
     position: int
@@ -71,9 +81,10 @@ class TokenMatch:
     match: int
     cosine: float
     scored: float
+    excluded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the fields."""
+        """A JSON-ready dict of the fields (an excluded token's NaN cosines as None)."""
         return {
             "position": self.position,
             "token": self.token,
@@ -81,8 +92,9 @@ class TokenMatch:
             "id": self.id,
             "weight": self.weight,
             "match": self.match,
-            "cosine": self.cosine,
-            "scored": self.scored,
+            "cosine": None if self.excluded else self.cosine,
+            "scored": None if self.excluded else self.scored,
+            "excluded": self.excluded,
         }
 
 
@@ -124,10 +136,11 @@ class SideAlignment:
         }
 
     def weighted_mean(self, scored: bool = True) -> float:
-        """The weighted mean best cosine of this side (its P or R before rescaling); 0 when
-        every token weighs 0."""
-        weights = np.array([t.weight for t in self.tokens], dtype=np.float64)
-        values = np.array([t.scored if scored else t.cosine for t in self.tokens], np.float64)
+        """The weighted mean best cosine of this side's scored tokens (its P or R before
+        rescaling); 0 when every token weighs 0."""
+        tokens = [t for t in self.tokens if not t.excluded and t.match >= 0]
+        weights = np.array([t.weight for t in tokens], dtype=np.float64)
+        values = np.array([t.scored if scored else t.cosine for t in tokens], np.float64)
         total = weights.sum()
         return float((weights * values).sum() / total) if total > 0 else 0.0
 
@@ -231,11 +244,21 @@ def _side(
     sim: np.ndarray,
     floored: bool,
     scorer: BERTScorer,
+    keep: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SideAlignment:
-    """``sim``: this side's tokens (rows) against the other side's (columns)."""
+    """``sim``: this side's tokens (rows) against the other side's (columns); ``keep``: the
+    scored tokens of this side and of the other (None: all)."""
     tokenizer = scorer.tokenizer
-    best = sim.argmax(axis=1)
-    cosines = sim[np.arange(len(best)), best]
+    excluded = np.zeros(len(ids), dtype=bool)
+    if keep is not None:
+        excluded = ~keep[0]
+        sim = np.where(keep[1][None, :], sim, -np.inf)  # an excluded token is no match
+        weights = np.where(excluded, 0.0, weights)
+    best = sim.argmax(axis=1) if sim.shape[1] else np.zeros(len(ids), dtype=np.int64)
+    cosines = sim[np.arange(len(best)), best] if sim.shape[1] else np.full(len(ids), -np.inf)
+    unmatched = excluded | ~np.isfinite(cosines)  # excluded, or nothing left to match
+    best = np.where(unmatched, -1, best)
+    cosines = np.where(unmatched, np.nan, cosines)
     scored = np.maximum(cosines, 0.0) if floored else cosines
     tokens = tuple(
         TokenMatch(
@@ -247,6 +270,7 @@ def _side(
             match=int(best[k]),
             cosine=float(cosines[k]),
             scored=float(scored[k]),
+            excluded=bool(excluded[k]),
         )
         for k, token_id in enumerate(ids)
     )
@@ -296,11 +320,13 @@ def align_pairs(
     cand_idx = [texts.setdefault(t, len(texts)) for t in paired.cands]
     ref_idx = [texts.setdefault(t, len(texts)) for t in paired.refs]
     unique = list(texts)
-    ids = pipeline.encode_ids(unique)
+    # The tokens score() scores (whole with windows; exclusions in ``keep``), their vectors.
+    tokenized = pipeline.tokens.tokenize(unique)
+    ids, keep = tokenized.ids, tokenized.keep
     data, offsets, slot = pipeline.vectors(unique, ids, batch)
     # P, R and F exactly as score() gives them for these pairs (the pairs flattened, in order).
     P, R, F = scorer.score(paired.cands, paired.refs, batch_size=batch)
-    lengths = [len(t) for t in ids]
+    lengths = tokenized.lengths().tolist()  # what the padding floor compares
     cand_floored, ref_floored = floored_sides(
         [lengths[i] for i in cand_idx], [lengths[i] for i in ref_idx], batch
     )
@@ -332,6 +358,7 @@ def align_pairs(
                     sim,
                     bool(cand_floored[k]),
                     scorer,
+                    None if keep is None else (keep[ci], keep[ri]),
                 ),
                 reference=_side(
                     paired.refs[k],
@@ -340,6 +367,7 @@ def align_pairs(
                     sim.T,
                     bool(ref_floored[k]),
                     scorer,
+                    None if keep is None else (keep[ri], keep[ci]),
                 ),
                 P=float(P[k]),
                 R=float(R[k]),

@@ -4,7 +4,12 @@
 The matrix holds the cosine similarity of every candidate token vector with every reference
 token vector, from the tokens and encoder the scorer uses. P, R and F1 are greedy matching over
 it with bert_score's uniform weights (special tokens weigh 0), computed by the scorer's kernel on
-the same vectors, so they equal ``score([candidate], [reference])``.
+the same vectors, so they equal ``score([candidate], [reference])`` (of a scorer without IDF).
+
+The scorer's options apply as in ``score()``: with ``long_texts="window"`` a long text has every
+token, its vectors from the windows; tokens left out by ``exclude_punctuation`` /
+``exclude_special_tokens`` are absent from the matrix (rows, columns, tokens and weights), and a
+text left with no content token is refused (``ValueError``); F is F-beta with ``beta``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 
 from . import _core
 from .embeddings import pack
+from .options import f_beta
 from .rescale import rescale
 from .scoring.settings import make_hash
 from .text import check_text
@@ -33,7 +39,7 @@ class SimilarityMatrix:
     Attributes
     ----------
     cand_tokens, ref_tokens : list of str
-        Display strings of every token, special tokens included.
+        Display strings of every token scored, special tokens included (unless excluded).
     matrix : np.ndarray
         float32 (len(cand_tokens), len(ref_tokens)): cosine similarities, rescaled with the F
         baseline when ``rescaled`` (as bert_score's plot does).
@@ -113,7 +119,8 @@ def compute_similarity_matrix(
     Raises
     ------
     ValueError
-        For an empty text, a scorer with ``all_layers``, or rescaling with a missing baseline.
+        For an empty text (or one left with no content token by the scorer's exclusions), a
+        scorer with ``all_layers``, or rescaling with a missing baseline.
 
     Examples
     --------
@@ -136,10 +143,22 @@ def compute_similarity_matrix(
     pipeline = scorer.pipeline
     # Encoded as score([candidate], [reference]) encodes them: the distinct texts, one batch.
     texts = [candidate] if candidate == reference else [candidate, reference]
-    ids = pipeline.encode_ids(texts)
+    # The tokens score() scores (whole with windows) and their vectors.
+    tokenized = pipeline.tokens.tokenize(texts)
+    ids = tokenized.ids
     rows = pipeline.text_vectors(texts, ids, scorer.batch_size)
-    cand_vec, ref_vec = rows[0], rows[-1]
-    cand_ids, ref_ids = ids[0], ids[-1]
+    keep = tokenized.keep or [np.ones(len(t), dtype=bool) for t in ids]
+    if tokenized.keep is not None:
+        for name, k in (("candidate", 0), ("reference", -1)):
+            if tokenized.empty[k]:
+                raise ValueError(
+                    f"the {name} has no token left once {_exclusions(scorer)} leaves tokens "
+                    "out: similarity_matrix/plot_example have nothing to show (score() gives "
+                    "such a pair P = R = 0, bert_score's empty-text rule)"
+                )
+    cand_vec, ref_vec = rows[0][keep[0]], rows[-1][keep[-1]]
+    cand_ids = [t for t, k in zip(ids[0], keep[0]) if k]
+    ref_ids = [t for t, k in zip(ids[-1], keep[-1]) if k]
     weights = pipeline.uniform
     wc, wr = weights.weights(cand_ids), weights.weights(ref_ids)
     sim = _normalise(cand_vec) @ _normalise(ref_vec).T
@@ -149,6 +168,8 @@ def compute_similarity_matrix(
     prf = _core.score_ragged(packed.data, packed.offsets, packed.weights, zero, one)
     rescaled = scorer.rescale_with_baseline
     values = list(prf)
+    if scorer.options.beta != 1.0:
+        values[2] = f_beta(values[0], values[1], scorer.options.beta)
     if rescaled:
         base = scorer.baseline_vals
         assert base is not None  # a scorer's missing baseline raises
@@ -174,5 +195,12 @@ def compute_similarity_matrix(
             rescaled,
             scorer.use_custom_baseline,
             scorer.precision,
+            options=scorer.options,
         ),
     )
+
+
+def _exclusions(scorer: BERTScorer) -> str:
+    """The exclusion options a scorer sets, as keyword arguments."""
+    names = ("exclude_punctuation", "exclude_special_tokens")
+    return " and ".join(f"{n}=True" for n in names if getattr(scorer.options, n))

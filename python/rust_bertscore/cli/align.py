@@ -126,7 +126,10 @@ def _clip(text: str, limit: int = 24) -> str:
 
 def _table(side: SideAlignment, other: SideAlignment, title: str, other_name: str) -> list[str]:
     tokens = [_clip(t.token) for t in side.tokens]
-    matches = [f"{t.match} {_clip(other.tokens[t.match].token)}" for t in side.tokens]
+    matches = [
+        "excluded" if t.excluded else f"{t.match} {_clip(other.tokens[t.match].token)}"
+        for t in side.tokens
+    ]
     w_tok = max([_width(title), *(_width(t) for t in tokens)])
     w_match = max([_width(f"best {other_name} token"), *(_width(m) for m in matches)])
     best = _pad(f"best {other_name} token", w_match)
