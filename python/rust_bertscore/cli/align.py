@@ -127,7 +127,11 @@ def _clip(text: str, limit: int = 24) -> str:
 def _table(side: SideAlignment, other: SideAlignment, title: str, other_name: str) -> list[str]:
     tokens = [_clip(t.token) for t in side.tokens]
     matches = [
-        "excluded" if t.excluded else f"{t.match} {_clip(other.tokens[t.match].token)}"
+        "excluded"
+        if t.excluded
+        else "none"  # the other side has no token left to match
+        if t.match < 0
+        else f"{t.match} {_clip(other.tokens[t.match].token)}"
         for t in side.tokens
     ]
     w_tok = max([_width(title), *(_width(t) for t in tokens)])

@@ -37,8 +37,9 @@ class ScorerAnalyses:
     ) -> Scores:
         """P, R and F of every candidate against every reference, shape (len(cands),
         len(refs)) (with ``all_layers`` a leading layer axis), each pair as
-        ``score(..., batch_independent=True)`` scores it; each distinct text encoded once,
-        memory within :attr:`round_bytes`. See :func:`rust_bertscore.pairwise.pairwise_scores`.
+        ``score(..., batch_independent=True)`` scores it (with this scorer's options: long
+        texts in windows, exclusions, beta); each distinct text encoded once, memory within
+        :attr:`round_bytes`. See :func:`rust_bertscore.pairwise.pairwise_scores`.
 
         >>> from rust_bertscore import BERTScorer
         >>> cands, refs = ["the cat sat", "dogs run"], ["a cat sat", "it rains", "b"]
@@ -75,7 +76,8 @@ class ScorerAnalyses:
     def align(self, cand: str, ref: str) -> Alignment:
         """Token alignment of one pair: every token of each side with its weight and its best
         match on the other side (position and cosine), and the pair's P/R/F, equal to
-        :meth:`score` of the pair alone. See :class:`rust_bertscore.align.Alignment`.
+        :meth:`score` of the pair alone (with this scorer's options; a token they exclude is
+        flagged ``excluded`` and never matched). See :class:`rust_bertscore.align.Alignment`.
 
         >>> from rust_bertscore import BERTScorer
         >>> a = BERTScorer().align("the cat sat", "a cat sat")
@@ -139,7 +141,8 @@ class ScorerAnalyses:
     def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:
         """Token cosine similarities of one pair with this scorer's model and layer (rescaled
         with the F baseline when the scorer rescales), the tokens, their weights and the
-        pair's P/R/F with uniform weights, as bert_score's ``plot_example`` computes them.
+        pair's P/R/F with uniform weights, as bert_score's ``plot_example`` computes them
+        (with this scorer's options: long texts in windows, excluded tokens left out, beta).
         See :class:`rust_bertscore.similarity.SimilarityMatrix`.
 
         >>> from rust_bertscore import BERTScorer
