@@ -26,11 +26,10 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
 from pathlib import Path
 
 from .added_tokens import AddedToken, AddedTokenSplitter
-from .word_bpe import merge_symbols
+from .word_bpe import WordBpeIds, merge_symbols
 
 LANG = "en"
 """The language XLMTokenizer tokenises with when given none (bert_score gives none)."""
@@ -109,7 +108,7 @@ def _import_sacremoses(model_dir: Path) -> object:
     return sacremoses
 
 
-class XLMIds:
+class XLMIds(WordBpeIds):
     """Token ids of text without special tokens, as XLMTokenizer gives them (``lang="en"``).
 
     Parameters
@@ -188,29 +187,11 @@ class XLMIds:
         return ids
 
     def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` (already stripped), no special tokens around it."""
+        """Ids of ``text`` (already stripped), no special tokens around it: lowercased outside
+        added tokens with ``do_lowercase_and_remove_accent``, then as every word-level BPE."""
         if self.do_lower:
             text = self._splitter.protect(text, str.lower)
-        ids: list[int] = []
-        for part, is_added in self._splitter.split(text):
-            if is_added:
-                ids.append(self._added_ids[part])
-                continue
-            for token in self.words(part):
-                if token:
-                    ids.extend(self._word_ids(token))
-        return ids
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """:meth:`encode` of each text."""
-        return [self.encode(t) for t in texts]
-
-    def token_to_id(self, token: str) -> int | None:
-        """The id of an added token or vocabulary piece, None when there is none."""
-        if token in self._added_ids:
-            return self._added_ids[token]
-        token_id = self.encoder.get(token)
-        return None if token_id is None else int(token_id)
+        return super().encode(text)
 
     def id_to_token(self, token_id: int) -> str | None:
         """The vocabulary piece of an id, None when out of range."""

@@ -73,7 +73,7 @@ def merge_word(token: str, ranks: dict[tuple[str, ...], int]) -> str:
     return "@@ ".join(merge_symbols(word, ranks))[:-4]
 
 
-class _WordBpeIds:
+class WordBpeIds:
     """What the two word-level BPE tokenizers share: added tokens are kept whole, the rest of a
     text is cut into whitespace-separated words (each with its trailing newline) and
     :meth:`_word_ids` gives each word's ids. Subclasses fill ``encoder`` (piece -> id),
@@ -83,8 +83,13 @@ class _WordBpeIds:
     _added_ids: dict[str, int]
     _splitter: AddedTokenSplitter
 
+    def words(self, text: str) -> list[str]:
+        """The words of a stretch of text without added tokens: whitespace-separated, each with
+        its trailing newline (XLM's tokenizer cuts them with Moses instead)."""
+        return re.findall(r"\S+\n?", text)
+
     def _word_ids(self, word: str) -> Iterable[int]:
-        """Ids of one whitespace-separated word (with its trailing newline, if any)."""
+        """Ids of one word, as :meth:`words` cuts them."""
         raise NotImplementedError
 
     def encode(self, text: str) -> list[int]:
@@ -94,8 +99,9 @@ class _WordBpeIds:
             if is_added:
                 ids.append(self._added_ids[part])
                 continue
-            for word in re.findall(r"\S+\n?", part):
-                ids.extend(self._word_ids(word))
+            for word in self.words(part):
+                if word:
+                    ids.extend(self._word_ids(word))
         return ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
@@ -109,7 +115,7 @@ class _WordBpeIds:
         return None if token_id is None else int(token_id)
 
 
-class BlenderbotSmallIds(_WordBpeIds):
+class BlenderbotSmallIds(WordBpeIds):
     """Token ids of text without special tokens, as BlenderbotSmallTokenizer gives them.
 
     Parameters
@@ -170,7 +176,7 @@ class BlenderbotSmallIds(_WordBpeIds):
         return self.decoder.get(token_id)
 
 
-class BertweetIds(_WordBpeIds):
+class BertweetIds(WordBpeIds):
     """Token ids of text without special tokens, as BertweetTokenizer (``normalization`` off)
     gives them.
 
