@@ -203,6 +203,20 @@ def test_one_truncation_warning_per_call_with_the_count(minilm_dir) -> None:
     assert np.max(np.abs(again[0] - got[0])) > 1e-3
 
 
+def test_truncation_warning_points_at_the_callers_line(minilm_dir) -> None:
+    # score() calls BERTScorer.score, which calls the pipeline: whichever the user called, the
+    # warning names the user's file, not a module of the package.
+    scorer = rb.BERTScorer(model_type=str(minilm_dir))
+    for call in (
+        lambda: rb.score([long_text(900)], [LINES[0]], model_type=str(minilm_dir)),
+        lambda: scorer.score([long_text(900)], [LINES[0]]),
+        lambda: scorer.pairwise([long_text(900)], [LINES[0]]),
+    ):
+        with pytest.warns(RustBertScoreWarning, match="cut to") as record:
+            call()
+        assert [w.filename for w in record if "cut to" in str(w.message)] == [__file__]
+
+
 def test_no_truncation_warning_when_texts_fit(minilm_dir) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", RustBertScoreWarning)

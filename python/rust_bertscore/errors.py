@@ -22,6 +22,8 @@ Warnings (bert_score's messages, e.g. for empty texts or a missing baseline) are
 
 from __future__ import annotations
 
+import inspect
+import os
 import warnings
 
 from ._core import KernelError, RustBertScoreError, ThreadPoolError
@@ -138,6 +140,20 @@ class RustBertScoreWarning(UserWarning):
 def warn(message: str, stacklevel: int = 3) -> None:
     """Issue ``message`` as a :class:`RustBertScoreWarning` (from the caller's caller)."""
     warnings.warn(message, RustBertScoreWarning, stacklevel=stacklevel)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str) -> None:
+    """Issue ``message`` as a :class:`RustBertScoreWarning` attributed to the first frame
+    outside this package: the user's line, whichever public function it called
+    (``score()``, ``BERTScorer.score``, ``pairwise``, ...) and however deep the call went."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    del frame
+    warnings.warn(message, RustBertScoreWarning, stacklevel=level)
 
 
 __all__ = [

@@ -135,7 +135,7 @@ def mbr_select(
     index: dict[str, int] = {}
     rows = distinct(texts, index)
     table = TextSet.of(scorer, list(index))
-    warn_truncated(len(table.cut), scorer.tokenizer.max_length, 5)  # the user's frame
+    warn_truncated(len(table.cut), scorer.tokenizer.max_length)
     _, _, f = finish(scorer, raw_grid(scorer, table, rows, rows, batch))
     return _result(texts, f)
 
@@ -157,7 +157,7 @@ def mbr_select_batch(
     index: dict[str, int] = {}
     rows = [distinct(s, index) for s in lists]
     table = TextSet.of(scorer, list(index))
-    warn_truncated(len(table.cut), scorer.tokenizer.max_length, 5)  # the user's frame
+    warn_truncated(len(table.cut), scorer.tokenizer.max_length)
     budget = budget_rows(scorer)
     source = scorer.pipeline.vector_source
     results: list[MBRResult] = []

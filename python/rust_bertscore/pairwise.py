@@ -282,5 +282,5 @@ def pairwise_scores(
     cand_rows = distinct(cand_list, index)
     ref_rows = distinct(ref_list, index)
     texts = TextSet.of(scorer, list(index))
-    warn_truncated(len(texts.cut), scorer.tokenizer.max_length, 5)  # the user's frame
+    warn_truncated(len(texts.cut), scorer.tokenizer.max_length)
     return finish(scorer, raw_grid(scorer, texts, cand_rows, ref_rows, batch))

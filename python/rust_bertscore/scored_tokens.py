@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import warn
+from .errors import warn_user
 from .options import ScoringOptions
 from .token_filter import TokenFilter, special_mask
 from .tokenization.tokenizer import TextTokenizer
@@ -137,16 +137,14 @@ class ScoredTokens:
         )
 
 
-def warn_truncated(count: int, length: int | None, stacklevel: int = 3) -> None:
-    """The one warning of a call whose texts were cut (nothing when ``count`` is 0), issued
-    ``stacklevel`` frames up from :func:`~rust_bertscore.errors.warn` (3: the caller of the
-    function that calls this one)."""
+def warn_truncated(count: int, length: int | None) -> None:
+    """The one warning of a call whose texts were cut (nothing when ``count`` is 0), at the
+    user's line (:func:`~rust_bertscore.errors.warn_user`)."""
     if not count or length is None:
         return
     texts = "1 text was" if count == 1 else f"{count} texts were"
-    warn(
+    warn_user(
         f"{texts} longer than the model's maximum of {length} tokens and cut to {length} "
         "tokens, as bert_score does: the rest of such a text is not scored. Pass "
-        "long_texts='window' (CLI: --long-texts window) to score every token.",
-        stacklevel,
+        "long_texts='window' (CLI: --long-texts window) to score every token."
     )

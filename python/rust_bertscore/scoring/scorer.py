@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..embeddings import EmbeddingCache
-from ..errors import warn
+from ..errors import warn_user
 from ..models.loading import load_runtime
 from ..models.registry import choose_model
 from ..options import ScoringOptions
@@ -292,11 +292,10 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
         paired = pair_texts(cands, refs)
         if self.all_layers and paired.group_offsets is not None:
-            warn(
+            warn_user(
                 "all_layers with several references per candidate: each candidate gets its best "
                 "reference per layer, an array of shape (layers, candidates); bert_score 0.3.13 "
-                "takes this maximum over the wrong axis and returns other shapes",
-                3,  # the caller of score()
+                "takes this maximum over the wrong axis and returns other shapes"
             )
         cut: set[str] = set()
         out = self._pipeline.score(
@@ -308,7 +307,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
             verbose,
             truncated=cut,
         )
-        warn_truncated(len(cut), self._pipeline.tokenizer.max_length, 4)
+        warn_truncated(len(cut), self._pipeline.tokenizer.max_length)
         if self._rescale_with_baseline and self.baseline_vals is not None:
             p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
             out = (p, r, f)
