@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _core
-from .scoring.settings import check_batch_size
+from .scoring.settings import batch_size_or
 from .text import check_text, pair_texts
 
 if TYPE_CHECKING:
@@ -310,7 +310,7 @@ def align_pairs(
         raise ValueError(
             "align needs a scorer with all_layers=False: an alignment is of one layer's tokens"
         )
-    batch = scorer.batch_size if batch_size is None else check_batch_size(batch_size)
+    batch = batch_size_or(scorer.batch_size, batch_size)
     paired = pair_texts(cands, refs)
     pipeline = scorer.pipeline
     weights = pipeline.weights_for(scorer.idf)

@@ -27,15 +27,14 @@ import numpy as np
 from .pairwise import (
     TextSet,
     budget_rows,
-    check_batch_size,
     distinct,
     finish,
     grid_from_packed,
-    layer_count,
     pack_texts,
     raw_grid,
 )
 from .scored_tokens import warn_truncated
+from .scoring.settings import batch_size_or
 from .text import as_list, check_texts
 
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ def mbr_select(
     """
     _check_scorer(scorer)
     texts = _check_samples(samples, "samples")
-    batch = check_batch_size(scorer, batch_size)
+    batch = batch_size_or(scorer.batch_size, batch_size)
     index: dict[str, int] = {}
     rows = distinct(texts, index)
     table = TextSet.of(scorer, list(index))
@@ -153,7 +152,7 @@ def mbr_select_batch(
         _check_samples(s, f"sources[{i}]")
         for i, s in enumerate(as_list(sources, "sources", "a list of lists of str"))
     ]
-    batch = check_batch_size(scorer, batch_size)
+    batch = batch_size_or(scorer.batch_size, batch_size)
     index: dict[str, int] = {}
     rows = [distinct(s, index) for s in lists]
     table = TextSet.of(scorer, list(index))
@@ -178,7 +177,7 @@ def mbr_select_batch(
             packed = pack_texts(source, table, np.concatenate(rows[start:stop]), batch)
             for k in range(start, stop):
                 r = rows[k]
-                out = np.zeros((3, layer_count(scorer), len(r), len(r)), np.float32)
+                out = np.zeros((3, scorer.pipeline.layers, len(r), len(r)), np.float32)
                 grid_from_packed(scorer, packed, table, r, r, out)
                 _, _, f = finish(scorer, out)
                 results.append(_result(lists[k], f))

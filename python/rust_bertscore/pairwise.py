@@ -26,6 +26,9 @@ from . import _core
 from .options import f_beta
 from .rescale import rescale
 from .scored_tokens import warn_truncated
+from .scoring.rounds import round_budget
+from .scoring.rules import check_weights
+from .scoring.settings import batch_size_or
 from .store import EmbeddingStore
 from .text import check_texts
 from .token_filter import drop_rows
@@ -60,12 +63,7 @@ class TextSet:
         ids, keep = tokenized.ids, tokenized.keep
         table = scorer.pipeline.weights_for(scorer.idf)
         weights = [table.weights(t) for t in ids]
-        for i, w in enumerate(weights):
-            if np.isnan(w).any():
-                raise ValueError(
-                    f"the idf dict has no weight for a token of text {texts[i]!r:.60}: give a "
-                    "defaultdict or weights for every token id"
-                )
+        check_weights(weights, texts)
         if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
             weights = [w[k] for w, k in zip(weights, keep)]
         lengths = np.fromiter((len(t) for t in ids), np.int64, len(ids))
@@ -78,14 +76,11 @@ def distinct(texts: Sequence[str], index: dict[str, int]) -> np.ndarray:
     return np.fromiter((index.setdefault(t, len(index)) for t in texts), np.int64, len(texts))
 
 
-def layer_count(scorer: BERTScorer) -> int:
-    return scorer.pipeline.vector_source.runtime.depth + 1 if scorer.all_layers else 1
-
-
 def budget_rows(scorer: BERTScorer) -> int:
-    """Token rows of vectors (all layers counted) one block may hold."""
-    hidden = scorer.pipeline.vector_source.runtime.encoder.hidden_size or 1024
-    return max(1, scorer.round_bytes // (4 * hidden * layer_count(scorer)))
+    """Token rows of vectors (all layers counted) one block may hold: a scoring round's."""
+    pipeline = scorer.pipeline
+    hidden = pipeline.runtime.encoder.hidden_size or 1024
+    return round_budget(scorer.round_bytes, hidden, pipeline.layers)
 
 
 @dataclass(frozen=True)
@@ -110,7 +105,7 @@ def pack_texts(source: VectorSource, texts: TextSet, rows: np.ndarray, batch_siz
     if texts.keep is not None:
         data, offsets = drop_rows(data, offsets, [texts.keep[i] for i in by_slot])
     weights = np.concatenate([texts.weights[i] for i in by_slot]) if len(by_slot) else None
-    # As scores._score_weightless: a weightless side is NaN, F is 0, and the other side is
+    # As scoring.rules.score_weightless: a weightless side is NaN, F is 0, and the other side is
     # scored with the weightless texts' weights set to 1 (which changes no maximum).
     flags = np.repeat(texts.weightless[by_slot], np.diff(offsets))
     unit = np.where(flags, 1.0, weights if weights is not None else 1.0).astype(np.float32)
@@ -189,7 +184,7 @@ def raw_grid(
 ) -> np.ndarray:
     """Raw P, R, F (3, layers, cands, refs) of every pair of ``cand_rows`` x ``ref_rows``,
     by blocks within the scorer's ``round_bytes``."""
-    out = np.zeros((3, layer_count(scorer), len(cand_rows), len(ref_rows)), np.float32)
+    out = np.zeros((3, scorer.pipeline.layers, len(cand_rows), len(ref_rows)), np.float32)
     if not out.size:
         return out
     budget = budget_rows(scorer)
@@ -241,16 +236,6 @@ def finish(scorer: BERTScorer, raw: np.ndarray) -> Scores:
     return prf[0], prf[1], prf[2]
 
 
-def check_batch_size(scorer: BERTScorer, batch_size: int | None) -> int:
-    if batch_size is None:
-        return scorer.batch_size
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
-    return int(batch_size)
-
-
 def pairwise_scores(
     scorer: BERTScorer,
     cands: Sequence[str],
@@ -277,7 +262,7 @@ def pairwise_scores(
     """
     cand_list = check_texts(cands, "cands")
     ref_list = check_texts(refs, "refs")
-    batch = check_batch_size(scorer, batch_size)
+    batch = batch_size_or(scorer.batch_size, batch_size)
     index: dict[str, int] = {}
     cand_rows = distinct(cand_list, index)
     ref_rows = distinct(ref_list, index)

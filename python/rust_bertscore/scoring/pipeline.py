@@ -463,6 +463,10 @@ class ScoringPipeline:
             nan_sides = weightless_sides(
                 weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
             )
+            unit = None  # the weightless texts' weights set to 1, for score_weightless
+            if nan_sides is not None:
+                flags = np.repeat(weightless[by_slot], np.diff(offsets))
+                unit = np.where(flags, 1.0, packed_weights).astype(np.float32)
             for layer, vectors in enumerate(data if self.all_layers else data[None]):
                 p, r, f = _core.score_ragged(
                     vectors,
@@ -473,10 +477,7 @@ class ScoringPipeline:
                     floor_precision=round_floors[0],
                     floor_recall=round_floors[1],
                 )
-                if nan_sides is not None:
-                    unit = np.where(
-                        np.repeat(weightless[by_slot], np.diff(offsets)), 1.0, packed_weights
-                    ).astype(np.float32)
+                if nan_sides is not None and unit is not None:
                     score_weightless(
                         (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
                     )

@@ -35,6 +35,7 @@ from .settings import (
     SCORE_BATCH_SIZE,
     RefsArg,
     Scores,
+    batch_size_or,
     check_batch_size,
     check_flag,
 )
@@ -289,7 +290,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         ((1,), True)
         """
         weights = self._pipeline.weights_for(self._idf)
-        floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
+        floor_batch = batch_size_or(SCORE_BATCH_SIZE, batch_size)
         paired = pair_texts(cands, refs)
         if self.all_layers and paired.group_offsets is not None:
             warn_user(
@@ -301,7 +302,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         out = self._pipeline.score(
             paired,
             weights,
-            self.batch_size if batch_size is None else check_batch_size(batch_size),
+            batch_size_or(self.batch_size, batch_size),
             None if self.batch_independent else floor_batch,
             pad_floor,
             verbose,
@@ -345,5 +346,5 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         [False, False, False, False, True, False]
         """
         texts = check_texts(texts, "texts")
-        batch = self.batch_size if batch_size is None else check_batch_size(batch_size)
+        batch = batch_size_or(self.batch_size, batch_size)
         return embed_texts(self._pipeline, texts, self._pipeline.weights_for(self._idf), batch)

@@ -51,6 +51,12 @@ def check_batch_size(batch_size: object) -> int:
     return int(batch_size)
 
 
+def batch_size_or(default: int, batch_size: object) -> int:
+    """``default`` when ``batch_size`` is None, else ``batch_size`` checked (see
+    :func:`check_batch_size`)."""
+    return default if batch_size is None else check_batch_size(batch_size)
+
+
 def make_hash(
     model_type: str,
     num_layers: int,
