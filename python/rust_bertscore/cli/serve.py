@@ -11,9 +11,13 @@ server exits. docs/serving.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from .common import (
     EXIT_FAILURE,
@@ -122,6 +126,24 @@ def _import_server() -> tuple:
     return uvicorn, ScoringApp
 
 
+def _server_class(uvicorn: Any) -> Any:
+    class Server(uvicorn.Server):  # type: ignore[misc, name-defined]
+        """uvicorn's server, ending with exit code 0 after a graceful stop on SIGTERM/SIGINT
+        (uvicorn 0.29+ raises the signal again once stopped, so the process would end killed)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the model, bind, serve until SIGTERM / SIGINT."""
     uvicorn, scoring_app = _import_server()
@@ -162,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         access_log=args.verbose,
         timeout_graceful_shutdown=args.graceful_timeout,
     )
-    server = uvicorn.Server(config)
+    server = _server_class(uvicorn)(config)
     shown = f"[{host}]" if ":" in host else host
     print(f"{PROG} serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
     server.run(sockets=[sock])

@@ -65,8 +65,7 @@ def _content(content: object, where: str) -> str:
             parts.append(check_text(part["text"], f"{where} content part {k}"))
         return "".join(parts)
     raise TypeError(
-        f"{where} has content of type {type(content).__name__}: expected a str or a list of "
-        "parts"
+        f"{where} has content of type {type(content).__name__}: expected a str or a list of parts"
     )
 
 

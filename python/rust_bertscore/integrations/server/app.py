@@ -83,6 +83,8 @@ class ScoringApp:
             "hash": s.hash,
             "max_batch": self.batcher.max_batch,
             "max_wait_ms": self.batcher.max_wait * 1000,
+            "requests_scored": self.batcher.requests,
+            "batches": self.batcher.batches,
         }
 
     async def _read_body(self, request: Request) -> bytes:
@@ -95,7 +97,9 @@ class ScoringApp:
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                raise RequestError(413, f"the body is longer than the {self.max_body} bytes accepted")
+                raise RequestError(
+                    413, f"the body is longer than the {self.max_body} bytes accepted"
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -167,6 +167,8 @@ class Batcher:
         self._thread: threading.Thread | None = None
         self.batches = 0
         """Batches scored so far."""
+        self.requests = 0
+        """Requests scored so far."""
         self.skipped = 0
         """Requests dropped because their caller had gone before scoring began."""
 
@@ -234,6 +236,7 @@ class Batcher:
                 continue
             results = self.scorer.score_batch([r for r, _ in live])
             self.batches += 1
+            self.requests += len(live)
             for (_, future), result in zip(live, results):
                 if isinstance(result, Exception):
                     future.set_exception(result)

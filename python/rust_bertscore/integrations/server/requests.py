@@ -71,15 +71,18 @@ def parse_score_body(body: bytes) -> ScoreRequest:
     try:
         data = json.loads(body)
     except UnicodeDecodeError as e:
-        raise RequestError(400, f"the body is not UTF-8 text: {e.reason} at byte {e.start}") from None
+        raise RequestError(
+            400, f"the body is not UTF-8 text: {e.reason} at byte {e.start}"
+        ) from None
     except json.JSONDecodeError as e:
         raise RequestError(
             400, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno} (char {e.pos})"
         ) from None
     if not isinstance(data, dict):
         raise RequestError(
-            422, f'the body must be a JSON object {{"cands": [...], "refs": [...]}}, got '
-            f"{type(data).__name__}"
+            422,
+            f'the body must be a JSON object {{"cands": [...], "refs": [...]}}, got '
+            f"{type(data).__name__}",
         )
     for field in ("cands", "refs"):
         if field not in data:
@@ -105,18 +108,24 @@ def parse_score_body(body: bytes) -> ScoreRequest:
         if not grouped:
             if isinstance(item, list):
                 raise RequestError(
-                    422, f"refs[{i}] is a list but refs[0] is a str: give every candidate one str, "
-                    "or every candidate a list of str", "refs", i
+                    422,
+                    f"refs[{i}] is a list but refs[0] is a str: give every candidate one str, "
+                    "or every candidate a list of str",
+                    "refs",
+                    i,
                 )
             refs.append(_text(item, "refs", i, f"refs[{i}]"))
             continue
         if not isinstance(item, list):
             raise RequestError(
-                422, f"refs[{i}] must be a list of str (refs[0] is one), got {type(item).__name__}",
-                "refs", i
+                422,
+                f"refs[{i}] must be a list of str (refs[0] is one), got {type(item).__name__}",
+                "refs",
+                i,
             )
         if not item:
-            raise RequestError(422, f"refs[{i}] is an empty list: each candidate needs a reference",
-                               "refs", i)
+            raise RequestError(
+                422, f"refs[{i}] is an empty list: each candidate needs a reference", "refs", i
+            )
         refs.append([_text(t, "refs", i, f"refs[{i}][{j}]") for j, t in enumerate(item)])
     return ScoreRequest(cands, refs)
