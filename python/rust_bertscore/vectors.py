@@ -185,18 +185,25 @@ class VectorSource:
         missing = [i for i, v in enumerate(found) if v is None]
         hits = [i for i, v in enumerate(found) if v is not None]
         hit_lengths = np.fromiter((len(ids[i]) for i in hits), np.int64, len(hits))
-        packed = embed_windowed(
-            self.runtime.encoder,
-            [ids[i] for i in missing],
-            self.window,
-            batch_size,
-            extra_rows=int(hit_lengths.sum()),
-        )
+        if missing or not hits:
+            packed = embed_windowed(
+                self.runtime.encoder,
+                [ids[i] for i in missing],
+                self.window,
+                batch_size,
+                extra_rows=int(hit_lengths.sum()),
+            )
+            data, encoded_offsets, encoded_order = packed.data, packed.offsets, packed.order
+        else:  # every text found: no encoder call (not even one to learn the output's shape)
+            first = found[hits[0]]
+            assert first is not None
+            data = np.empty((*first.shape[:-2], int(hit_lengths.sum()), first.shape[-1]), np.float32)
+            encoded_offsets, encoded_order = np.zeros(1, np.int64), np.zeros(0, np.int64)
         self.encoded += len(missing)
-        data, fresh = packed.data, len(missing)
-        offsets = np.concatenate([packed.offsets, packed.offsets[-1] + np.cumsum(hit_lengths)])
+        fresh = len(missing)
+        offsets = np.concatenate([encoded_offsets, encoded_offsets[-1] + np.cumsum(hit_lengths)])
         slot = np.empty(n, dtype=np.int64)
-        order = np.asarray(missing, dtype=np.int64)[packed.order]
+        order = np.asarray(missing, dtype=np.int64)[encoded_order]
         slot[order] = np.arange(fresh)
         for k, i in enumerate(hits):
             slot[i] = fresh + k

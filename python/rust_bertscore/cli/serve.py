@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((args.host, args.port))
+        sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
     except OSError as e:
         raise CliError(f"cannot bind {args.host}:{args.port}: {e.strerror or e}") from None
     host, port = sock.getsockname()[:2]

@@ -14,6 +14,11 @@ from tokenizers import Tokenizer
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
 
+SERIAL_TEXTS = 8
+"""Batches of at most this many texts are tokenised one by one on the calling thread: handing
+a few short texts to the ``tokenizers`` thread pool costs more than it saves (most of a one-pair
+call's tokenising time, and milliseconds when other processes keep the cores busy)."""
+
 
 def entry_text(entry: object) -> str | None:
     """A token of a tokenizer configuration: a string, or ``{"content": string, ...}``."""
@@ -35,6 +40,8 @@ class FastIds:
         self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        if len(texts) <= SERIAL_TEXTS:  # no hand-off to the library's thread pool
+            return [self.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [list(e.ids) for e in encodings]
 

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Online scoring: one-pair latency of a reused scorer, and a loopback load test of the server.
+
+1. **One pair** through a reused ``BERTScorer`` (all-MiniLM-L6-v2, a new WMT pair every call, so
+   nothing comes from the cache), against ``bert_score.BERTScorer`` doing the same in the bench
+   venv (``--bert-score-python``, ``make bench-venv``), in the same run: median milliseconds
+   per call. Ours is timed before and after bert_score and the two samples pooled, so a change
+   of load during the run weighs on both. Also the same pair scored again (from the cache, as an
+   RL reward's reference is, once per completion of its group).
+2. **The server** (``rust-bertscore serve``, a subprocess on a free loopback port) under
+   ``--clients`` concurrent clients (keep-alive connections), each request ``--pairs`` new WMT
+   pairs, ``--requests`` requests in all: requests/s and p50/p99 latency, with batching on
+   (``--max-batch 32``) and off (``--max-batch 1``), and one in-process ``BERTScorer`` scoring
+   the same requests one after another. The servers' numbers are checked against the
+   in-process scorer's (they must be equal).
+
+Run: ``python -m benches.serve [--bert-score-python .venv-bench/bin/python] [--requests N]
+[--clients N] [--pairs N] [--single N] [--json PATH]``. Needs the WMT files (skips without)
+and the extra ``[serve]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benches.common import default_model_dir, load_average, print_rows, wmt_pairs
+
+BERT_SCORE_LOOP = r"""
+import json, sys, time
+import bert_score, numpy as np
+model, layers, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+pairs = json.load(open(path, encoding="utf-8"))
+scorer = bert_score.BERTScorer(model_type=model, num_layers=layers, device="cpu")
+for c, r in pairs[:10]:
+    scorer.score([c], [r])
+times = []
+for c, r in pairs[10:]:
+    t0 = time.perf_counter()
+    scorer.score([c], [r])
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"times": times}))
+"""
+
+
+def one_pair_times(cands: list[str], refs: list[str]) -> list[float]:
+    """Seconds of each ``score([c], [r])`` call of a reused scorer (after 10 warm-up calls)."""
+    from rust_bertscore import BERTScorer
+
+    scorer = BERTScorer()
+    for c, r in zip(cands[:10], refs[:10]):
+        scorer.score([c], [r])
+    times = []
+    for c, r in zip(cands[10:], refs[10:]):
+        t0 = time.perf_counter()
+        scorer.score([c], [r])
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def cached_pair_time(cand: str, ref: str, calls: int = 200) -> float:
+    """Median seconds of scoring the same pair again with a reused scorer (cache hits)."""
+    from rust_bertscore import BERTScorer
+
+    scorer = BERTScorer()
+    scorer.score([cand], [ref])
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        scorer.score([cand], [ref])
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def bert_score_one_pair(python: str, cands: list[str], refs: list[str]) -> list[float] | None:
+    """bert_score's seconds per one-pair call, in the bench venv; None when it cannot run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pairs.json"
+        path.write_text(json.dumps(list(zip(cands, refs))), encoding="utf-8")
+        cmd = [python, "-c", BERT_SCORE_LOOP, str(default_model_dir()), "6", str(path)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        print(f"bert_score run failed: {out.stderr.strip()[-400:]}")
+        return None
+    return list(json.loads(out.stdout.strip().splitlines()[-1])["times"])
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def start_server(max_batch: int) -> tuple[subprocess.Popen, int]:
+    cmd = [sys.executable, "-m", "rust_bertscore", "serve", "--port", "0", "-q"]
+    proc = subprocess.Popen(
+        [*cmd, "--max-batch", str(max_batch)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        if "listening on http://" in line:
+            # Keep reading stderr so the server never blocks on a full pipe.
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
+            return proc, int(line.rsplit(":", 1)[1])
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def post(conn: http.client.HTTPConnection, payload: dict[str, Any]) -> dict[str, Any]:
+    body = json.dumps(payload).encode()
+    conn.request("POST", "/score", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    if resp.status != 200:
+        raise RuntimeError(f"status {resp.status}: {data[:200]!r}")
+    return dict(json.loads(data))
+
+
+def load_test(
+    port: int, requests: list[dict[str, Any]], clients: int
+) -> tuple[float, list[float], list[dict[str, Any]]]:
+    """Seconds for all requests, each request's latency, and the answers (in request order)."""
+    latencies: list[float] = [0.0] * len(requests)
+    answers: list[dict[str, Any]] = [{}] * len(requests)
+    next_index = iter(range(len(requests)))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            while True:
+                with lock:
+                    k = next(next_index, None)
+                if k is None:
+                    return
+                t0 = time.perf_counter()
+                answers[k] = post(conn, requests[k])
+                latencies[k] = time.perf_counter() - t0
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return wall, latencies, answers
+
+
+def serve_rows(args: argparse.Namespace, cands: list[str], refs: list[str]) -> dict[str, Any]:
+    from rust_bertscore import BERTScorer
+
+    k = args.pairs
+    requests = [
+        {"cands": cands[i * k : (i + 1) * k], "refs": refs[i * k : (i + 1) * k]}
+        for i in range(args.requests)
+    ]
+    warm = [{"cands": cands[-k:], "refs": refs[-k:]}]
+    results: dict[str, Any] = {}
+    # In-process: one reused scorer, the same requests one after another.
+    scorer = BERTScorer()
+    scorer.score(warm[0]["cands"], warm[0]["refs"])
+    latencies, expected = [], []
+    t0 = time.perf_counter()
+    for r in requests:
+        t1 = time.perf_counter()
+        expected.append(scorer.score(r["cands"], r["refs"])[2])
+        latencies.append(time.perf_counter() - t1)
+    results["in-process BERTScorer, request by request"] = (time.perf_counter() - t0, latencies)
+    for label, max_batch in (("server, batching off", 1), ("server, batching on", 32)):
+        proc, port = start_server(max_batch)
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            post(conn, warm[0])
+            conn.close()
+            wall, lat, answers = load_test(port, requests, args.clients)
+        finally:
+            stop_server(proc)
+        worst = max(
+            float(np.max(np.abs(np.float32(a["F"]) - e))) for a, e in zip(answers, expected)
+        )
+        results[label] = (wall, lat)
+        print(f"{label}: max |F - in-process F| = {worst:g}")
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bert-score-python", default=None, help="the bench venv's python")
+    parser.add_argument("--requests", type=int, default=320, help="requests per load test")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients")
+    parser.add_argument("--pairs", type=int, default=4, help="pairs per request")
+    parser.add_argument("--single", type=int, default=200, help="one-pair calls timed")
+    parser.add_argument("--json", default=None, help="write the figures here")
+    args = parser.parse_args()
+    loaded = wmt_pairs("serve", args.requests * args.pairs + args.pairs + args.single + 10)
+    if loaded is None:
+        return 0
+    cands, refs = loaded
+    out: dict[str, Any] = {"load_average_start": load_average()}
+
+    # 1. One pair at a time (pairs from the end of the file: not those of the load test).
+    sc, sr = cands[-(args.single + 10) :], refs[-(args.single + 10) :]
+    ours = one_pair_times(sc, sr)
+    theirs = bert_score_one_pair(args.bert_score_python, sc, sr) if args.bert_score_python else None
+    ours += one_pair_times(sc, sr)
+    rows = [("one pair, reused BERTScorer (median)", f"{1000 * np.median(ours):.2f} ms", "")]
+    out["one_pair_ms"] = 1000 * float(np.median(ours))
+    if theirs:
+        ratio = np.median(theirs) / np.median(ours)
+        rows.append(("bert_score 0.3.13, same pairs", f"{1000 * np.median(theirs):.2f} ms", ""))
+        rows.append(("bert_score / ours", f"{ratio:.2f}x", "target >= 3x"))
+        out["bert_score_one_pair_ms"] = 1000 * float(np.median(theirs))
+    cached = cached_pair_time(sc[0], sr[0])
+    rows.append(("the same pair again (cache)", f"{1000 * cached:.3f} ms", ""))
+    out["cached_pair_ms"] = 1000 * cached
+    print_rows(rows)
+
+    # 2. The load test.
+    results = serve_rows(args, cands, refs)
+    table = []
+    base = None
+    for label, (wall, lat) in results.items():
+        rate = len(lat) / wall
+        if label == "server, batching off":
+            base = rate
+        p50, p99 = (1000 * float(np.percentile(lat, q)) for q in (50, 99))
+        table.append((label, f"{rate:.1f} req/s", f"p50 {p50:.0f} ms, p99 {p99:.0f} ms"))
+        out[label] = {"requests_per_s": rate, "p50_ms": p50, "p99_ms": p99}
+    if base:
+        on = out["server, batching on"]["requests_per_s"]
+        table.append(("batching on / off", f"{on / base:.2f}x", "target >= 3x"))
+    print(
+        f"\n{args.requests} requests of {args.pairs} WMT pairs, {args.clients} concurrent "
+        "clients, loopback"
+    )
+    print_rows(table)
+    out["load_average_end"] = load_average()
+    print(f"load average: {out['load_average_start']} -> {out['load_average_end']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
