@@ -197,7 +197,9 @@ class VectorSource:
         else:  # every text found: no encoder call (not even one to learn the output's shape)
             first = found[hits[0]]
             assert first is not None
-            data = np.empty((*first.shape[:-2], int(hit_lengths.sum()), first.shape[-1]), np.float32)
+            data = np.empty(
+                (*first.shape[:-2], int(hit_lengths.sum()), first.shape[-1]), np.float32
+            )
             encoded_offsets, encoded_order = np.zeros(1, np.int64), np.zeros(0, np.int64)
         self.encoded += len(missing)
         fresh = len(missing)
