@@ -73,11 +73,13 @@ test-python: ## pytest against the installed wheel
 # package on the path is the installed one, not python/; pyproject's pytest settings apply,
 # filterwarnings = error included). The kernel's examples live in _core.pyi, which pytest does
 # not collect: tests/test_doctests.py runs them. The evaluate module's file imports evaluate
-# and datasets at the top; without them (extra [evaluate]) it is left out.
+# and datasets at the top; without them (extra [evaluate]) it is left out, as is the server's
+# app without Starlette (extra [serve]).
 test-doctest: ## Run every docstring example of the installed package (pytest --doctest-modules)
 	@pkg=$$($(PY) -c "import os, rust_bertscore; print(os.path.dirname(rust_bertscore.__file__))"); \
 	skip=; $(PY) -c "import evaluate, datasets" 2>/dev/null || \
 		skip="--ignore=$$pkg/integrations/evaluate_metric"; \
+	$(PY) -c "import starlette" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/server/app.py"; \
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs rust_bertscore $$skip
 
 test: install lint stubtest test-rust test-python test-doctest ## Install, then lint, stubtest, cargo test, pytest and the docstring examples

@@ -50,9 +50,10 @@ class ScoringApp:
     Examples
     --------
     >>> from rust_bertscore import BERTScorer
-    >>> from rust_bertscore.integrations.server.app import ScoringApp  # doctest: +SKIP
-    >>> app = ScoringApp(BERTScorer()).asgi()  # doctest: +SKIP
-    >>> # uvicorn.run(app, host="127.0.0.1", port=8080)
+    >>> from rust_bertscore.integrations.server.app import ScoringApp
+    >>> app = ScoringApp(BERTScorer(), max_batch=8).asgi()  # uvicorn.run(app, port=8080)
+    >>> sorted(route.path for route in app.routes)
+    ['/health', '/score']
     """
 
     def __init__(
