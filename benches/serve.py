@@ -40,7 +40,10 @@ from benches.common import default_model_dir, load_average, print_rows, wmt_pair
 BERT_SCORE_LOOP = r"""
 import json, sys, time
 import bert_score, numpy as np
-model, layers, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+model, layers, path, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+if threads:
+    import torch
+    torch.set_num_threads(threads)
 pairs = json.load(open(path, encoding="utf-8"))
 scorer = bert_score.BERTScorer(model_type=model, num_layers=layers, device="cpu")
 for c, r in pairs[:10]:
@@ -83,13 +86,18 @@ def cached_pair_time(cand: str, ref: str, calls: int = 200) -> float:
     return float(np.median(times))
 
 
-def bert_score_one_pair(python: str, cands: list[str], refs: list[str]) -> list[float] | None:
-    """bert_score's seconds per one-pair call, in the bench venv; None when it cannot run."""
+def bert_score_one_pair(
+    python: str, cands: list[str], refs: list[str], threads: int
+) -> list[float] | None:
+    """bert_score's seconds per one-pair call, in the bench venv (``threads`` torch threads, 0:
+    torch's default); None when it cannot run."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pairs.json"
         path.write_text(json.dumps(list(zip(cands, refs))), encoding="utf-8")
-        cmd = [python, "-c", BERT_SCORE_LOOP, str(default_model_dir()), "6", str(path)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        model = str(default_model_dir())
+        cmd = [python, "-c", BERT_SCORE_LOOP, model, "6", str(path), str(threads)]
+        env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
     if out.returncode != 0:
         print(f"bert_score run failed: {out.stderr.strip()[-400:]}")
         return None
@@ -224,6 +232,13 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=4, help="pairs per request")
     parser.add_argument("--single", type=int, default=200, help="one-pair calls timed")
     parser.add_argument("--json", default=None, help="write the figures here")
+    parser.add_argument("--no-load", action="store_true", help="one-pair figures only")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="threads for the one-pair figures, ours and torch's (0: each library's default)",
+    )
     args = parser.parse_args()
     loaded = wmt_pairs("serve", args.requests * args.pairs + args.pairs + args.single + 10)
     if loaded is None:
@@ -233,10 +248,18 @@ def main() -> int:
 
     # 1. One pair at a time (pairs from the end of the file: not those of the load test).
     sc, sr = cands[-(args.single + 10) :], refs[-(args.single + 10) :]
+    if args.threads:
+        import rust_bertscore
+
+        rust_bertscore.set_num_threads(args.threads)
     ours = one_pair_times(sc, sr)
-    theirs = bert_score_one_pair(args.bert_score_python, sc, sr) if args.bert_score_python else None
+    theirs = None
+    if args.bert_score_python:
+        theirs = bert_score_one_pair(args.bert_score_python, sc, sr, args.threads)
     ours += one_pair_times(sc, sr)
-    rows = [("one pair, reused BERTScorer (median)", f"{1000 * np.median(ours):.2f} ms", "")]
+    threads = f"{args.threads} thread(s)" if args.threads else "default threads"
+    out["one_pair_threads"] = args.threads
+    rows = [("one pair, reused BERTScorer (median)", f"{1000 * np.median(ours):.2f} ms", threads)]
     out["one_pair_ms"] = 1000 * float(np.median(ours))
     if theirs:
         ratio = np.median(theirs) / np.median(ours)
@@ -248,6 +271,8 @@ def main() -> int:
     out["cached_pair_ms"] = 1000 * cached
     print_rows(rows)
 
+    if args.no_load:
+        return 0
     # 2. The load test.
     results = serve_rows(args, cands, refs)
     table = []

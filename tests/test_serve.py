@@ -300,16 +300,21 @@ def test_clients_that_disconnect_cost_nothing_else(server: Server) -> None:
 
 
 def test_sigterm_answers_requests_in_flight_and_exits_cleanly() -> None:
-    s = _start("--max-wait-ms", "1500", "-q")
+    # With --idf, and two requests batched together: each gets IDF over its own references.
+    s = _start("--max-wait-ms", "1500", "--idf", "-q")
     try:
-        cands, refs = _request_texts(5)
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(_post, s, {"cands": cands, "refs": refs})
-            time.sleep(0.5)  # the request is in the server, waiting for its batch
+        requests = [_request_texts(5), _request_texts(6)]
+        with ThreadPoolExecutor(2) as pool:
+            pending = [pool.submit(_post, s, {"cands": c, "refs": r}) for c, r in requests]
+            time.sleep(0.5)  # the requests are in the server, waiting for their batch
             s.proc.send_signal(signal.SIGTERM)
-            status, answer = pending.result(CLIENT_TIMEOUT)
-        assert status == 200
-        np.testing.assert_array_equal(np.asarray(answer["F"], np.float32), score(cands, refs)[2])
+            answers = [p.result(CLIENT_TIMEOUT) for p in pending]
+        for (status, answer), (cands, refs) in zip(answers, requests):
+            assert status == 200
+            want = score(cands, refs, idf=True)
+            for i, name in enumerate("PRF"):
+                np.testing.assert_array_equal(np.asarray(answer[name], np.float32), want[i])
+        assert "_L6_idf_" in answers[0][1]["hash"]
         assert s.proc.wait(30) == 0
         with pytest.raises(OSError):
             socket.create_connection((HOST, s.port), timeout=5).close()
