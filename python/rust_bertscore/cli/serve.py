@@ -165,7 +165,6 @@ def run(args: argparse.Namespace) -> int:
     )
     app = scoring_app(
         scorer,
-        idf=args.idf,
         max_batch=args.max_batch,
         max_wait=args.max_wait_ms / 1000,
         max_body=args.max_body_bytes,

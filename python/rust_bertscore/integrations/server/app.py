@@ -37,9 +37,8 @@ class ScoringApp:
     Parameters
     ----------
     scorer : BERTScorer
-        The loaded model and settings (keep ``cache_bytes`` > 0 for batching to share encoding).
-    idf : bool
-        IDF over each request's references, as ``score(..., idf=True)``.
+        The loaded model and settings (keep ``cache_bytes`` > 0 for batching to share encoding;
+        ``idf=True``: IDF over each request's references, as ``score(..., idf=True)``).
     max_batch : int
         Most requests scored together (1: batching off).
     max_wait : float
@@ -60,15 +59,13 @@ class ScoringApp:
         self,
         scorer: BERTScorer,
         *,
-        idf: bool = False,
         max_batch: int = 32,
         max_wait: float = 0.005,
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.scorer = scorer
-        self.batcher = Batcher(RequestScorer(scorer, idf), max_batch, max_wait)
+        self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
         self.max_body = max_body
-        self.idf = idf
 
     def health(self) -> dict[str, Any]:
         """What ``GET /health`` answers: the model and settings."""
@@ -79,7 +76,7 @@ class ScoringApp:
             "num_layers": s.num_layers,
             "precision": s.precision,
             "device": s.device,
-            "idf": self.idf,
+            "idf": s.idf,
             "rescale_with_baseline": s.rescale_with_baseline,
             "hash": s.hash,
             "max_batch": self.batcher.max_batch,

@@ -63,10 +63,9 @@ class RequestScorer:
     scorer : BERTScorer
         The loaded model and settings. Its cache (``cache_bytes``) holds the batch's vectors
         between the shared encoding and the per-request scoring; with ``cache_bytes=0`` each
-        request encodes its own texts (no sharing; same numbers).
-    idf : bool
-        Weight each request's tokens by IDF over that request's references (as ``score(...,
-        idf=True)``).
+        request encodes its own texts (no sharing; same numbers). A scorer made with
+        ``idf=True`` weights each request's tokens by IDF over that request's references (as
+        ``score(..., idf=True)``), replacing any weights set before.
 
     Examples
     --------
@@ -80,9 +79,9 @@ class RequestScorer:
     True
     """
 
-    def __init__(self, scorer: BERTScorer, idf: bool = False) -> None:
+    def __init__(self, scorer: BERTScorer) -> None:
         self.scorer = scorer
-        self.idf = idf
+        self.idf = scorer.idf
         self.encoded_batches = 0
         """Shared encoder passes run so far (one per batch with texts to encode)."""
 
@@ -100,8 +99,15 @@ class RequestScorer:
         if not unique:
             return
         ids = pipeline.tokens.tokenize(unique).ids
-        pipeline.vectors(unique, ids, self.scorer.batch_size)
-        self.encoded_batches += 1
+        # At most half the cache (and one scoring round) of vectors at once: the rest, if any,
+        # is encoded by its own request, as score() would.
+        row_bytes = 4 * (pipeline.runtime.encoder.hidden_size or 1024) * pipeline.layers
+        budget = min(pipeline.cache.max_bytes // 2, pipeline.round_bytes) // row_bytes
+        rows = np.cumsum([len(t) for t in ids])
+        take = int(np.searchsorted(rows, budget, side="right"))
+        if take:
+            pipeline.vectors(unique[:take], ids[:take], self.scorer.batch_size)
+            self.encoded_batches += 1
 
     def score_one(self, request: ScoreRequest) -> ScoreResult:
         """``score(request.cands, request.refs)`` with this scorer's settings."""
