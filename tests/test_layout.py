@@ -260,7 +260,17 @@ def test_no_module_over_500_lines() -> None:
     assert not long, long
 
 
-HEAVY = ("onnxruntime", "matplotlib", "ray", "pyspark", "evaluate", "datasets", "torch")
+HEAVY = (
+    "onnxruntime",
+    "matplotlib",
+    "ray",
+    "pyspark",
+    "evaluate",
+    "datasets",
+    "torch",
+    "starlette",
+    "uvicorn",
+)
 
 
 def _loaded_after_import(prefixes: tuple[str, ...]) -> list[str]:

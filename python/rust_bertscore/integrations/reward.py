@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..scoring.scorer import BERTScorer
-from ..text import as_list, check_text
+from ..stages.text import as_list, check_text
 
 METRICS = {"P": 0, "R": 1, "F": 2}
 

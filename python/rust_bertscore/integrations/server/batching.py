@@ -32,7 +32,7 @@ from typing import Any, Union
 import numpy as np
 
 from ...scoring.scorer import BERTScorer
-from ...text import pair_texts
+from ...stages.text import pair_texts
 
 Refs = Union[Sequence[str], Sequence[Sequence[str]]]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...text import check_text
+from ...stages.text import check_text
 from .batching import ScoreRequest
 
 
