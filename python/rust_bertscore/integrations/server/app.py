@@ -26,9 +26,10 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
 
 
-def _float_list(values: Any) -> list[float]:
+def _float_list(values: Any) -> list[float | None]:
     # float() of a float32 is exact; JSON's shortest repr of it reads back as the same float32.
-    return [float(v) for v in values.tolist()]
+    # NaN (score() gives it, e.g., for a text whose tokens all weigh 0 under IDF) is null.
+    return [None if v != v else float(v) for v in values.tolist()]
 
 
 class ScoringApp:
