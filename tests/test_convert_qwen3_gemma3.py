@@ -222,3 +222,27 @@ def test_listing_names_the_embedding_models(capsys: pytest.CaptureFixture[str]) 
     assert main(["models", "--beyond-table"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in want)
+
+
+def test_external_export_streams_the_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With external data every large weight is in the .data file before the graph is written
+    (the builder never holds them), and the graph computes what the in-memory one does."""
+    from rust_bertscore.convert import writer
+
+    largest: list[int] = []
+    real_save = writer.save_model
+
+    def spy(model, path: Path, external: bool) -> None:
+        largest.append(max(len(t.raw_data) for t in model.graph.initializer))
+        real_save(model, path, external)
+
+    monkeypatch.setattr(writer, "save_model", spy)
+    out = export_onnx(TINY / "qwen3", tmp_path / "q.onnx", 3, external_data=True)
+    assert largest and largest[0] < writer.EXTERNAL_MIN_BYTES
+    assert (tmp_path / "q.onnx.data").stat().st_size > 500_000 > out.stat().st_size
+    ids = reference("qwen3")[0][0][None]
+    feed = {"input_ids": ids.astype(np.int64), "attention_mask": np.ones_like(ids, np.int64)}
+    streamed = ort.InferenceSession(str(out)).run(None, feed)[0]
+    np.testing.assert_array_equal(streamed, run(build_model(TINY / "qwen3", 3), [ids[0]]))

@@ -4,9 +4,12 @@ with its weights in a ``.data`` file beside it when they pass protobuf's 2 GiB l
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO
 
+import numpy as np
 import onnx
+from onnx import helper
 
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 """Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
@@ -17,9 +20,82 @@ def weight_bytes(model: onnx.ModelProto) -> int:
     return sum(len(t.raw_data) for t in model.graph.initializer)
 
 
+EXTERNAL_MIN_BYTES = 1024
+"""Initializers from this size on go to the external data file (smaller ones stay inline)."""
+
+
+class ExternalDataFile:
+    """The ``.data`` file of a graph whose weights are written out as they are built
+    (``graph.streaming_weights``): each accepted array is appended (at an offset aligned to
+    4,096 bytes, so that a runtime may map it) and becomes an initializer that names the file,
+    the offset and the length, as ``onnx.save_model(save_as_external_data=True)`` writes them."""
+
+    def __init__(self, path: Path, min_bytes: int = EXTERNAL_MIN_BYTES) -> None:
+        self.path = Path(path)
+        self.location = self.path.name
+        self.min_bytes = min_bytes
+        self.bytes_written = 0
+        self._handle: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+
+    def accepts(self, array: np.ndarray) -> bool:
+        """Whether ``array`` is large enough to go to the file."""
+        return array.nbytes >= self.min_bytes
+
+    def tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        """Append ``array`` (little-endian) and return the initializer ``name`` referring to it."""
+        if self._handle is None:
+            raise ValueError(f"{self.path} is closed")
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        offset = -(-self.bytes_written // 4096) * 4096
+        if offset > self.bytes_written:
+            self._handle.write(b"\0" * (offset - self.bytes_written))
+        self._handle.write(memoryview(array).cast("B"))
+        self.bytes_written = offset + array.nbytes
+        tensor = onnx.TensorProto()
+        tensor.name = name
+        tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (
+            ("location", self.location),
+            ("offset", str(offset)),
+            ("length", str(array.nbytes)),
+        ):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        return tensor
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> ExternalDataFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def has_external_tensors(model: onnx.ModelProto) -> bool:
+    """Whether some initializer of ``model`` lives in an external data file already."""
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
 def save_model(model: onnx.ModelProto, path: Path, external: bool) -> None:
-    """Write ``model`` to ``path``, its weights in ``<path name>.data`` when ``external``."""
-    if external:
+    """Write ``model`` to ``path``, its weights in ``<path name>.data`` when ``external`` (a
+    graph built with its weights streamed out has that file already: only the graph is
+    written)."""
+    if external and has_external_tensors(model):
+        with open(path, "wb") as handle:
+            write_streamed(model, handle)
+    elif external:
         onnx.save_model(
             model,
             str(path),
