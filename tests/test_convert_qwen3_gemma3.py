@@ -111,7 +111,9 @@ def test_truncated_output_is_final_normed(family: str) -> None:
         model = build_model(TINY / family, layer)
         for ids, hidden in reference(family):
             got = run(model, [ids])[0]
-            want = hidden[3] if layer == 3 else rms_norm(hidden[layer], weight, config["rms_norm_eps"])
+            want = (
+                hidden[3] if layer == 3 else rms_norm(hidden[layer], weight, config["rms_norm_eps"])
+            )
             assert_close(got, want)
             if layer < 3:
                 assert float(np.abs(got - hidden[layer]).max()) > 0.1

@@ -153,7 +153,8 @@ def float32_bytes(model_dir: str | os.PathLike[str]) -> int:
     for path in weight_files(model_dir):
         try:
             with safe_open(str(path), framework="np") as handle:
-                for key in handle.keys():
+                keys = handle.keys()
+                for key in keys:
                     shape = handle.get_slice(key).get_shape()
                     total += 4 * int(np.prod(shape, dtype=np.int64))
         except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)

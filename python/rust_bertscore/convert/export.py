@@ -96,11 +96,9 @@ def export_onnx(
         return write_files_atomic(out_path, lambda path: writer.save_model(model, path, False))
 
     def write(path: Path) -> None:
-        with writer.ExternalDataFile(path.with_name(f"{path.name}.data")) as data:
-            with streaming_weights(data):
-                model = build_model(
-                    model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused
-                )
+        data = writer.ExternalDataFile(path.with_name(f"{path.name}.data"))
+        with data, streaming_weights(data):
+            model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
         writer.save_model(model, path, True)
 
     return write_files_atomic(out_path, write)

@@ -49,7 +49,7 @@ class ExternalDataFile:
         offset = -(-self.bytes_written // 4096) * 4096
         if offset > self.bytes_written:
             self._handle.write(b"\0" * (offset - self.bytes_written))
-        self._handle.write(memoryview(array).cast("B"))
+        self._handle.write(array.data.cast("B"))
         self.bytes_written = offset + array.nbytes
         tensor = onnx.TensorProto()
         tensor.name = name

@@ -148,7 +148,8 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     ----------
     beyond_table : bool
         Also list, after them, the models this version converts beyond bert_score's table
-        (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma), with ``in_bert_score=False``.
+        (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma), with
+        ``in_bert_score=False``.
 
     Returns
     -------

@@ -107,7 +107,8 @@ class TokenizerClass:
         One of the ``LAYOUT_*`` constants.
     sentencepiece : str or None
         The SentencePiece convention (``"plain"``, ``"albert"``, ``"deberta-v2"``,
-        ``"fairseq"``, ``"pegasus"``, ``"gemma"``) when the slow class runs a SentencePiece model, else None.
+        ``"fairseq"``, ``"pegasus"``, ``"gemma"``) when the slow class runs a SentencePiece
+        model, else None.
     model_files : tuple of str
         The SentencePiece model's usual file names.
     prefix_space : bool

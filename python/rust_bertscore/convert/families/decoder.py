@@ -182,9 +182,7 @@ def gated_mlp(
     gate = projection(g, w, x, f"{pre}.gate_proj", f, h, False)
     up = projection(g, w, x, f"{pre}.up_proj", f, h, False)
     act = g.activation(gate, activation, f"{pre}/act")
-    return projection(
-        g, w, g.op("Mul", [act, up], f"{pre}/glu"), FFN_OUT.format(i=i), h, f, False
-    )
+    return projection(g, w, g.op("Mul", [act, up], f"{pre}/glu"), FFN_OUT.format(i=i), h, f, False)
 
 
 def ffn_out_nodes(i: int) -> tuple[str, ...]:
@@ -203,7 +201,6 @@ def check_plain_rope(config: dict, family: str) -> None:
         raise CheckpointError(
             f"{family} with rope_scaling {scaling!r} is not converted (only plain RoPE)"
         )
-
 
 
 def decoder_sizes(config: dict, *, eps_default: float = 1e-6) -> DecoderSizes:

@@ -133,14 +133,19 @@ def build_gemma3(request: BuildRequest) -> onnx.ModelProto:
             bias=biases[kind],
             rope=rope,
             theta=thetas[kind],
-            qk_norm=(plus_one(f"{pre}.self_attn.q_norm", d), plus_one(f"{pre}.self_attn.k_norm", d)),
+            qk_norm=(
+                plus_one(f"{pre}.self_attn.q_norm", d),
+                plus_one(f"{pre}.self_attn.k_norm", d),
+            ),
             scaling=scaling,
             prefix=f"{pre}.self_attn",
         )
         attn = norm(attn, f"{pre}.post_attention_layernorm")
         x = g.op("Add", [x, attn], f"{pre}/attn_res")
         mlp_in = norm(x, f"{pre}.pre_feedforward_layernorm")
-        mlp = norm(decoder.gated_mlp(g, w, sizes, mlp_in, act, i), f"{pre}.post_feedforward_layernorm")
+        mlp = norm(
+            decoder.gated_mlp(g, w, sizes, mlp_in, act, i), f"{pre}.post_feedforward_layernorm"
+        )
         x = g.op("Add", [x, mlp], f"{pre}/mlp_res")
         states.append(x)
     states.append(norm(states.pop(), "norm"))  # the model's output (either way)
