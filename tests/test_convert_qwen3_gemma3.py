@@ -248,3 +248,29 @@ def test_external_export_streams_the_weights(
     feed = {"input_ids": ids.astype(np.int64), "attention_mask": np.ones_like(ids, np.int64)}
     streamed = ort.InferenceSession(str(out)).run(None, feed)[0]
     np.testing.assert_array_equal(streamed, run(build_model(TINY / "qwen3", 3), [ids[0]]))
+
+
+@pytest.mark.parametrize("int8_external", [False, True])
+def test_int8_of_a_streamed_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, int8_external: bool
+) -> None:
+    """quantize_int8 reads an external-data graph's weights one at a time and copies the fp32
+    ones it keeps (the embedding table) from that file: the int8 graph is the one quantised
+    from the same graph held in one file, whether it is written in one file or with its own
+    external data."""
+    from rust_bertscore.convert import quantize_int8, writer
+
+    inline = export_onnx(TINY / "gemma3", tmp_path / "a" / "g.onnx", 3)
+    streamed = export_onnx(TINY / "gemma3", tmp_path / "b" / "g.onnx", 3, external_data=True)
+    want = quantize_int8(inline, tmp_path / "a" / "g8.onnx")
+    if int8_external:
+        monkeypatch.setattr(writer, "EXTERNAL_DATA_THRESHOLD", 0)
+    got = quantize_int8(streamed, tmp_path / "b" / "g8.onnx")
+    assert (tmp_path / "b" / "g8.onnx.data").is_file() == int8_external
+    ids = reference("gemma3")[1][0][None].astype(np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    a = ort.InferenceSession(str(want)).run(None, feed)[0]
+    b = ort.InferenceSession(str(got)).run(None, feed)[0]
+    np.testing.assert_array_equal(a, b)
+    if not int8_external:
+        assert got.read_bytes() == want.read_bytes()
