@@ -20,7 +20,7 @@ from conftest import TINY, assert_scores_match, load_cases
 from rust_bertscore.convert import build_model, export_onnx, int8_fp32_nodes, load_config
 from rust_bertscore.convert.checkpoint import WeightStore
 from rust_bertscore.errors import CheckpointError, RustBertScoreWarning
-from rust_bertscore.tokenization import TextTokenizer
+from rust_bertscore.stages.tokenization import TextTokenizer
 
 FAMILIES = ("qwen3", "gemma3")
 REL_TOL = 1e-5
