@@ -200,23 +200,31 @@ def print_rows(rows: Sequence[tuple[str, str, str]]) -> None:
 def encoder_flops(scorer: BERTScorer, texts: list[str], batch_size: int) -> tuple[float, float]:
     """(FLOPs over real tokens, FLOPs had padding counted) of encoding ``texts`` once each.
 
-    Every unique text counts ``L * (2 n (4 h^2 + 2 h f) + 4 n^2 h)`` for its ``n`` real tokens
-    (``L`` layers, hidden ``h``, FFN ``f``): the projections and FFN as multiply-adds, plus
-    ``Q K^T`` and ``P V``.
+    Every unique text counts ``L * (2 n (2 h q + 2 h kv + m h f) + 4 n^2 q)`` for its ``n`` real
+    tokens (``L`` layers, hidden ``h``, query width ``q`` = heads x head size and key/value width
+    ``kv`` (both ``h`` for BERT; Qwen3's grouped-query heads differ), FFN ``f`` with ``m`` = 2
+    matrices, 3 for the gated MLPs of Qwen3 and Gemma3): the projections and FFN as
+    multiply-adds, plus ``Q K^T`` and ``P V``.
     """
     from rust_bertscore.stages.encoder import plan_batches
 
     runtime = scorer.runtime
-    h, f = runtime.config["hidden_size"], runtime.config["intermediate_size"]
+    config = runtime.config
+    h, f = config["hidden_size"], config["intermediate_size"]
+    heads = config.get("num_attention_heads", 1)
+    head_dim = config.get("head_dim") or h // heads
+    q = heads * head_dim
+    kv = config.get("num_key_value_heads", heads) * head_dim
+    matrices = 3 if config.get("model_type") in ("qwen3", "gemma3_text") else 2
     layers = scorer.num_layers
     ids = runtime.tokenizer.encode(list(dict.fromkeys(texts)))
     n = np.sort(np.array([len(t) for t in ids], dtype=np.float64))[::-1]
-    per_token = 2 * (4 * h * h + 2 * h * f)
-    real = layers * float(np.sum(per_token * n + 4 * n * n * h))
+    per_token = 2 * (2 * h * q + 2 * h * kv + matrices * h * f)
+    real = layers * float(np.sum(per_token * n + 4 * n * n * q))
     padded = 0.0
     for lo, hi in plan_batches(n.astype(np.int64), batch_size, runtime.encoder.max_tokens):
         width = n[lo]
-        padded += layers * (hi - lo) * (per_token * width + 4 * width * width * h)
+        padded += layers * (hi - lo) * (per_token * width + 4 * width * width * q)
     return real, padded
 
 

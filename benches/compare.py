@@ -23,13 +23,17 @@ Models:
 ``deberta-xlarge``
     microsoft/deberta-xlarge-mnli's shape (DeBERTa v1, 48 layers, bert_score's layer 40), made
     the same way, on the first ``--xlarge-pairs`` WMT pairs.
+``qwen3-embedding-0.6b``
+    Qwen/Qwen3-Embedding-0.6B's shape (a Qwen3 decoder, 28 layers, the last one scored; not in
+    the default ``--models``), made the same way, on the first ``--qwen3-pairs`` WMT pairs.
 
 The WMT files are read from ``$RUST_BERTSCORE_WMT_DIR`` (default ``../shared/data/wmt``);
 without them the benchmark says so and exits 0. Without ``--bert-score-python`` only our side
 runs.
 
 Usage: ``python -m benches.compare [--bert-score-python PATH]
-[--models minilm,roberta-large,deberta-xlarge] [--rounds N] [--large-pairs N] [--xlarge-pairs N]
+[--models minilm,roberta-large,deberta-xlarge,qwen3-embedding-0.6b] [--rounds N]
+[--large-pairs N] [--xlarge-pairs N] [--qwen3-pairs N]
 [--memory] [--json PATH]`` (``make bench-compare``).
 """
 
@@ -71,6 +75,11 @@ if TYPE_CHECKING:
 SHAPES = {
     "roberta-large": (shapes.roberta_large_shape, shapes.ROBERTA_LARGE_LAYER, "large_pairs"),
     "deberta-xlarge": (shapes.deberta_xlarge_shape, shapes.DEBERTA_XLARGE_LAYER, "xlarge_pairs"),
+    "qwen3-embedding-0.6b": (
+        shapes.qwen3_embedding_shape,
+        shapes.QWEN3_EMBEDDING_06B_LAYER,
+        "qwen3_pairs",
+    ),
 }
 """Random-weight checkpoints of published shapes: (maker, bert_score's layer, pairs option)."""
 
@@ -254,6 +263,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each side")
     parser.add_argument("--large-pairs", type=int, default=150, help="pairs for roberta-large")
     parser.add_argument("--xlarge-pairs", type=int, default=100, help="pairs for deberta-xlarge")
+    parser.add_argument(
+        "--qwen3-pairs", type=int, default=100, help="pairs for qwen3-embedding-0.6b"
+    )
     parser.add_argument("--memory", action="store_true", help="peak RSS of conversion")
     parser.add_argument(
         "--work-dir",

@@ -14,6 +14,11 @@ counts on English news are close to BERT's WordPiece, which the bench checks aga
 tokenizer and prints). Saved as ``vocab.json`` + ``merges.txt`` with a ``RobertaTokenizer``
 config, so bert_score's slow tokenizer and rust-bertscore's read the same files.
 
+:func:`qwen3_embedding_shape` writes Qwen/Qwen3-Embedding-0.6B's shape (a Qwen3 decoder: hidden
+1,024, 28 layers, 16 query and 8 key/value heads of 128, FFN 3,072, vocabulary 151,669, 32,768
+positions; 2.4 GB in fp32), its tokenizer a byte-level BPE of the same kind saved with a
+``Qwen2Tokenizer`` config (no special tokens around a text, as Qwen3-Embedding's slow tokenizer).
+
 :func:`deberta_xlarge_shape` does the same for microsoft/deberta-xlarge-mnli (DeBERTa v1: hidden
 1,024, 48 layers, 16 heads, FFN 4,096, relative attention c2p|p2c over 512 positions, bert_score's
 layer 40), with DeBERTa's ``[CLS]``/``[SEP]`` special tokens on the same kind of byte-level BPE.
@@ -85,6 +90,44 @@ DEBERTA_XLARGE = {
 
 DEBERTA_XLARGE_LAYER = 40
 """bert_score's tuned layer for microsoft/deberta-xlarge-mnli."""
+
+QWEN3_EMBEDDING_06B = {
+    "architectures": ["Qwen3Model"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151643,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 1024,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 32768,
+    "max_window_layers": 28,
+    "model_type": "qwen3",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 1000000,
+    "sliding_window": None,
+    "tie_word_embeddings": True,
+    "use_sliding_window": False,
+    "vocab_size": 151669,
+}
+"""Qwen/Qwen3-Embedding-0.6B's config.json (the fields that shape the model)."""
+
+QWEN3_EMBEDDING_06B_LAYER = 28
+"""The default layer for Qwen3-Embedding-0.6B: the last (no tuned layer is known)."""
+
+QWEN2_SPECIAL = {
+    "eos_token": "<|endoftext|>",
+    "pad_token": "<|endoftext|>",
+    "unk_token": "<|endoftext|>",
+}
+QWEN2_ORDER = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+"""Qwen2Tokenizer's special tokens and their ids (0-2 here; 151,643-151,645 in Qwen's own)."""
 
 ROBERTA_SPECIAL = {
     "bos_token": "<s>",
@@ -164,6 +207,27 @@ def deberta_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
     yield "encoder.rel_embeddings.weight", (2 * span, h), "weight"
 
 
+def qwen3_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of every tensor of a Qwen3Model (the names Qwen3-Embedding ships)."""
+    h, f, d = config["hidden_size"], config["intermediate_size"], config["head_dim"]
+    q, kv = config["num_attention_heads"] * d, config["num_key_value_heads"] * d
+    yield "embed_tokens.weight", (config["vocab_size"], h), "weight"
+    for i in range(config["num_hidden_layers"]):
+        p = f"layers.{i}."
+        yield f"{p}input_layernorm.weight", (h,), "one"
+        yield f"{p}self_attn.q_proj.weight", (q, h), "weight"
+        yield f"{p}self_attn.k_proj.weight", (kv, h), "weight"
+        yield f"{p}self_attn.v_proj.weight", (kv, h), "weight"
+        yield f"{p}self_attn.o_proj.weight", (h, q), "weight"
+        yield f"{p}self_attn.q_norm.weight", (d,), "one"
+        yield f"{p}self_attn.k_norm.weight", (d,), "one"
+        yield f"{p}post_attention_layernorm.weight", (h,), "one"
+        yield f"{p}mlp.gate_proj.weight", (f, h), "weight"
+        yield f"{p}mlp.up_proj.weight", (f, h), "weight"
+        yield f"{p}mlp.down_proj.weight", (h, f), "weight"
+    yield "norm.weight", (h,), "one"
+
+
 def write_random_safetensors(
     path: Path,
     config: dict,
@@ -232,6 +296,9 @@ def write_bpe_tokenizer(
     }
     if tokenizer_class == "RobertaTokenizer":
         tokenizer_config["trim_offsets"] = True
+    elif tokenizer_class == "Qwen2Tokenizer":
+        del tokenizer_config["add_prefix_space"]
+        tokenizer_config["bos_token"] = None
     else:
         tokenizer_config["add_bos_token"] = False
     (model_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1))
@@ -276,3 +343,11 @@ def deberta_xlarge_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Pat
     specs = list(deberta_tensors(DEBERTA_XLARGE))
     tokenizer = (DEBERTA_SPECIAL, DEBERTA_ORDER, "DebertaTokenizer")
     return random_shape(root, "deberta-xlarge-shape", DEBERTA_XLARGE, specs, texts, tokenizer, seed)
+
+
+def qwen3_embedding_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Path:
+    """Qwen/Qwen3-Embedding-0.6B's shape under ``root/qwen3-embedding-0.6b-shape``."""
+    specs = list(qwen3_tensors(QWEN3_EMBEDDING_06B))
+    tokenizer = (QWEN2_SPECIAL, QWEN2_ORDER, "Qwen2Tokenizer")
+    name = "qwen3-embedding-0.6b-shape"
+    return random_shape(root, name, QWEN3_EMBEDDING_06B, specs, texts, tokenizer, seed)

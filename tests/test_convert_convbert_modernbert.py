@@ -208,7 +208,7 @@ def test_listing_beyond_bert_scores_table(capsys: pytest.CaptureFixture[str]) ->
     from rust_bertscore.cli import main
 
     models = rb.supported_models(beyond_table=True)
-    assert len(models) == 142 and [m.in_bert_score for m in models].count(False) == 2
+    assert len(models) == 146 and [m.in_bert_score for m in models].count(False) == 6
     modern = {m.name: m for m in models if not m.in_bert_score}
     assert modern["answerdotai/ModernBERT-base"].convertible
     assert modern["answerdotai/ModernBERT-large"].default_layer == 28
@@ -216,4 +216,4 @@ def test_listing_beyond_bert_scores_table(capsys: pytest.CaptureFixture[str]) ->
     assert len(conv) == 3 and all(m.convertible for m in conv.values())
     assert main(["models", "--beyond-table", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["models"]) == 142 and data["total"] == 140
+    assert len(data["models"]) == 146 and data["total"] == 140

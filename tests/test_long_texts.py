@@ -107,18 +107,20 @@ FAMILIES = [
     (str(TINY / "t5"), 128, 0, 1),  # X </s>
     (str(TINY / "xlnet"), 128, 0, 2),  # X <sep> <cls>: the specials at the end
     (str(MORE / "bigbird"), 144, 1, 1),  # the full-attention limit, not 512
+    (str(TINY / "qwen3"), 512, 0, 0),  # X: no special tokens, causal attention
+    (str(TINY / "gemma3"), 512, 1, 1),  # <bos> X <eos>
 ]
 
 
 @pytest.mark.parametrize(
     ("model", "length", "n_prefix", "n_suffix"),
     FAMILIES,
-    ids=["bert", "mbart", "mbart-50", "t5", "xlnet", "bigbird"],
+    ids=["bert", "mbart", "mbart-50", "t5", "xlnet", "bigbird", "qwen3", "gemma3"],
 )
 def test_windows_use_the_family_template(
     model: str, length: int, n_prefix: int, n_suffix: int
 ) -> None:
-    text = long_text(260)
+    text = long_text(260 if length < 512 else 900)
     scorer = rb.BERTScorer(model_type=model, num_layers=2, long_texts="window")
     (emb,) = scorer.embed([text])
     runtime = load_runtime(model, 2)

@@ -61,6 +61,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "xlm": "xlm",
     "convbert": "convbert",
     "modernbert": "modernbert",
+    "qwen3": "qwen3",
+    "gemma3_text": "gemma3",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -86,6 +88,8 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "xlm",
     "convbert",
     "modernbert",
+    "qwen3",
+    "gemma3",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
@@ -94,7 +98,9 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
 ``pegasus``, ``blenderbot``, ``blenderbot-small``, ``led`` and ``prophetnet``, and
 ``squeezebert`` (BERT with grouped 1x1 convolutions), ``xlnet`` (the content stream, relative
 positions), ``xlm`` (XLM's masked language models), ``convbert`` (mixed self-attention and
-dynamic convolution heads) and ``modernbert`` (RoPE, local and global attention, GeGLU)."""
+dynamic convolution heads), ``modernbert`` (RoPE, local and global attention, GeGLU), and the
+decoder-style embedding models ``qwen3`` (Qwen3-Embedding: causal grouped-query attention) and
+``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -178,8 +184,8 @@ def model_family(config: dict[str, Any]) -> str:
         raise ValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT and ModernBERT "
-            f"families (model_type one of {supported})"
+            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
+            f"and Gemma3 (text) families (model_type one of {supported})"
         ) from None
 
 

@@ -59,10 +59,16 @@ _FAMILY_RULES: tuple[tuple[str, str], ...] = (
 BEYOND_BERT_SCORE: dict[str, tuple[str, int]] = {
     "answerdotai/ModernBERT-base": ("modernbert", 22),
     "answerdotai/ModernBERT-large": ("modernbert", 28),
+    "Qwen/Qwen3-Embedding-0.6B": ("qwen3", 28),
+    "Qwen/Qwen3-Embedding-4B": ("qwen3", 36),
+    "Qwen/Qwen3-Embedding-8B": ("qwen3", 36),
+    "google/embeddinggemma-300m": ("gemma3_text", 24),
 }
 """Models this version converts that bert_score's table lacks: name -> (``model_type``, default
-layer). No tuned layer is published for them: the default is the last layer (22 and 28, the
-checkpoints' ``num_hidden_layers``), which the scorer warns is untuned (docs/encoders.md)."""
+layer). No tuned layer is published for them: the default is the last layer (the checkpoints'
+``num_hidden_layers``: 22 and 28 for ModernBERT-base and -large, 28, 36 and 36 for
+Qwen3-Embedding-0.6B, -4B and -8B, 24 for EmbeddingGemma), which the scorer warns is untuned
+(docs/encoders.md)."""
 
 # Checkpoints this version cannot score although their model_type converts: a tokenizer it does
 # not reproduce (the model would get the wrong ids) or a config option the converter refuses.
@@ -142,7 +148,8 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     ----------
     beyond_table : bool
         Also list, after them, the models this version converts beyond bert_score's table
-        (:data:`BEYOND_BERT_SCORE`: ModernBERT), with ``in_bert_score=False``.
+        (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma), with
+        ``in_bert_score=False``.
 
     Returns
     -------

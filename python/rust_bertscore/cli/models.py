@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--beyond-table",
         action="store_true",
-        help="also list the models this version converts beyond bert_score's table (ModernBERT)",
+        help="also list the models this version converts beyond bert_score's table "
+        "(ModernBERT, Qwen3-Embedding, EmbeddingGemma)",
     )
     add_common_flags(p)
     p.set_defaults(run=run)

@@ -136,6 +136,34 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def float32_bytes(model_dir: str | os.PathLike[str]) -> int:
+    """The bytes of all of a checkpoint's tensors in float32 (read from the safetensors
+    headers only): an upper bound of its graph's weights.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> model_dir = resolve_model(DEFAULT_MODEL).model_dir  # all-MiniLM-L6-v2's checkpoint
+    >>> from rust_bertscore.convert.checkpoint import float32_bytes
+    >>> 80_000_000 < float32_bytes(model_dir) < 100_000_000  # 22.7M parameters
+    True
+    """
+    total = 0
+    for path in weight_files(model_dir):
+        try:
+            with safe_open(str(path), framework="np") as handle:
+                keys = handle.keys()
+                for key in keys:
+                    shape = handle.get_slice(key).get_shape()
+                    total += 4 * int(np.prod(shape, dtype=np.int64))
+        except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)
+            raise CheckpointError(
+                f"{path}: cannot read safetensors file, it may be truncated or corrupt ({exc})"
+            ) from exc
+    return total
+
+
 def _canonical_name(key: str) -> str:
     for prefix in _PREFIXES:
         if key.startswith(prefix):

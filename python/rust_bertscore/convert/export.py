@@ -8,6 +8,8 @@ from pathlib import Path
 from ..catalog.configs import load_config
 from ..support.atomic import write_files_atomic
 from . import writer
+from .checkpoint import float32_bytes
+from .graph import streaming_weights
 from .registry import build_model
 
 CONVERTER_VERSION = "2"
@@ -38,8 +40,10 @@ def export_onnx(
     all_layers
         Build the whole model and output ``hidden_states`` = hidden states ``0..depth``.
     external_data
-        Store the weights in ``<out_path name>.data`` beside the graph. Default: only when they
-        exceed :data:`~.writer.EXTERNAL_DATA_THRESHOLD` bytes.
+        Store the weights in ``<out_path name>.data`` beside the graph. Default: only when the
+        checkpoint's tensors, in float32, exceed :data:`~.writer.EXTERNAL_DATA_THRESHOLD` bytes.
+        With external data the weights are streamed: each goes to the file as the graph is
+        built, so converting holds about one tensor at a time, not the whole model.
     fused
         Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
         scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
@@ -82,10 +86,19 @@ def export_onnx(
         + ("all hidden states" if all_layers else f"hidden state {num_layers}")
         + (", fused attention" if fused else "")
     )
-    model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
     external = (
-        writer.weight_bytes(model) > writer.EXTERNAL_DATA_THRESHOLD
+        float32_bytes(model_dir) > writer.EXTERNAL_DATA_THRESHOLD
         if external_data is None
         else external_data
     )
-    return write_files_atomic(out_path, lambda path: writer.save_model(model, path, external))
+    if not external:
+        model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+        return write_files_atomic(out_path, lambda path: writer.save_model(model, path, False))
+
+    def write(path: Path) -> None:
+        data = writer.ExternalDataFile(path.with_name(f"{path.name}.data"))
+        with data, streaming_weights(data):
+            model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+        writer.save_model(model, path, True)
+
+    return write_files_atomic(out_path, write)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -23,6 +25,34 @@ FLOAT32_MIN = float(np.finfo(np.float32).min)
 """The additive attention bias of padding keys, as in transformers' eager code."""
 
 
+class WeightSink(Protocol):
+    """Where a builder puts its large initializers instead of holding them (``writer``'s
+    :class:`~.writer.ExternalDataFile`): it writes the array out and returns the tensor that
+    refers to it."""
+
+    def accepts(self, array: np.ndarray) -> bool:
+        """Whether ``array`` goes to the sink (large enough)."""
+        ...
+
+    def tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        """Write ``array`` out; the initializer named ``name`` that refers to it."""
+        ...
+
+
+_SINK: ContextVar[WeightSink | None] = ContextVar("rust_bertscore_weight_sink", default=None)
+
+
+@contextlib.contextmanager
+def streaming_weights(sink: WeightSink) -> Iterator[WeightSink]:
+    """Within the block, every :class:`GraphBuilder` made sends the initializers ``sink``
+    accepts to it as they are added (so a graph is never held whole in memory)."""
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)
+
+
 class GraphBuilder:
     """Collects nodes and initializers; every op returns the name of its (single) output."""
 
@@ -32,6 +62,7 @@ class GraphBuilder:
         self._used: set[str] = set()
         self._scalars: dict[tuple[str, float | int], str] = {}
         self.domains: set[str] = set()
+        self.sink = _SINK.get()
 
     def fresh(self, hint: str) -> str:
         """Return a name not used yet, ``hint`` if possible."""
@@ -46,7 +77,10 @@ class GraphBuilder:
         if array.dtype.kind == "f":
             array = np.ascontiguousarray(array, dtype=np.float32)
         name = self.fresh(name)
-        self.initializers.append(numpy_helper.from_array(array, name))
+        if self.sink is not None and self.sink.accepts(array):
+            self.initializers.append(self.sink.tensor(name, array))
+        else:
+            self.initializers.append(numpy_helper.from_array(array, name))
         return name
 
     def scalar(self, value: float | int, dtype: str = "float32") -> str:

@@ -151,9 +151,15 @@ def quantize_int8(
     if activations == "per-token":
         from .per_token import per_token_matmuls
 
-        model = onnx.load(str(src))
-        per_token_matmuls(model, nodes_to_exclude or ())
+        # The fp32 weights stay in their file: each is read when quantised, and those left in
+        # fp32 (the embedding table) are copied from it while the int8 graph is written, so
+        # the peak is about the int8 weights (writer.write_streamed).
+        model = onnx.load(str(src), load_external_data=False)
+        per_token_matmuls(model, nodes_to_exclude or (), str(src.parent))
+        writer.external_at(model, src.parent.resolve())
         external = writer.weight_bytes(model) > writer.EXTERNAL_DATA_THRESHOLD
+        if external:  # too large for one file: read in, then written out to its own .data
+            writer.inline_external(model)
         return write_files_atomic(dst_onnx, lambda path: writer.save_model(model, path, external))
     if activations != "per-tensor":
         raise ValueError(f"activations must be 'per-tensor' or 'per-token', got {activations!r}")

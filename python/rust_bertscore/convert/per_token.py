@@ -37,9 +37,14 @@ came out wrong by up to 25% on this machine's ONNX Runtime; with 7 bits (``2 * 2
 32,130``) the integer GEMM is exact on every CPU."""
 
 
-def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> int:
+def per_token_matmuls(
+    model: onnx.ModelProto, exclude: Iterable[str] = (), base_dir: str = ""
+) -> int:
     """Rewrite every ``MatMul`` with a constant 2-D weight (not in ``exclude``) of ``model`` in
-    place as a per-token int8 projection; returns how many were rewritten."""
+    place as a per-token int8 projection; returns how many were rewritten.
+
+    Weights held in an external data file (``model`` loaded without it) are read from
+    ``base_dir`` one at a time, so the fp32 weights are never all in memory."""
     skip = set(exclude)
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
@@ -67,7 +72,7 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
         k, o = (int(d) for d in tensor.dims)
         p = f"{node.name}/pt"
         if tensor.name not in quantised:  # ALBERT's layers share one weight: quantise it once
-            w = numpy_helper.to_array(tensor).astype(np.float32)
+            w = numpy_helper.to_array(tensor, base_dir).astype(np.float32)
             tensor.ClearField("raw_data")  # free the fp32 weight now, not after the whole graph
             tensor.ClearField("float_data")
             w_scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / WEIGHT_LEVELS
@@ -132,7 +137,10 @@ def per_token_matmuls(model: onnx.ModelProto, exclude: Iterable[str] = ()) -> in
     for index in reversed(range(len(graph.initializer))):
         if graph.initializer[index].name in drop:
             del graph.initializer[index]
-    graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in {**shared, **added}.items())
+    arrays = {**shared, **added}
+    del added
+    for name in list(arrays):  # each array dropped once its tensor is made: never held twice
+        graph.initializer.append(numpy_helper.from_array(arrays.pop(name), name))
     del graph.node[:]
     graph.node.extend(ordered)
     if not any(op.domain == MS_DOMAIN for op in model.opset_import):

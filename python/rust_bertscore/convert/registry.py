@@ -44,12 +44,14 @@ from .families import (
     bigbird,
     convbert,
     deberta,
+    gemma3,
     led,
     longformer,
     modernbert,
     mpnet,
     pegasus,
     prophetnet,
+    qwen3,
     squeezebert,
     t5,
     xlm,
@@ -117,6 +119,8 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "xlm": FamilyConverter(xlm.build_xlm, xlm.ffn_out_nodes),
     "convbert": FamilyConverter(convbert.build_convbert, bert.ffn_out_nodes),
     "modernbert": FamilyConverter(modernbert.build_modernbert, modernbert.ffn_out_nodes),
+    "qwen3": FamilyConverter(qwen3.build_qwen3, qwen3.ffn_out_nodes),
+    "gemma3_text": FamilyConverter(gemma3.build_gemma3, gemma3.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""

@@ -4,22 +4,133 @@ with its weights in a ``.data`` file beside it when they pass protobuf's 2 GiB l
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO
 
+import numpy as np
 import onnx
+from onnx import helper
 
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 """Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
 
 
 def weight_bytes(model: onnx.ModelProto) -> int:
-    """The bytes of ``model``'s initializers."""
-    return sum(len(t.raw_data) for t in model.graph.initializer)
+    """The bytes of ``model``'s initializers, those in external data included."""
+    total = 0
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            info = {e.key: e.value for e in tensor.external_data}
+            total += int(info.get("length", 0))
+        else:
+            total += len(tensor.raw_data)
+    return total
+
+
+EXTERNAL_MIN_BYTES = 1024
+"""Initializers from this size on go to the external data file (smaller ones stay inline)."""
+
+
+class ExternalDataFile:
+    """The ``.data`` file of a graph whose weights are written out as they are built
+    (``graph.streaming_weights``): each accepted array is appended (at an offset aligned to
+    4,096 bytes, so that a runtime may map it) and becomes an initializer that names the file,
+    the offset and the length, as ``onnx.save_model(save_as_external_data=True)`` writes them."""
+
+    def __init__(self, path: Path, min_bytes: int = EXTERNAL_MIN_BYTES) -> None:
+        self.path = Path(path)
+        self.location = self.path.name
+        self.min_bytes = min_bytes
+        self.bytes_written = 0
+        self._handle: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+
+    def accepts(self, array: np.ndarray) -> bool:
+        """Whether ``array`` is large enough to go to the file."""
+        return array.nbytes >= self.min_bytes
+
+    def tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        """Append ``array`` (little-endian) and return the initializer ``name`` referring to it."""
+        if self._handle is None:
+            raise ValueError(f"{self.path} is closed")
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        offset = -(-self.bytes_written // 4096) * 4096
+        if offset > self.bytes_written:
+            self._handle.write(b"\0" * (offset - self.bytes_written))
+        self._handle.write(array.data.cast("B"))
+        self.bytes_written = offset + array.nbytes
+        tensor = onnx.TensorProto()
+        tensor.name = name
+        tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (
+            ("location", self.location),
+            ("offset", str(offset)),
+            ("length", str(array.nbytes)),
+        ):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        return tensor
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> ExternalDataFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def external_at(model: onnx.ModelProto, base_dir: Path) -> None:
+    """Make the external-data locations of ``model``'s initializers absolute (under
+    ``base_dir``), so that :func:`write_streamed` can copy them into another graph."""
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            for entry in tensor.external_data:
+                if entry.key == "location":
+                    entry.value = str(Path(base_dir) / entry.value)
+
+
+def inline_external(model: onnx.ModelProto) -> None:
+    """Read every initializer whose data lies in an external file (absolute ``location``, see
+    :func:`external_at`) into the model."""
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            _, source, length = _tensor_parts(tensor, True)
+            assert source is not None
+            path, offset, _ = source
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                raw = handle.read(length)
+            if len(raw) != length:
+                raise ValueError(f"{path}: external data of {tensor.name!r} is truncated")
+            tensor.raw_data = raw
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
+
+
+def has_external_tensors(model: onnx.ModelProto) -> bool:
+    """Whether some initializer of ``model`` lives in an external data file already."""
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
 def save_model(model: onnx.ModelProto, path: Path, external: bool) -> None:
-    """Write ``model`` to ``path``, its weights in ``<path name>.data`` when ``external``."""
-    if external:
+    """Write ``model`` to ``path``, its weights in ``<path name>.data`` when ``external`` (a
+    graph built with its weights streamed out has that file already: only the graph is
+    written)."""
+    if external and has_external_tensors(model):
+        with open(path, "wb") as handle:
+            write_streamed(model, handle, inline_external=False)
+    elif external:
         onnx.save_model(
             model,
             str(path),
@@ -47,7 +158,9 @@ _GRAPH_FIELD = b"\x3a"  # ModelProto.graph: field 7, length-delimited
 _INITIALIZER_FIELD = b"\x2a"  # GraphProto.initializer: field 5, length-delimited
 
 
-def write_streamed(model: onnx.ModelProto, handle: BinaryIO) -> None:
+def write_streamed(
+    model: onnx.ModelProto, handle: BinaryIO, *, inline_external: bool = True
+) -> None:
     """Write ``model`` as ``SerializeToString`` would, one initializer at a time.
 
     ``SerializeToString`` builds the whole file in memory: a second copy of the weights (1 GB
@@ -61,12 +174,55 @@ def write_streamed(model: onnx.ModelProto, handle: BinaryIO) -> None:
     shell_graph = onnx.GraphProto()
     _copy_fields(model.graph, shell_graph, skip="initializer")
     graph = shell_graph.SerializeToString()
-    sizes = [t.ByteSize() for t in weights]
+    parts = [_tensor_parts(t, inline_external) for t in weights]
+    sizes = [len(head) + copied for head, _, copied in parts]
     graph_size = len(graph) + sum(1 + len(varint(n)) + n for n in sizes)
     handle.write(shell.SerializeToString())
     handle.write(_GRAPH_FIELD + varint(graph_size) + graph)
-    for tensor, size in zip(weights, sizes):
-        handle.write(_INITIALIZER_FIELD + varint(size) + tensor.SerializeToString())
+    for (head, source, _), size in zip(parts, sizes):
+        handle.write(_INITIALIZER_FIELD + varint(size) + head)
+        if source is not None:  # the bytes of an external tensor, copied in chunks
+            _copy_range(source, handle)
+
+
+_RAW_DATA_FIELD = b"\x4a"  # TensorProto.raw_data: field 9, length-delimited
+
+
+def _tensor_parts(
+    tensor: onnx.TensorProto, inline_external: bool
+) -> tuple[bytes, tuple[Path, int, int] | None, int]:
+    """(serialised head, external source, bytes to copy after it): an in-memory tensor is its
+    serialisation; one whose data is external (``location`` an absolute path, as
+    ``quantize_int8`` leaves the fp32 weights it did not quantise) becomes the tensor without
+    its external reference plus its ``raw_data`` field, read from the file while writing."""
+    if not inline_external or tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return tensor.SerializeToString(), None, 0
+    info = {e.key: e.value for e in tensor.external_data}
+    path = Path(info["location"])
+    if not path.is_absolute():
+        raise ValueError(f"tensor {tensor.name!r}: external data location {path} is not absolute")
+    offset = int(info.get("offset", 0))
+    length = int(info["length"]) if "length" in info else path.stat().st_size - offset
+    inline = onnx.TensorProto()
+    inline.CopyFrom(tensor)
+    inline.data_location = onnx.TensorProto.DEFAULT
+    del inline.external_data[:]
+    field = _RAW_DATA_FIELD + varint(length)
+    return inline.SerializeToString() + field, (path, offset, length), length
+
+
+def _copy_range(source: tuple[Path, int, int], out: BinaryIO) -> None:
+    """Copy ``length`` bytes at ``offset`` of ``path`` to ``out`` in 1 MiB chunks."""
+    path, offset, length = source
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        left = length
+        while left:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                raise ValueError(f"{path}: external data ends {left} bytes early")
+            out.write(chunk)
+            left -= len(chunk)
 
 
 def _copy_fields(source, target, skip: str) -> None:

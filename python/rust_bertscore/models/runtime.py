@@ -30,7 +30,7 @@ class ModelRuntime:
     encoder: Encoder
 
 
-UNTUNED_FAMILIES = ("modernbert",)
+UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text")
 """``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
 figure): their default, the last layer, comes with a :class:`RustBertScoreWarning`."""
 

@@ -32,6 +32,7 @@ from ..blocks import BuildRequest, hidden_and_heads, mask_bias, new_graph, seq_l
 from ..checkpoint import WeightStore
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import FLOAT32_MIN, GraphBuilder
+from .rope import Rotary
 
 MODERNBERT_FFN_OUT = "layers.{i}.mlp.Wo"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -113,16 +114,6 @@ def modernbert_spec(config: dict[str, Any]) -> ModernBertSpec:
     )
 
 
-def rope_tables(theta: float, head_dim: int, n_positions: int) -> tuple[np.ndarray, np.ndarray]:
-    """``cos`` and ``sin`` ``[n_positions, head_dim]`` as transformers' default RoPE computes
-    them: ``inv_freq`` and the angles in float32, each half of the head the same angles."""
-    exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
-    inv_freq = (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
-    angles = np.arange(n_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # float32
-    angles = np.concatenate([angles, angles], axis=1).astype(np.float64)
-    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-
-
 class _Norms:
     """LayerNorms of the checkpoint: stored weight, stored bias or zeros (``norm_bias``)."""
 
@@ -145,53 +136,6 @@ def _linear(
     return g.linear(x, weight, b, part)
 
 
-class _Rope:
-    """Per-theta ``cos``/``sin`` rows ``0..T-1``, built once, broadcast over batch and heads."""
-
-    def __init__(self, g: GraphBuilder, spec: ModernBertSpec) -> None:
-        self.g, self.spec = g, spec
-        self._rows: dict[float, tuple[str, str]] = {}
-
-    def rows(self, theta: float) -> tuple[str, str]:
-        if theta not in self._rows:
-            g = self.g
-            cos, sin = rope_tables(theta, self.spec.head_dim, self.spec.n_positions)
-            start, axis0 = g.ints("rope/start", [0]), g.ints("axis0", [0])
-            t = seq_len(g)
-            self._rows[theta] = (
-                g.op("Slice", [g.weight(f"rope/cos_{theta:g}", cos), start, t, axis0], "rope/cos"),
-                g.op("Slice", [g.weight(f"rope/sin_{theta:g}", sin), start, t, axis0], "rope/sin"),
-            )
-        return self._rows[theta]
-
-    def apply(self, t: str, theta: float, name: str) -> str:
-        """``t * cos + rotate_half(t) * sin`` for ``t`` ``[batch, heads, seq, head_dim]``."""
-        g = self.g
-        cos, sin = self.rows(theta)
-        half = self.spec.head_dim // 2
-        first = g.op(
-            "Slice",
-            [t, g.ints("rope/h0", [0]), g.ints("rope/h1", [half]), g.ints("axis_m1", [-1])],
-            f"{name}/first",
-        )
-        second = g.op(
-            "Slice",
-            [t, g.ints("rope/h1", [half]), g.ints("rope/h2", [2 * half]), g.ints("axis_m1", [-1])],
-            f"{name}/second",
-        )
-        rotated = g.op(
-            "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rotated", axis=-1
-        )
-        return g.op(
-            "Add",
-            [
-                g.op("Mul", [t, cos], f"{name}/cos"),
-                g.op("Mul", [rotated, sin], f"{name}/sin"),
-            ],
-            name,
-        )
-
-
 def _window_bias(g: GraphBuilder, global_bias: str, window: int) -> str:
     """``[batch, 1, seq, seq]``: the padding bias, and float32's minimum where the key is more
     than ``window // 2`` positions from the query (transformers' ``sliding_window_mask``)."""
@@ -208,7 +152,7 @@ def _attention(
     g: GraphBuilder,
     w: WeightStore,
     spec: ModernBertSpec,
-    rope: _Rope,
+    rope: Rotary,
     x: str,
     bias: str,
     i: int,
@@ -274,7 +218,7 @@ def build_modernbert(request: BuildRequest) -> onnx.ModelProto:
     x = norm(g.op("Gather", [table, INPUT_IDS], "embeddings/tokens", axis=0), "embeddings.norm")
     states = [x]
     if request.n_build:
-        rope = _Rope(g, spec)
+        rope = Rotary(g, spec.head_dim, spec.n_positions)
         global_bias = mask_bias(g)
         local_bias: str | None = None
         for i in range(request.n_build):

@@ -29,6 +29,10 @@ LAYOUT_BOS_SEP = "bos_sep"
 """``<s> X </s>``: ``bos_token`` first, ``sep_token`` last (XLMTokenizer, whose ``cls_token`` is
 ``</s>`` too, so only ``</s>`` weighs 0 and ``<s>`` counts as a word)."""
 
+LAYOUT_BOS_EOS = "bos_eos"
+"""``<bos> X <eos>``, each as ``add_bos_token`` / ``add_eos_token`` say (GemmaTokenizer: by
+default ``<bos>`` only; neither token is CLS or SEP, so both weigh 1)."""
+
 MBART_LANGUAGE_CODES: tuple[str, ...] = (
     "ar_AR",
     "cs_CZ",
@@ -103,7 +107,8 @@ class TokenizerClass:
         One of the ``LAYOUT_*`` constants.
     sentencepiece : str or None
         The SentencePiece convention (``"plain"``, ``"albert"``, ``"deberta-v2"``,
-        ``"fairseq"``, ``"pegasus"``) when the slow class runs a SentencePiece model, else None.
+        ``"fairseq"``, ``"pegasus"``, ``"gemma"``) when the slow class runs a SentencePiece
+        model, else None.
     model_files : tuple of str
         The SentencePiece model's usual file names.
     prefix_space : bool
@@ -139,6 +144,24 @@ _CLASSES = [
     # one); its template (tokenizer.json's post-processor) frames a text, an empty text gets none.
     TokenizerClass("PreTrainedTokenizerFast", bare_empty=True),
     TokenizerClass("RobertaTokenizer", prefix_space=True),
+    # Qwen2's byte-level BPE (Qwen3, Qwen3-Embedding): no special tokens at all, an empty text is
+    # no tokens; pre-tokenised by its own pattern after NFC (fast.qwen2_tokenizer)
+    TokenizerClass("Qwen2Tokenizer", layout=LAYOUT_BARE, has_cls_sep=False, bare_empty=True),
+    TokenizerClass(
+        "GemmaTokenizer",
+        layout=LAYOUT_BOS_EOS,
+        sentencepiece="gemma",
+        model_files=("tokenizer.model",),
+        has_cls_sep=False,
+        defaults={
+            "bos_token": "<bos>",
+            "eos_token": "<eos>",
+            "unk_token": "<unk>",
+            "pad_token": "<pad>",
+            "add_bos_token": True,
+            "add_eos_token": False,
+        },
+    ),
     TokenizerClass("GPT2Tokenizer", prefix_space=True),
     TokenizerClass("BartTokenizer"),
     TokenizerClass("DebertaTokenizer"),
@@ -255,11 +278,18 @@ MODEL_TYPE_TOKENIZERS: dict[str, str] = {
     "xlnet": "XLNetTokenizer",
     "xlm": "XLMTokenizer",
     "modernbert": "PreTrainedTokenizerFast",
+    "qwen3": "Qwen2Tokenizer",
+    "gemma3_text": "GemmaTokenizer",
 }
 """``config.json``'s ``model_type`` -> the slow class ``AutoTokenizer`` picks when
 ``tokenizer_config.json`` names none (transformers' ``TOKENIZER_MAPPING_NAMES``)."""
 
-SENTENCEPIECE_FILES: tuple[str, ...] = ("spiece.model", "spm.model", "sentencepiece.bpe.model")
+SENTENCEPIECE_FILES: tuple[str, ...] = (
+    "spiece.model",
+    "spm.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 """Every SentencePiece model file name a supported checkpoint uses."""
 
 

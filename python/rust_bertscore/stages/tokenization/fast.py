@@ -57,6 +57,11 @@ def load_fast_tokenizer(
 ) -> Tokenizer:
     """The ``tokenizers.Tokenizer`` of ``model_dir``: its ``tokenizer.json``, else one built
     from its vocabulary files; FileNotFoundError naming what it expected when there is none."""
+    if cls.name == "Qwen2Tokenizer":
+        qwen2 = qwen2_tokenizer(model_dir)
+        if qwen2 is not None:
+            add_special_tokens(qwen2, collect_added_tokens(model_dir, tok_config, special_map, {}))
+            return qwen2
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         try:
@@ -109,6 +114,41 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
+
+
+QWEN2_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+    r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+"""``Qwen2Tokenizer``'s pre-tokenisation pattern (transformers' ``PRETOKENIZE_REGEX``)."""
+
+
+def qwen2_tokenizer(model_dir: Path) -> Tokenizer | None:
+    """``Qwen2Tokenizer`` (the slow class bert_score loads) from ``vocab.json`` + ``merges.txt``:
+    NFC, then words by :data:`QWEN2_PATTERN`, then GPT-2's byte-level BPE; None without those
+    files (the caller then reads ``tokenizer.json``, which the published Qwen3 models' is).
+
+    A ``tokenizer.json`` trained with GPT-2's pattern (as the reference set's tiny Qwen3) would
+    split digits and punctuation otherwise, so the vocabulary files come first.
+    """
+    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers
+
+    vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
+    if not (vocab_json.is_file() and merges.is_file()):
+        return None
+    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+    tokenizer = Tokenizer(
+        models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    )
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tokenizer.decoder = decoders.ByteLevel()
     return tokenizer
 
 

@@ -12,6 +12,8 @@ between added tokens, and differ in what they do before and after:
   encodes each punctuation-separated run on its own.
 - T5/mT5 (``"plain"``): the pieces as they come (``legacy=True``, the default of every T5 in
   bert_score's table).
+- Gemma (``"gemma"``): the pieces as they come (``GemmaTokenizer._tokenize`` is
+  ``sp_model.encode``; its model adds no dummy prefix and falls back to bytes).
 - mBART (``"fairseq"``): fairseq's ids, i.e. ``<s> <pad> </s> <unk>`` = 0..3, every other piece
   one above its SentencePiece id, then the language codes, then ``<mask>``.
 - XLM-ProphetNet (``"xlm-prophetnet"``): ``[PAD] [CLS] [SEP] [UNK] [MASK]`` = 0..4,
@@ -118,8 +120,8 @@ class SentencePieceIds:
     model_path : Path
         The ``.model`` file.
     convention : str
-        ``"plain"``, ``"albert"``, ``"xlnet"``, ``"deberta-v2"``, ``"fairseq"``, ``"pegasus"``
-        or ``"xlm-prophetnet"``.
+        ``"plain"``, ``"gemma"``, ``"albert"``, ``"xlnet"``, ``"deberta-v2"``, ``"fairseq"``,
+        ``"pegasus"`` or ``"xlm-prophetnet"``.
     tok_config : dict
         ``tokenizer_config.json`` (``do_lower_case``, ``keep_accents``, ``remove_space``,
         ``split_by_punct``, ``legacy``).
@@ -143,6 +145,7 @@ class SentencePieceIds:
     ) -> None:
         if convention not in (
             "plain",
+            "gemma",
             "albert",
             "xlnet",
             "deberta-v2",

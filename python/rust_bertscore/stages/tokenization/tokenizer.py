@@ -3,7 +3,8 @@
 bert_score 0.3.13 uses the slow ("Python") tokenizers of transformers. This module reproduces
 their ``sent_encode`` output: ``strip()``, the tokenizer class's special tokens around the text
 (``[CLS] X [SEP]``, T5's ``X </s>``, mBART's ``X </s> en_XX``, mBART-50's ``en_XX X </s>``,
-XLNet's ``X <sep> <cls>``, XLM's ``<s> X </s>``), an empty text as its special tokens only, a
+XLNet's ``X <sep> <cls>``, XLM's ``<s> X </s>``, Gemma's ``<bos> X <eos>``, none for Qwen2),
+an empty text as its special tokens only (no tokens at all for Qwen2), a
 prefix space for RoBERTa/GPT-2 byte-level BPE, and truncation to the model's maximum length
 with the special tokens kept.
 
@@ -30,6 +31,7 @@ from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
 from .classes import (
     LAYOUT_BARE,
+    LAYOUT_BOS_EOS,
     LAYOUT_BOS_SEP,
     LAYOUT_EOS,
     LAYOUT_EOS_ALWAYS,
@@ -167,6 +169,13 @@ class TextTokenizer:
             return [], []
         if layout == LAYOUT_SEP_CLS:
             return [], [self.sep_id, self.cls_id]  # type: ignore[list-item]
+        if layout == LAYOUT_BOS_EOS:
+            bos = self._special_id("bos_token", [*names["bos_token"], "<bos>"])
+            eos = self._special_id("eos_token", [*names["eos_token"], "<eos>"])
+            return (
+                [bos] if _flag(tok_config, "add_bos_token") else [],
+                [eos] if _flag(tok_config, "add_eos_token") else [],
+            )
         if layout == LAYOUT_BOS_SEP:
             bos = self._special_id("bos_token", [*names["bos_token"], "<s>"])
             return [bos], [self.sep_id]  # type: ignore[list-item]
@@ -324,6 +333,14 @@ def _load_source(
                 return source, None
     tokenizer = load_fast_tokenizer(model_dir, tok_config, special_map, cls)
     return FastIds(tokenizer), tokenizer
+
+
+def _flag(tok_config: dict, key: str) -> bool:
+    """A true/false option of tokenizer_config.json (ValueError naming it otherwise)."""
+    value = tok_config.get(key)
+    if not isinstance(value, bool):
+        raise ValueError(f"tokenizer_config.json {key} must be true or false, got {value!r}")
+    return value
 
 
 def _sentinel_count(tok_config: dict) -> int:

@@ -1,0 +1,100 @@
+"""Rotary position embeddings (RoPE) as transformers' default rotary classes compute them, shared
+by the families that use them (ModernBERT, Qwen3, Gemma3).
+
+``inv_freq = 1 / theta^(2i / head_dim)`` (float32), angles ``position * inv_freq`` over positions
+``0..T-1`` (float32), each half of the head the same angles; a head ``t`` becomes
+``t * cos + rotate_half(t) * sin`` with ``rotate_half(t) = [-t2, t1]``. ``rope_scaling`` other
+than none or ``"default"`` is not converted (its families refuse it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blocks import seq_len
+from ..graph import GraphBuilder
+
+
+def rope_tables(theta: float, head_dim: int, n_positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """``cos`` and ``sin`` ``[n_positions, head_dim]`` as transformers' default RoPE computes
+    them: ``inv_freq`` and the angles in float32, each half of the head the same angles.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert.families.rope import rope_tables
+    >>> cos, sin = rope_tables(10000.0, 4, 3)
+    >>> cos.shape, float(cos[0, 0]), float(sin[0, 0])
+    ((3, 4), 1.0, 0.0)
+    """
+    exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
+    inv_freq = (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
+    angles = np.arange(n_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # float32
+    angles = np.concatenate([angles, angles], axis=1).astype(np.float64)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+class Rotary:
+    """Per-theta ``cos``/``sin`` rows ``0..T-1`` of one graph, built once, broadcast over batch
+    and heads.
+
+    Parameters
+    ----------
+    g
+        The graph.
+    head_dim
+        The size of one attention head (even).
+    n_positions
+        The rows of the tables: the longest input the graph accepts.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert.blocks import new_graph
+    >>> from rust_bertscore.convert.families.rope import Rotary
+    >>> g = new_graph()
+    >>> rope = Rotary(g, head_dim=4, n_positions=8)
+    >>> rope.rows(10000.0) == rope.rows(10000.0)  # one pair of tables per theta
+    True
+    """
+
+    def __init__(self, g: GraphBuilder, head_dim: int, n_positions: int) -> None:
+        self.g, self.head_dim, self.n_positions = g, head_dim, n_positions
+        self._rows: dict[float, tuple[str, str]] = {}
+
+    def rows(self, theta: float) -> tuple[str, str]:
+        """The names of ``cos`` and ``sin`` rows ``0..T-1`` (``[T, head_dim]``) for ``theta``."""
+        if theta not in self._rows:
+            g = self.g
+            cos, sin = rope_tables(theta, self.head_dim, self.n_positions)
+            start, axis0 = g.ints("rope/start", [0]), g.ints("axis0", [0])
+            t = seq_len(g)
+            self._rows[theta] = (
+                g.op("Slice", [g.weight(f"rope/cos_{theta:g}", cos), start, t, axis0], "rope/cos"),
+                g.op("Slice", [g.weight(f"rope/sin_{theta:g}", sin), start, t, axis0], "rope/sin"),
+            )
+        return self._rows[theta]
+
+    def apply(self, t: str, theta: float, name: str) -> str:
+        """``t * cos + rotate_half(t) * sin`` for ``t`` ``[batch, heads, seq, head_dim]``."""
+        g = self.g
+        cos, sin = self.rows(theta)
+        half = self.head_dim // 2
+        axis = g.ints("axis_m1", [-1])
+        first = g.op(
+            "Slice", [t, g.ints("rope/h0", [0]), g.ints("rope/h1", [half]), axis], f"{name}/first"
+        )
+        second = g.op(
+            "Slice",
+            [t, g.ints("rope/h1", [half]), g.ints("rope/h2", [2 * half]), axis],
+            f"{name}/second",
+        )
+        rotated = g.op(
+            "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rotated", axis=-1
+        )
+        return g.op(
+            "Add",
+            [
+                g.op("Mul", [t, cos], f"{name}/cos"),
+                g.op("Mul", [rotated, sin], f"{name}/sin"),
+            ],
+            name,
+        )
