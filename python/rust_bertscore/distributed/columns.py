@@ -193,8 +193,15 @@ def good_rows(errors: list[str | None], n: int) -> np.ndarray:
     return np.fromiter((e is None for e in errors), bool, len(errors))
 
 
-def _text(value: object, col: str, row: int) -> str:
+def _missing(value: object) -> bool:
+    """None, a float NaN, or pandas' ``NA``/``NaT`` (pandas' string columns hold ``pd.NA``)."""
     if value is None or (isinstance(value, float) and value != value):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _text(value: object, col: str, row: int) -> str:
+    if _missing(value):
         raise DistributedInputError(
             f"row {row}: column {col!r} holds a missing value ({value}), expected a str: drop "
             "or fill missing texts first"
