@@ -67,7 +67,8 @@ def _is_list_column(df: DataFrame, name: str) -> bool:
 
 
 def _collect(df: DataFrame) -> Iterator[bytes]:
-    for row in df.toLocalIterator():
+    # One job per partition, the next one prefetched while the driver combines this one.
+    for row in df.toLocalIterator(prefetchPartitions=True):
         yield bytes(row["part"])
 
 
