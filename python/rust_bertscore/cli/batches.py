@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..corpus import BatchMaxima, pair_lengths
+from ..analyses.corpus import BatchMaxima, pair_lengths
+from ..engine.settings import Scores
 from ..scoring.scorer import BERTScorer
-from ..scoring.settings import Scores
 from .inputs import Chunk, Source
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, Union
 
-from ..text import check_text
+from ..stages.text import check_text
 from .common import CliError
 
 Refs = Union[list[str], list[list[str]]]
