@@ -124,8 +124,9 @@ def check_bad_rows(out: pd.DataFrame, cands: list, refs: list, good: list[int], 
 
     out = out.sort_values("row").reset_index(drop=True)
     assert out["row"].tolist() == list(range(len(cands)))
-    want = score([cands[i] for i in good], [refs[i] for i in good], model_type=model,
-                 **BAD_ROW_OPTIONS)
+    want = score(
+        [cands[i] for i in good], [refs[i] for i in good], model_type=model, **BAD_ROW_OPTIONS
+    )
     for col, expected in zip("PRF", want):
         np.testing.assert_allclose(out.loc[good, col].to_numpy(np.float64), expected, atol=1e-6)
     assert out.loc[good, "error"].isna().all()

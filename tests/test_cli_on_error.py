@@ -109,8 +109,13 @@ def test_line_files_with_a_line_that_is_not_utf8(tmp_path):
     rows = proc.stdout.splitlines()[:-1]
     assert rows[6] == "\t\t"
     good = [i for i in range(25) if i != 6]
-    want = rb.score([cands[i] for i in good], [refs[i][0] for i in good], model_type=BERT,
-                    num_layers=2, batch_size=4)
+    want = rb.score(
+        [cands[i] for i in good],
+        [refs[i][0] for i in good],
+        model_type=BERT,
+        num_layers=2,
+        batch_size=4,
+    )
     got = np.array([[float(x) for x in rows[i].split("\t")] for i in good])
     np.testing.assert_allclose(got, np.stack(want, axis=1), atol=1e-6)
     plain = cli(*args)

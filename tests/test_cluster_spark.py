@@ -10,17 +10,13 @@ Marked ``cluster``: ``pytest -m cluster`` runs these alone."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cluster_procs import alive, descendants, end, free_port
+from benches.cluster_launch import SparkStandalone
 from distributed_data import check_scores, shuffled_rows
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
@@ -41,139 +37,33 @@ PARTITIONS = 6
 """Tasks per scoring stage: a worker dies with tasks still to run."""
 
 
-class Standalone:
-    """A standalone master and workers, each ``spark-class`` started in its own session so
-    that its JVM and everything it starts (executors, Python workers) form one process group
-    that can be ended by the id of the process started here."""
-
-    def __init__(self, root: Path) -> None:
-        from pyspark.find_spark_home import _find_spark_home
-
-        self.spark_class = str(Path(_find_spark_home()) / "bin" / "spark-class")
-        self.root = root
-        self.port = free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_DAEMON_MEMORY": "256m",
-            "PYSPARK_PYTHON": sys.executable,
-        }
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def _start(self, name: str, *args: str, ready: str, timeout: float = 120) -> None:
-        log = self.root / f"{name}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                [self.spark_class, *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                cwd=self.root,
-                start_new_session=True,
-            )
-        self.procs[name] = proc
-        deadline = time.monotonic() + timeout
-        while ready not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.3)
-
-    def start_master(self) -> None:
-        self._start(
-            "master",
-            "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--webui-port", str(free_port()),
-            ready="I have been elected leader",
-        )
-
-    def start_worker(self, name: str) -> None:
-        work = self.root / name
-        work.mkdir()
-        self._start(
-            name,
-            "org.apache.spark.deploy.worker.Worker",
-            "--host", "127.0.0.1",
-            "--cores", "1",
-            "--memory", "1g",
-            "--webui-port", str(free_port()),
-            "--work-dir", str(work),
-            self.url,
-            ready="Successfully registered with master",
-        )
-
-    def tree(self, name: str) -> set[int]:
-        """The pids of ``name``'s process and everything below it now."""
-        pid = self.procs[name].pid
-        return {pid, *descendants(pid)}
-
-    def kill(self, name: str) -> None:
-        """SIGKILL ``name``'s process group (its JVM, executor and Python workers)."""
-        proc = self.procs[name]
-        doomed = self.tree(name)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        end(doomed, grace=0)
-
-    def stop(self) -> None:
-        """End every process started here (and what they started), workers first."""
-        for name in sorted(self.procs, key=lambda n: n == "master"):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                tree = self.tree(name)
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=20)
-                end(tree, grace=5.0)
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    cluster = Standalone(tmp_path_factory.mktemp("spark-standalone"))
+    """A master and two one-core workers; every process started is ended after the module,
+    even when a test fails."""
+    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"))
     try:
-        cluster.start_master()
-        cluster.start_worker("worker-1")
-        cluster.start_worker("worker-2")
+        cluster.start(workers=2)
         yield cluster
     finally:
         cluster.stop()
-        left = [p for n in cluster.procs for p in {cluster.procs[n].pid} if alive(p)]
-        assert not left, f"cluster processes still run: {left}"
+        assert not cluster.running(), f"cluster processes still run: {cluster.running()}"
 
 
 @pytest.fixture(scope="module")
 def spark(standalone):
-    from pyspark.sql import SparkSession
-
-    with pytest.MonkeyPatch.context() as mp:
-        # The workers' Python: this interpreter (both workers run on this machine).
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        mp.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
-        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        session = (
-            SparkSession.builder.master(standalone.url)
-            .appName("rust-bertscore-cluster-tests")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.executor.memory", "512m")
-            .config("spark.executor.cores", "1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
-            .getOrCreate()
-        )
-        session.sparkContext.setLogLevel("ERROR")
-        try:
-            yield session
-        finally:
-            session.stop()
+    saved = os.environ.get("PYSPARK_PYTHON")
+    session = standalone.session(
+        "rust-bertscore-cluster-tests", **{"spark.sql.execution.arrow.maxRecordsPerBatch": "16"}
+    )
+    try:
+        yield session
+    finally:
+        session.stop()
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
 
 
 def _rows(seed: int) -> tuple[list[str], list[list[str]]]:
@@ -188,21 +78,6 @@ def _frame(spark, cands: list, refs: list):
     return df
 
 
-def _executors(standalone: Standalone, name: str) -> list[int]:
-    """Python workers under worker ``name`` (its executor is running tasks)."""
-    tree = standalone.tree(name)
-    out = []
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if "pyspark" in cmd and "daemon" in cmd:
-            out.append(pid)
-    return out
-
-
 def test_worker_killed_mid_job_loses_no_row(spark, standalone, minilm_dir, tmp_path):
     """The job through spark://..., executors on both workers running Python tasks; SIGKILL
     worker-2's process group (worker JVM, executor, Python workers) once scoring tasks
@@ -215,8 +90,14 @@ def test_worker_killed_mid_job_loses_no_row(spark, standalone, minilm_dir, tmp_p
     want = score(cands, refs, model_type=model, idf=True)
     store = tmp_path / "store"
     scored = score_spark(
-        _frame(spark, cands, refs), "hyp", "ref", index_col="row", idf=True, model_type=model,
-        num_threads=1, store=str(store),
+        _frame(spark, cands, refs),
+        "hyp",
+        "ref",
+        index_col="row",
+        idf=True,
+        model_type=model,
+        num_threads=1,
+        store=str(store),
     )
     result: dict[str, object] = {}
 
@@ -234,7 +115,7 @@ def test_worker_killed_mid_job_loses_no_row(spark, standalone, minilm_dir, tmp_p
     while job.is_alive() and time.monotonic() < deadline:
         stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
         stages = [s for s in stages if s is not None and s.numTasks >= PARTITIONS]
-        busy = [_executors(standalone, w) for w in ("worker-1", "worker-2")]
+        busy = [standalone.python_workers(w) for w in ("worker-1", "worker-2")]
         if stages and all(busy) and stages[0].numCompletedTasks >= 1:
             killed_at = (stages[0].numCompletedTasks, stages[0].numTasks)
             standalone.kill("worker-2")
@@ -253,8 +134,13 @@ def test_worker_killed_mid_job_loses_no_row(spark, standalone, minilm_dir, tmp_p
     # Embeddings do not depend on idf or the padding floor: a batch-independent job (no first
     # pass) reads the same entries.
     again = score_spark(
-        _frame(spark, cands, refs), "hyp", "ref", model_type=model, num_threads=1,
-        batch_independent=True, store=str(store),
+        _frame(spark, cands, refs),
+        "hyp",
+        "ref",
+        model_type=model,
+        num_threads=1,
+        batch_independent=True,
+        store=str(store),
     ).toPandas()
     check_scores(again, score(cands, refs, model_type=model, batch_independent=True), atol=1e-6)
     assert EmbeddingStore(store).info().entries > 0

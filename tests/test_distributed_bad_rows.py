@@ -50,7 +50,12 @@ def test_pieces_with_bad_rows_give_the_good_rows_numbers(minilm_dir):
     pieces = _pieces(cands, refs, [0, 9, 30, 31, 64, 100, len(cands)])
     plan = _plan(pieces, model, len(cands), **BAD_ROW_OPTIONS)
     op = BERTScoreBatch(
-        "hyp", "ref", index_col="row", plan=plan, model_type=model, on_error="null",
+        "hyp",
+        "ref",
+        index_col="row",
+        plan=plan,
+        model_type=model,
+        on_error="null",
         **BAD_ROW_OPTIONS,
     )
     op = pickle.loads(pickle.dumps(op))  # as an engine ships it
@@ -93,15 +98,16 @@ def test_not_a_string_or_not_encodable(minilm_dir, cand, ref, message):
     cands = np.array(["the cat sat", cand, "dogs run"], dtype=object)
     refs = np.empty(3, dtype=object)
     refs[:] = ["a cat sat", ref, ["dogs ran", "a dog"]]
-    op = BERTScoreBatch(
-        "hyp", "ref", model_type=str(minilm_dir), on_error="null", error_col="why"
-    )
+    op = BERTScoreBatch("hyp", "ref", model_type=str(minilm_dir), on_error="null", error_col="why")
     out = op({"hyp": cands, "ref": refs})
     assert out["why"][0] is None and out["why"][2] is None
     assert out["why"][1].startswith(message), out["why"][1]
     assert np.isnan(out["P"][1]) and np.isnan(out["F"][1])
-    want = score(["the cat sat", "dogs run"], [["a cat sat"], ["dogs ran", "a dog"]],
-                 model_type=str(minilm_dir))
+    want = score(
+        ["the cat sat", "dogs run"],
+        [["a cat sat"], ["dogs ran", "a dog"]],
+        model_type=str(minilm_dir),
+    )
     np.testing.assert_allclose(out["F"][[0, 2]], want[2], atol=1e-6)
 
 

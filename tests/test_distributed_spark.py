@@ -164,7 +164,12 @@ def test_bad_rows_kept_with_null_scores(spark, minilm_dir):
     cands, refs, good = bad_rows()
     df = _frame(spark, cands, refs, 3, with_row=True)
     scored = score_spark(
-        df, "hyp", "ref", index_col="row", model_type=str(minilm_dir), on_error="null",
+        df,
+        "hyp",
+        "ref",
+        index_col="row",
+        model_type=str(minilm_dir),
+        on_error="null",
         **BAD_ROW_OPTIONS,
     ).cache()
     assert dict(scored.dtypes)["error"] == "string" and dict(scored.dtypes)["F"] == "float"

@@ -36,7 +36,7 @@ class Chunk:
         if not any(e is not None for e in self.errors):
             return Chunk(self.cands, self.refs)
         keep = [i for i, e in enumerate(self.errors) if e is None]
-        return Chunk([self.cands[i] for i in keep], [self.refs[i] for i in keep])  # type: ignore[misc]
+        return Chunk([self.cands[i] for i in keep], [self.refs[i] for i in keep])  # type: ignore[arg-type]
 
 
 class Source:
@@ -276,7 +276,10 @@ class JsonlFile(Source):
                     if bad is not None:
                         raise CliError(bad)
                     cand, refs = self._parse(line, number)
-                    for what, text in [(self.cand_field, cand), *((self.ref_field, r) for r in refs)]:
+                    for what, text in [
+                        (self.cand_field, cand),
+                        *((self.ref_field, r) for r in refs),
+                    ]:
                         bad = _bad_text(text, f"{where}: field {what!r}")
                         if bad is not None:
                             raise CliError(bad)

@@ -321,9 +321,7 @@ def _chunks(
     if use_ray:
         yield from cli_ray.ray_scored_chunks(args, source)
     elif args.on_error == "null":
-        yield from scored_chunks_keeping_bad_lines(
-            scorer, source, args.chunk_size, args.batch_size
-        )
+        yield from scored_chunks_keeping_bad_lines(scorer, source, args.chunk_size, args.batch_size)
     else:
         for P, R, F in scored_chunks(scorer, source, args.chunk_size, args.batch_size):
             yield P, R, F, None

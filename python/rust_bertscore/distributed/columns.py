@@ -95,9 +95,7 @@ def with_columns(batch: Batch, new: Mapping[str, np.ndarray]) -> Batch:
 
         # Text columns (str or None) as pandas' string dtype: Arrow's string type in every
         # batch, even one whose cells are all None.
-        typed = {
-            k: pd.array(v, dtype="string") if v.dtype == object else v for k, v in new.items()
-        }
+        typed = {k: pd.array(v, dtype="string") if v.dtype == object else v for k, v in new.items()}
         return batch.assign(**typed)
     if kind == "arrow":
         import pyarrow as pa
@@ -159,7 +157,12 @@ def check_on_error(on_error: str) -> str:
 
 
 def checked_rows(
-    cand_values: list, ref_values: list, cand_col: str, ref_col: str, index: np.ndarray, on_error: str
+    cand_values: list,
+    ref_values: list,
+    cand_col: str,
+    ref_col: str,
+    index: np.ndarray,
+    on_error: str,
 ) -> tuple[list[str], list[list[str]], list[str | None]]:
     """The candidates and reference lists of the good rows, and every row's error (None: good).
 
