@@ -96,7 +96,7 @@ bench-rust: ## criterion suite of the Rust kernel
 # The Python benches are the package benches/ (shared helpers in benches/common.py), run as
 # modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
 BENCH_OPTS ?=
-.PHONY: bench-kernel bench-int8 bench-distributed
+.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) -m benches.end_to_end $(BENCH_OPTS)
@@ -113,6 +113,12 @@ bench-int8: install ## int8 variants against fp32 on the WMT pairs (skips withou
 
 bench-distributed: install ## In-process against Ray and Spark on one machine (skips without WMT)
 	$(PY) -m benches.distributed $(BENCH_OPTS)
+
+bench-clusters: install ## Two-node Ray and Spark standalone against one score(), and a lost worker
+	$(PY) -m benches.clusters $(BENCH_OPTS)
+
+test-cluster: install ## Only the tests on real clusters (pytest -m cluster; part of test-python)
+	$(PY) -m pytest -q -m cluster
 
 bench: bench-rust bench-e2e ## All benchmarks
 

@@ -89,3 +89,47 @@ LONG_TEXT_OPTIONS = {
     "exclude_punctuation": True,
     "beta": 2.0,
 }
+
+
+# Bad rows for on_error="null": a missing candidate, a missing reference cell, a missing
+# reference inside a list and an empty list (what typed engine columns can hold).
+BAD_ROWS = {3: "row 3: column 'hyp' holds a missing", 10: "row 10: column 'ref' holds an empty"}
+BAD_ROWS.update(
+    {
+        25: "row 25: column 'ref[1]' holds a missing",
+        40: "row 40: column 'ref' holds a missing",
+        77: "row 77: column 'hyp' holds a missing",
+    }
+)
+BAD_ROW_OPTIONS = {"idf": True, "batch_size": 7}
+"""IDF and batches of 7 pairs: leaving a bad row in either pass would change good rows' numbers."""
+
+
+def bad_rows(n: int = 120, seed: int = 9) -> tuple[list, list, list[int]]:
+    """``n`` rows (reference lists) with the :data:`BAD_ROWS` spoiled, and the good rows."""
+    cands, refs = shuffled_rows(n, seed=seed)
+    refs = as_lists(refs)
+    cands[3] = cands[77] = None
+    refs[10] = []
+    refs[25] = [refs[25][0], None]
+    refs[40] = None
+    good = [i for i in range(n) if i not in BAD_ROWS]
+    return cands, refs, good
+
+
+def check_bad_rows(out: pd.DataFrame, cands: list, refs: list, good: list[int], model: str) -> None:
+    """Rows 0..n-1 once each; good rows equal ``score()`` on the good rows alone (idf, batches
+    of 7); bad rows have null scores and their message in ``error``."""
+    from rust_bertscore import score
+
+    out = out.sort_values("row").reset_index(drop=True)
+    assert out["row"].tolist() == list(range(len(cands)))
+    want = score(
+        [cands[i] for i in good], [refs[i] for i in good], model_type=model, **BAD_ROW_OPTIONS
+    )
+    for col, expected in zip("PRF", want):
+        np.testing.assert_allclose(out.loc[good, col].to_numpy(np.float64), expected, atol=1e-6)
+    assert out.loc[good, "error"].isna().all()
+    for row, message in BAD_ROWS.items():
+        assert out.loc[row, ["P", "R", "F"]].isna().all(), row
+        assert str(out.loc[row, "error"]).startswith(message), out.loc[row, "error"]

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 from distributed_data import (
+    BAD_ROW_OPTIONS,
     LONG_TEXT_OPTIONS,
     as_lists,
+    bad_rows,
+    check_bad_rows,
     check_scores,
     expected_scores,
     floor_case,
@@ -211,3 +214,23 @@ def test_actors_share_a_store(cluster, minilm_dir, tmp_path):
     distinct = {tuple(ids) for ids in load_tokenizer(str(minilm_dir)).encode(sorted(texts))}
     info = EmbeddingStore(tmp_path).info()
     assert info.entries == len(distinct) and info.damaged == 0
+
+
+def test_bad_rows_kept_with_null_scores(cluster, minilm_dir):
+    """on_error="null": bad rows get null scores and their message; the good rows the numbers
+    of score() on them alone (idf, batches of 7 pairs straddling engine batches)."""
+    cands, refs, good = bad_rows()
+    ds = _dataset(cands, refs, blocks=3).materialize()
+    out = score_dataset(
+        ds,
+        "hyp",
+        "ref",
+        index_col="row",
+        rows_per_batch=16,
+        concurrency=2,
+        model_type=str(minilm_dir),
+        on_error="null",
+        **BAD_ROW_OPTIONS,
+    ).materialize()
+    check_bad_rows(out.to_pandas(), cands, refs, good, str(minilm_dir))
+    assert summarize(out).count == len(good)

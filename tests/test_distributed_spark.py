@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from distributed_data import (
+    BAD_ROW_OPTIONS,
     LONG_TEXT_OPTIONS,
     as_lists,
+    bad_rows,
+    check_bad_rows,
     check_scores,
     expected_scores,
     floor_case,
@@ -153,3 +156,23 @@ def test_score_spark_with_a_store(spark, minilm_dir, tmp_path):
     texts = set(cands) | {r for g in refs for r in ([g] if isinstance(g, str) else g)}
     distinct = {tuple(ids) for ids in load_tokenizer(str(minilm_dir)).encode(sorted(texts))}
     assert EmbeddingStore(tmp_path).info().entries == len(distinct)
+
+
+def test_bad_rows_kept_with_null_scores(spark, minilm_dir):
+    """on_error="null": null P/R/F (Spark nulls) and a string error column for the bad rows,
+    score()'s numbers on the good rows alone for the others (idf, batches of 7)."""
+    cands, refs, good = bad_rows()
+    df = _frame(spark, cands, refs, 3, with_row=True)
+    scored = score_spark(
+        df,
+        "hyp",
+        "ref",
+        index_col="row",
+        model_type=str(minilm_dir),
+        on_error="null",
+        **BAD_ROW_OPTIONS,
+    ).cache()
+    assert dict(scored.dtypes)["error"] == "string" and dict(scored.dtypes)["F"] == "float"
+    assert scored.filter(scored["F"].isNull()).count() == len(cands) - len(good)
+    check_bad_rows(scored.toPandas(), cands, refs, good, str(minilm_dir))
+    assert summarize_spark(scored).count == len(good)

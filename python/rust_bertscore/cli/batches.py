@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+import numpy as np
+
 from ..analyses.corpus import BatchMaxima, pair_lengths
 from ..engine.settings import Scores
 from ..scoring.scorer import BERTScorer
@@ -62,3 +64,35 @@ def scored_chunks(
         yield scorer.score(  # type: ignore[misc]
             chunk.cands, chunk.refs, batch_size=batch_size, pad_floor=floors
         )
+
+
+def scored_chunks_keeping_bad_lines(
+    scorer: BERTScorer, source: Source, chunk_size: int, batch_size: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]]:
+    """``--on-error null``: P, R, F (NaN on bad lines) and every line's problem (None when
+    good) of each chunk. The good lines get the numbers of one ``scorer.score()`` call on them
+    alone: bad lines are left out of the padding floor's batches (a first pass over the good
+    lines) and of IDF (the caller's document frequencies count good lines only)."""
+    maxima = None
+    if not scorer.batch_independent:
+        maxima = BatchMaxima(batch_size)
+        for chunk in source.chunks(chunk_size):
+            good = chunk.good()
+            if good.cands:
+                maxima.add(*pair_lengths(scorer.scored_tokens, *flattened(good)))
+    start = 0
+    for chunk in source.chunks(chunk_size):
+        good = chunk.good()
+        errors = chunk.errors or [None] * len(chunk.cands)
+        keep = np.fromiter((e is None for e in errors), bool, len(errors))
+        scores = [np.full(len(errors), np.nan, dtype=np.float32) for _ in range(3)]
+        if good.cands:
+            floors = None
+            if maxima is not None:
+                cand_lengths, ref_lengths = pair_lengths(scorer.scored_tokens, *flattened(good))
+                floors = maxima.floors(start, cand_lengths, ref_lengths)
+                start += len(cand_lengths)
+            got = scorer.score(good.cands, good.refs, batch_size=batch_size, pad_floor=floors)  # type: ignore[misc]
+            for out, values in zip(scores, got):
+                out[keep] = values
+        yield scores[0], scores[1], scores[2], errors

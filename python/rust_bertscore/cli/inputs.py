@@ -9,10 +9,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, Union
 
+from ..stages.text import check_text
 from .common import CliError
 
 Refs = Union[list[str], list[list[str]]]
@@ -26,6 +27,16 @@ class Chunk:
 
     cands: list[str]
     refs: Refs
+    errors: list[str | None] = field(default_factory=list)
+    """With ``--on-error null``: each candidate's problem (``FILE:LINE: ...``), None when it is
+    good; a bad line's texts are placeholders (empty). Empty when every line is good."""
+
+    def good(self) -> Chunk:
+        """The chunk without its bad lines (errors dropped)."""
+        if not any(e is not None for e in self.errors):
+            return Chunk(self.cands, self.refs)
+        keep = [i for i, e in enumerate(self.errors) if e is None]
+        return Chunk([self.cands[i] for i in keep], [self.refs[i] for i in keep])  # type: ignore[arg-type]
 
 
 class Source:
@@ -48,6 +59,8 @@ class Source:
     idf_allowed: bool = True
     group_size: int | None = None
     """References per candidate when every candidate has the same number (None: not known)."""
+    on_error: str = "raise"
+    """``"null"``: a bad line becomes a chunk row with an error instead of a ``CliError``."""
 
     def chunks(self, size: int) -> Iterator[Chunk]:
         """Candidates and references, ``size`` candidates at a time."""
@@ -65,9 +78,11 @@ def looks_like_path(text: str) -> bool:
     return "/" in text or os.sep in text or bool(_PATH_SUFFIX.search(text))
 
 
-def _open_text(path: Path) -> TextIO:
+def _open_text(path: Path, errors: str = "strict") -> TextIO:
+    # errors="surrogateescape": invalid UTF-8 bytes become lone surrogates, which check_text
+    # reports line by line (--on-error null).
     try:
-        return open(path, encoding="utf-8")
+        return open(path, encoding="utf-8", errors=errors)
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -103,10 +118,19 @@ def _strip_newline(line: str) -> str:
     return line[:-1] if line.endswith("\n") else line
 
 
-def count_lines(path: Path) -> int:
+def count_lines(path: Path, errors: str = "strict") -> int:
     """Lines of a text file as Python iterates them (a last line without newline counts)."""
-    with _open_text(path) as f, _decoding(path):
+    with _open_text(path, errors) as f, _decoding(path):
         return sum(1 for _ in f)
+
+
+def _bad_text(text: str, where: str) -> str | None:
+    """``where: problem`` when ``text`` cannot be encoded, else None."""
+    try:
+        check_text(text, "the text")
+    except (TypeError, ValueError) as e:
+        return f"{where}: {e}"
+    return None
 
 
 class LineFiles(Source):
@@ -115,14 +139,16 @@ class LineFiles(Source):
     Several reference files give each candidate several references (bert_score's ``-r a b``).
     """
 
-    def __init__(self, cand: Path, refs: Sequence[Path]) -> None:
+    def __init__(self, cand: Path, refs: Sequence[Path], on_error: str = "raise") -> None:
         self.cand = cand
         self.refs = list(refs)
-        self.num_cands = count_lines(cand)
+        self.on_error = on_error
+        self._errors = "surrogateescape" if on_error == "null" else "strict"
+        self.num_cands = count_lines(cand, self._errors)
         if self.num_cands == 0:
             raise CliError(f"{cand}: empty file, no candidates to score")
         for ref in self.refs:
-            n = count_lines(ref)
+            n = count_lines(ref, self._errors)
             if n != self.num_cands:
                 raise CliError(
                     f"{ref} has {n} lines but the candidate file {cand} has {self.num_cands}: "
@@ -134,6 +160,9 @@ class LineFiles(Source):
         self.description = f"{cand} against {names}"
 
     def chunks(self, size: int) -> Iterator[Chunk]:
+        if self.on_error == "null":
+            yield from _chunked_with_errors(self._checked_lines(), size)
+            return
         with contextlib.ExitStack() as stack:
             files = [stack.enter_context(_open_text(p)) for p in [self.cand, *self.refs]]
             single = len(files) == 2
@@ -148,7 +177,30 @@ class LineFiles(Source):
             )
             yield from _chunked(pairs, size)
 
+    def _checked_lines(self) -> Iterator[tuple[str, object, str | None]]:
+        """(candidate, reference(s), problem) of every line; a bad line's texts are empty."""
+        paths = [self.cand, *self.refs]
+        with contextlib.ExitStack() as stack:
+            files = [stack.enter_context(_open_text(p, self._errors)) for p in paths]
+            for number, lines in enumerate(zip(*files), start=1):
+                texts = [_strip_newline(line) for line in lines]
+                problem = next(
+                    (
+                        bad
+                        for path, text in zip(paths, texts)
+                        if (bad := _bad_text(text, f"{path}:{number}")) is not None
+                    ),
+                    None,
+                )
+                if problem is not None:
+                    texts = [""] * len(texts)
+                refs = texts[1] if len(texts) == 2 else texts[1:]
+                yield texts[0], refs, problem
+
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        if self.on_error == "null":
+            yield from _good_ref_chunks(self, size)
+            return
         for path in self.refs:
             with _open_text(path) as f:
                 chunk: list[str] = []
@@ -186,13 +238,16 @@ class JsonlFile(Source):
     (a string, or a non-empty list of strings for several references). Blank lines are skipped.
     """
 
-    def __init__(self, path: Path, cand_field: str, ref_field: str) -> None:
+    def __init__(
+        self, path: Path, cand_field: str, ref_field: str, on_error: str = "raise"
+    ) -> None:
         self.path = path
         self.cand_field = cand_field
         self.ref_field = ref_field
+        self.on_error = on_error
         self.num_cands = 0
         self.num_refs = 0
-        for _, refs in self._records():
+        for _, refs, _problem in self._checked_records():
             self.num_cands += 1
             self.num_refs += len(refs)
         if self.num_cands == 0:
@@ -200,10 +255,38 @@ class JsonlFile(Source):
         self.description = f"{path} (fields {cand_field!r} and {ref_field!r})"
 
     def _records(self) -> Iterator[tuple[str, list[str]]]:
-        with _open_text(self.path) as f, _decoding(self.path):
+        for cand, refs, _ in self._checked_records():
+            yield cand, refs
+
+    def _checked_records(self) -> Iterator[tuple[str, list[str], str | None]]:
+        """(candidate, references, problem) of every record; with ``on_error="null"`` a bad
+        line (not JSON, fields missing or of the wrong type, text not encodable) gives empty
+        texts and its problem instead of a ``CliError``."""
+        errors = "surrogateescape" if self.on_error == "null" else "strict"
+        with _open_text(self.path, errors) as f, _decoding(self.path):
             for number, line in enumerate(f, start=1):
-                if line.strip():
-                    yield self._parse(line, number)
+                if not line.strip():
+                    continue
+                if self.on_error != "null":
+                    yield (*self._parse(line, number), None)
+                    continue
+                where = f"{self.path}:{number}"
+                try:
+                    bad = _bad_text(line, where)
+                    if bad is not None:
+                        raise CliError(bad)
+                    cand, refs = self._parse(line, number)
+                    for what, text in [
+                        (self.cand_field, cand),
+                        *((self.ref_field, r) for r in refs),
+                    ]:
+                        bad = _bad_text(text, f"{where}: field {what!r}")
+                        if bad is not None:
+                            raise CliError(bad)
+                except CliError as e:
+                    yield "", [""], str(e)
+                    continue
+                yield cand, refs, None
 
     def _parse(self, line: str, number: int) -> tuple[str, list[str]]:
         where = f"{self.path}:{number}"
@@ -234,9 +317,15 @@ class JsonlFile(Source):
         )
 
     def chunks(self, size: int) -> Iterator[Chunk]:
+        if self.on_error == "null":
+            yield from _chunked_with_errors(self._checked_records(), size)
+            return
         yield from _chunked(self._records(), size)
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
+        if self.on_error == "null":
+            yield from _good_ref_chunks(self, size)
+            return
         chunk: list[str] = []
         for _, group in self._records():
             chunk.extend(group)
@@ -261,6 +350,31 @@ def _chunked(pairs: Iterable[tuple[str, object]], size: int) -> Iterator[Chunk]:
         yield Chunk(cands, refs)
 
 
+def _chunked_with_errors(
+    rows: Iterable[tuple[str, object, str | None]], size: int
+) -> Iterator[Chunk]:
+    """:func:`_chunked` for (candidate, reference(s), problem) rows: chunks with ``errors``."""
+    cands: list[str] = []
+    refs: list = []
+    errors: list[str | None] = []
+    for cand, ref, problem in rows:
+        cands.append(cand)
+        refs.append(ref)
+        errors.append(problem)
+        if len(cands) == size:
+            yield Chunk(cands, refs, errors)
+            cands, refs, errors = [], [], []
+    if cands:
+        yield Chunk(cands, refs, errors)
+
+
+def _good_ref_chunks(source: Source, size: int) -> Iterator[list[str]]:
+    """The references of ``source``'s good lines (for IDF), about ``size`` at a time."""
+    for chunk in source.chunks(size):
+        good = chunk.good()
+        yield [r for g in good.refs for r in ([g] if isinstance(g, str) else g)]
+
+
 def _json_type(value: object) -> str:
     if value is None:
         return "null"
@@ -281,6 +395,7 @@ def open_source(
     jsonl: str | None,
     cand_field: str,
     ref_field: str,
+    on_error: str = "raise",
 ) -> Source:
     """Pick the input kind the way bert-score's CLI does.
 
@@ -291,7 +406,7 @@ def open_source(
     if jsonl is not None:
         if cand is not None or refs:
             raise CliError("give either --jsonl FILE or -c/-r, not both")
-        return JsonlFile(Path(jsonl), cand_field, ref_field)
+        return JsonlFile(Path(jsonl), cand_field, ref_field, on_error)
     if cand is None or not refs:
         raise CliError(
             "nothing to score: give -c/--cand and -r/--ref (files or texts), or --jsonl FILE"
@@ -300,7 +415,7 @@ def open_source(
         for ref in refs:
             if not os.path.isfile(ref):
                 raise CliError(_not_a_file(ref, "reference"))
-        return LineFiles(Path(cand), [Path(r) for r in refs])
+        return LineFiles(Path(cand), [Path(r) for r in refs], on_error)
     ref_files = [r for r in refs if os.path.isfile(r)]
     if ref_files:
         raise CliError(

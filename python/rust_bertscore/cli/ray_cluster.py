@@ -44,8 +44,9 @@ def add_flags(parser: argparse._ActionsContainer) -> None:
 
 def ray_scored_chunks(
     args: argparse.Namespace, source: Source
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """P, R, F of ``source``'s candidates, in input order, scored on Ray."""
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None] | None]]:
+    """P, R, F of ``source``'s candidates, in input order, scored on Ray, and the lines'
+    problems with ``--on-error null`` (a bad line goes to Ray as missing texts: null scores)."""
     try:
         import pandas as pd
         import ray
@@ -67,13 +68,19 @@ def ray_scored_chunks(
     actors = args.ray_actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
     debug(args, f"Ray cluster {ray.get_runtime_context().gcs_address}: {actors} actors")
     frames = []
+    errors: list[str | None] = []
     start = 0
     for chunk in source.chunks(ROWS_PER_BLOCK):
         refs = [[r] if isinstance(r, str) else list(r) for r in chunk.refs]
+        cands: list[str | None] = list(chunk.cands)
+        for i, problem in enumerate(chunk.errors):
+            if problem is not None:
+                cands[i] = None
+        errors.extend(chunk.errors or [None] * len(cands))
         frames.append(
             pd.DataFrame(
                 {
-                    "cand": chunk.cands,
+                    "cand": cands,
                     "ref": refs,
                     "row": np.arange(start, start + len(refs), dtype=np.int64),
                 }
@@ -88,9 +95,11 @@ def ray_scored_chunks(
         index_col="row",
         concurrency=actors,
         batch_independent=args.batch_independent,
+        on_error=args.on_error,
         **scorer_options(args),
     )
     out = scored.select_columns(["row", "P", "R", "F"]).to_pandas().sort_values("row")
     P, R, F = (out[c].to_numpy(dtype=np.float32) for c in "PRF")
     for lo in range(0, len(P), ROWS_PER_BLOCK):
-        yield P[lo : lo + ROWS_PER_BLOCK], R[lo : lo + ROWS_PER_BLOCK], F[lo : lo + ROWS_PER_BLOCK]
+        hi = lo + ROWS_PER_BLOCK
+        yield P[lo:hi], R[lo:hi], F[lo:hi], errors[lo:hi] if args.on_error == "null" else None

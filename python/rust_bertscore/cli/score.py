@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import TextIO
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..analyses.corpus import document_frequencies, idf_dict
 from ..scoring.scorer import BERTScorer
 from . import ray_cluster as cli_ray
-from .batches import scored_chunks
+from .batches import scored_chunks, scored_chunks_keeping_bad_lines
 from .common import (
     CliError,
     add_common_flags,
@@ -113,6 +114,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="N",
         help=f"candidates read and scored at a time ({DEFAULT_CHUNK_LINES})",
     )
+    output.add_argument(
+        "--on-error",
+        choices=("raise", "null"),
+        default="raise",
+        help="a bad line (JSONL not parsed, a field missing or not a string, text not valid "
+        "UTF-8): stop with an error naming it (raise, the default), or leave its scores empty "
+        "(null, a message on stderr names its line) and score the other lines as if it were "
+        "absent (IDF and the padding floor over the good lines)",
+    )
     add_common_flags(output)
     cli_ray.add_flags(p.add_argument_group("cluster"))
     # Accepted for bert-score compatibility; they change nothing here.
@@ -139,7 +149,14 @@ class Writer:
     def begin(self) -> None:
         pass
 
-    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+    def pairs(
+        self,
+        start: int,
+        P: np.ndarray,
+        R: np.ndarray,
+        F: np.ndarray,
+        errors: list[str | None] | None = None,
+    ) -> None:
         pass
 
     def end(self, means: np.ndarray, count: int) -> None:
@@ -150,12 +167,26 @@ class Writer:
         return f"{self.hash} P: {p:.6f} R: {r:.6f} F1: {f:.6f}"
 
 
+def _lines(P: np.ndarray, R: np.ndarray, F: np.ndarray) -> str:
+    """``P\\tR\\tF`` lines, fields empty where the scores are NaN (a bad line kept)."""
+    return "".join(
+        "\t\t\n" if f != f else f"{p:.6f}\t{r:.6f}\t{f:.6f}\n" for p, r, f in zip(P, R, F)
+    )
+
+
 class TextWriter(Writer):
     """bert-score's output: ``P\\tR\\tF`` lines with ``-s``, then the summary line."""
 
-    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+    def pairs(
+        self,
+        start: int,
+        P: np.ndarray,
+        R: np.ndarray,
+        F: np.ndarray,
+        errors: list[str | None] | None = None,
+    ) -> None:
         if self.args.seg_level:
-            self.out.write("".join(f"{p:.6f}\t{r:.6f}\t{f:.6f}\n" for p, r, f in zip(P, R, F)))
+            self.out.write(_lines(P, R, F))
             self.out.flush()
 
     def end(self, means: np.ndarray, count: int) -> None:
@@ -168,8 +199,15 @@ class TsvWriter(Writer):
     def begin(self) -> None:
         self.out.write("P\tR\tF1\n")
 
-    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
-        self.out.write("".join(f"{p:.6f}\t{r:.6f}\t{f:.6f}\n" for p, r, f in zip(P, R, F)))
+    def pairs(
+        self,
+        start: int,
+        P: np.ndarray,
+        R: np.ndarray,
+        F: np.ndarray,
+        errors: list[str | None] | None = None,
+    ) -> None:
+        self.out.write(_lines(P, R, F))
         self.out.flush()
 
     def end(self, means: np.ndarray, count: int) -> None:
@@ -184,11 +222,24 @@ class JsonWriter(Writer):
         self.out.write(json.dumps(head)[:-1] + ', "pairs": [')
         self._first = True
 
-    def pairs(self, start: int, P: np.ndarray, R: np.ndarray, F: np.ndarray) -> None:
+    def pairs(
+        self,
+        start: int,
+        P: np.ndarray,
+        R: np.ndarray,
+        F: np.ndarray,
+        errors: list[str | None] | None = None,
+    ) -> None:
         parts = []
         for i, (p, r, f) in enumerate(zip(P, R, F), start=start):
             sep = "\n" if self._first else ",\n"
             self._first = False
+            if f != f:  # a bad line kept (--on-error null)
+                error = json.dumps(errors[i - start] if errors else None)
+                parts.append(
+                    f'{sep}{{"index": {i}, "P": null, "R": null, "F1": null, "error": {error}}}'
+                )
+                continue
             # str() of a float32 is its shortest round-trip form, a valid JSON number.
             parts.append(f'{sep}{{"index": {i}, "P": {p!s}, "R": {r!s}, "F1": {f!s}}}')
         self.out.write("".join(parts))
@@ -208,7 +259,9 @@ WRITERS = {"text": TextWriter, "tsv": TsvWriter, "json": JsonWriter}
 
 def run(args: argparse.Namespace) -> int:
     """Score, write the output, return the exit code."""
-    source: Source = open_source(args.cand, args.ref, args.jsonl, args.cand_field, args.ref_field)
+    source: Source = open_source(
+        args.cand, args.ref, args.jsonl, args.cand_field, args.ref_field, args.on_error
+    )
     if args.idf and not source.idf_allowed:
         raise CliError(
             "--idf needs reference files: IDF over a single pair of sentences is not supported "
@@ -238,21 +291,37 @@ def run(args: argparse.Namespace) -> int:
     writer = WRITERS[args.format](sys.stdout, args, scorer)
     writer.begin()
     sums = np.zeros(3, dtype=np.float64)
-    count = 0
+    count = lines = bad = 0
     start = time.perf_counter()
     with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
-        chunks = (
-            cli_ray.ray_scored_chunks(args, source)
-            if use_ray
-            else scored_chunks(scorer, source, args.chunk_size, args.batch_size)
-        )
-        for P, R, F in chunks:
-            writer.pairs(count, P, R, F)
-            sums += [x.sum(dtype=np.float64) for x in (P, R, F)]
-            count += len(P)
+        for P, R, F, errors in _chunks(args, scorer, source, use_ray):
+            writer.pairs(lines, P, R, F, errors)
+            for message in errors or ():
+                if message is not None:
+                    info(args, f"{message} (scores left empty)")
+                    bad += 1
+            good = ~np.isnan(F)
+            sums += [x[good].sum(dtype=np.float64) for x in (P, R, F)]
+            count += int(good.sum())
+            lines += len(P)
             bar.update(len(P))
-    writer.end(sums / count, count)
+    if bad:
+        info(args, f"{bad} of {lines} lines left unscored (--on-error null)")
+    writer.end(sums / count if count else np.full(3, np.nan), count)
     sys.stdout.flush()
     elapsed = max(time.perf_counter() - start, 1e-9)
     debug(args, f"scored {count} candidates in {elapsed:.2f} s ({count / elapsed:.1f} texts/s)")
     return 0
+
+
+def _chunks(
+    args: argparse.Namespace, scorer: BERTScorer, source: Source, use_ray: bool
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None] | None]]:
+    """P, R, F and the lines' problems (None: no bad lines possible) of each chunk."""
+    if use_ray:
+        yield from cli_ray.ray_scored_chunks(args, source)
+    elif args.on_error == "null":
+        yield from scored_chunks_keeping_bad_lines(scorer, source, args.chunk_size, args.batch_size)
+    else:
+        for P, R, F in scored_chunks(scorer, source, args.chunk_size, args.batch_size):
+            yield P, R, F, None

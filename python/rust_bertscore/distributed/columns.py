@@ -69,8 +69,8 @@ def check_input_columns(
     taken = [c for c in score_cols if c in columns]
     if taken:
         raise ValueError(
-            f"the dataset already has a column {taken[0]!r}: pass score_cols=(...) with other "
-            "names for the scores"
+            f"the dataset already has a column {taken[0]!r}: pass score_cols=(...) (or "
+            "error_col=) with other names for the added columns"
         )
 
 
@@ -91,12 +91,19 @@ def with_columns(batch: Batch, new: Mapping[str, np.ndarray]) -> Batch:
     """The batch with the ``new`` columns added (replacing columns of the same name)."""
     kind = _kind(batch)
     if kind == "pandas":
-        return batch.assign(**new)
+        import pandas as pd
+
+        # Text columns (str or None) as pandas' string dtype: Arrow's string type in every
+        # batch, even one whose cells are all None.
+        typed = {k: pd.array(v, dtype="string") if v.dtype == object else v for k, v in new.items()}
+        return batch.assign(**typed)
     if kind == "arrow":
         import pyarrow as pa
 
         for name, values in new.items():
-            array = pa.array(values)
+            # NaN scores (rows left unscored) become nulls; text columns are strings.
+            text = values.dtype == object
+            array = pa.array(values, type=pa.string() if text else None, from_pandas=True)
             if name in batch.column_names:
                 batch = batch.set_column(batch.column_names.index(name), name, array)
             else:
@@ -135,8 +142,69 @@ def ref_groups(values: list, col: str, index: np.ndarray) -> list[list[str]]:
     return out
 
 
-def _text(value: object, col: str, row: int) -> str:
+ON_ERROR = ("raise", "null")
+"""``on_error`` values: raise on the first bad row, or give bad rows null scores."""
+
+ERROR_COLUMN = "error"
+"""Default name of the column holding a bad row's message (``on_error="null"``)."""
+
+
+def check_on_error(on_error: str) -> str:
+    """``on_error`` itself, or a ``ValueError`` naming the allowed values."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
+    return on_error
+
+
+def checked_rows(
+    cand_values: list,
+    ref_values: list,
+    cand_col: str,
+    ref_col: str,
+    index: np.ndarray,
+    on_error: str,
+) -> tuple[list[str], list[list[str]], list[str | None]]:
+    """The candidates and reference lists of the good rows, and every row's error (None: good).
+
+    A row is bad when its candidate or a reference is missing, not a str or cannot be encoded
+    (a lone surrogate), or its reference list is empty. ``on_error="raise"`` raises
+    :class:`DistributedInputError` at the first bad row (candidates checked before references);
+    ``"null"`` records its message and leaves the row out of the returned texts.
+    """
+    if on_error == "raise":
+        return texts(cand_values, cand_col, index), ref_groups(ref_values, ref_col, index), []
+    cands: list[str] = []
+    groups: list[list[str]] = []
+    errors: list[str | None] = []
+    for cand, ref, row in zip(cand_values, ref_values, index.tolist()):
+        try:
+            good_cand = _text(cand, cand_col, row)
+            group = ref_groups([ref], ref_col, np.array([row]))[0]
+        except DistributedInputError as e:
+            errors.append(str(e))
+            continue
+        cands.append(good_cand)
+        groups.append(group)
+        errors.append(None)
+    return cands, groups, errors
+
+
+def good_rows(errors: list[str | None], n: int) -> np.ndarray:
+    """Boolean mask of the rows without an error (all of them when ``errors`` is empty)."""
+    if not errors:
+        return np.ones(n, dtype=bool)
+    return np.fromiter((e is None for e in errors), bool, len(errors))
+
+
+def _missing(value: object) -> bool:
+    """None, a float NaN, or pandas' ``NA``/``NaT`` (pandas' string columns hold ``pd.NA``)."""
     if value is None or (isinstance(value, float) and value != value):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _text(value: object, col: str, row: int) -> str:
+    if _missing(value):
         raise DistributedInputError(
             f"row {row}: column {col!r} holds a missing value ({value}), expected a str: drop "
             "or fill missing texts first"

@@ -14,13 +14,15 @@ from ..analyses.corpus import pair_lengths
 from ..engine.settings import SCORE_BATCH_SIZE
 from ..scoring.scorer import BERTScorer
 from .columns import (
+    ERROR_COLUMN,
     Batch,
     DistributedInputError,
+    check_on_error,
+    checked_rows,
     column,
     column_names,
+    good_rows,
     num_rows,
-    ref_groups,
-    texts,
     with_columns,
 )
 from .plan import ScorePlan, flatten, row_index
@@ -76,6 +78,14 @@ class BERTScoreBatch:
     num_threads : int, optional
         Threads of the encoder and kernel on the worker (default: ``RUST_BERTSCORE_NUM_THREADS``
         or all cores); give each worker its share of the node's cores.
+    on_error : {"raise", "null"}
+        A bad row (candidate or reference missing, not a str, or not encodable as UTF-8; an
+        empty reference list): ``"raise"`` raises :class:`DistributedInputError` naming it;
+        ``"null"`` gives it NaN (null in Arrow and Spark) P, R and F and its message in
+        ``error_col``, and scores the other rows as if it were absent. A plan must have been
+        made with the same ``on_error``.
+    error_col : str
+        Column of messages with ``on_error="null"`` (None for good rows); not added otherwise.
     **options
         ``BERTScorer`` arguments: ``model_type``, ``num_layers``, ``idf``, ``device``,
         ``lang``, ``rescale_with_baseline``, ``baseline_path``, ``precision``,
@@ -90,6 +100,13 @@ class BERTScoreBatch:
     >>> out = op({"hyp": ["the cat sat", "dogs run"], "ref": ["a cat sat", ["dogs ran", "a dog"]]})
     >>> sorted(out), out["F"].dtype, out["F"].shape
     (['F', 'P', 'R', 'hyp', 'ref'], dtype('float32'), (2,))
+
+    Bad rows kept, with null scores and a message:
+
+    >>> op = BERTScoreBatch("hyp", "ref", on_error="null")
+    >>> out = op({"hyp": ["the cat sat", None], "ref": ["a cat sat", "dogs ran"]})
+    >>> bool(out["F"][0] > 0.5), bool(out["F"][1] != out["F"][1]), out["error"][1][:35]
+    (True, True, "row 1: column 'hyp' holds a missing")
     """
 
     def __init__(
@@ -102,6 +119,8 @@ class BERTScoreBatch:
         batch_size: int = SCORE_BATCH_SIZE,
         score_cols: tuple[str, str, str] = SCORE_COLUMNS,
         num_threads: int | None = None,
+        on_error: str = "raise",
+        error_col: str = ERROR_COLUMN,
         **options: Any,
     ) -> None:
         for name, value in (("cand_col", cand_col), ("ref_col", ref_col)):
@@ -109,9 +128,14 @@ class BERTScoreBatch:
                 raise TypeError(f"{name} must be a column name (a non-empty str), got {value!r}")
         if len(score_cols) != 3 or len(set(score_cols)) != 3:
             raise ValueError(f"score_cols must be three different names, got {score_cols!r}")
-        clash = {cand_col, ref_col, index_col} & set(score_cols)
+        self.on_error = check_on_error(on_error)
+        added = (*score_cols, error_col) if on_error == "null" else tuple(score_cols)
+        if len(set(added)) != len(added):
+            raise ValueError(f"error_col {error_col!r} is also a score column")
+        clash = {cand_col, ref_col, index_col} & set(added)
         if clash:
             raise ValueError(f"score column {clash.pop()!r} would overwrite an input column")
+        self.error_col = error_col
         self.options = check_options(options)
         self.cand_col = cand_col
         self.ref_col = ref_col
@@ -128,6 +152,11 @@ class BERTScoreBatch:
             )
         if plan is not None and plan.maxima is not None and index_col is None:
             raise ValueError("a plan with padding floors needs index_col, the global row numbers")
+        if plan is not None and plan.on_error != self.on_error:
+            raise ValueError(
+                f"the plan was made with on_error={plan.on_error!r}, not {self.on_error!r}: bad "
+                "rows must be left out of both passes or of neither"
+            )
         if plan is not None and plan.batch_size != self.batch_size:
             raise ValueError(
                 f"the plan was made for batch_size={plan.batch_size}, not {self.batch_size}"
@@ -170,19 +199,46 @@ class BERTScoreBatch:
         if missing:
             raise ValueError(f"{where} has no {' and no '.join(missing)}; its columns are {names}")
 
+    @property
+    def added_columns(self) -> tuple[str, ...]:
+        """Names of the columns the operator adds (the scores, then the error column)."""
+        if self.on_error == "null":
+            return (*self.score_cols, self.error_col)
+        return tuple(self.score_cols)
+
     def __call__(self, batch: Batch) -> Batch:
-        """The batch with the score columns added (float32)."""
+        """The batch with the score columns added (float32; NaN for bad rows with
+        ``on_error="null"``, then the error column)."""
         self.check_columns(column_names(batch), "the batch")
         n = num_rows(batch)
         if self.index_col is not None:
             index = row_index(batch, self.index_col)
         else:
             index = np.arange(n, dtype=np.int64)
-        cands = texts(column(batch, self.cand_col), self.cand_col, index)
-        groups = ref_groups(column(batch, self.ref_col), self.ref_col, index)
-        if n == 0:
-            empty = np.zeros(0, dtype=np.float32)
-            return with_columns(batch, dict.fromkeys(self.score_cols, empty))
+        cands, groups, errors = checked_rows(
+            column(batch, self.cand_col),
+            column(batch, self.ref_col),
+            self.cand_col,
+            self.ref_col,
+            index,
+            self.on_error,
+        )
+        good = good_rows(errors, n)
+        scores = [np.full(n, np.nan, dtype=np.float32) for _ in range(3)]
+        if good.any():
+            for out, got in zip(scores, self._score(cands, groups, index[good])):
+                out[good] = got
+        new = dict(zip(self.score_cols, scores))
+        if self.on_error == "null":
+            messages = np.empty(n, dtype=object)
+            messages[:] = errors
+            new[self.error_col] = messages
+        return with_columns(batch, new)
+
+    def _score(
+        self, cands: list[str], groups: list[list[str]], index: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """P, R, F of good rows ``index`` (global numbers) with these texts."""
         scorer = self.scorer
         flat_cands, flat_refs, counts = flatten(cands, groups)
         floors = None
@@ -198,7 +254,7 @@ class BERTScoreBatch:
             raise DistributedInputError(
                 f"rows {int(index[0])}..{int(index[-1])} could not be scored: {e}"
             ) from e
-        return with_columns(batch, dict(zip(self.score_cols, (P, R, F))))
+        return P, R, F
 
     def map_pandas(self, frames: Iterable[Batch]) -> Iterator[Batch]:
         """Spark's ``mapInPandas`` protocol: an iterator of DataFrames in, one out."""

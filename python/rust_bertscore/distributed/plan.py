@@ -38,7 +38,7 @@ from ..analyses.corpus import BatchMaxima, document_frequencies, idf_dict, pair_
 from ..stages.options import ScoringOptions
 from ..stages.scored_tokens import ScoredTokens
 from ..stages.tokenization.tokenizer import TextTokenizer
-from .columns import Batch, DistributedInputError, column, ref_groups, texts
+from .columns import Batch, DistributedInputError, checked_rows, column, good_rows, ref_groups
 
 
 @functools.lru_cache(maxsize=4)
@@ -72,11 +72,22 @@ def flatten(
     return flat_cands, flat_refs, counts
 
 
-def count_pairs(batch: Batch, ref_col: str, index_col: str) -> bytes:
-    """Pass 1 on one engine batch: (row index, number of pairs) of every row, pickled."""
+def count_pairs(
+    batch: Batch, ref_col: str, index_col: str, cand_col: str | None = None, on_error: str = "raise"
+) -> bytes:
+    """Pass 1 on one engine batch: (row index, number of pairs) of every row, pickled. With
+    ``on_error="null"`` (``cand_col`` given) a bad row counts no pairs: it is left out."""
     index = row_index(batch, index_col)
-    groups = ref_groups(column(batch, ref_col), ref_col, index)
-    counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
+    if on_error == "null" and cand_col is not None:
+        cands = column(batch, cand_col)
+        _, groups, errors = checked_rows(
+            cands, column(batch, ref_col), cand_col, ref_col, index, on_error
+        )
+        counts = np.zeros(len(index), dtype=np.int64)
+        counts[good_rows(errors, len(index))] = [len(g) for g in groups]
+    else:
+        groups = ref_groups(column(batch, ref_col), ref_col, index)
+        counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
     return pickle.dumps((index, counts), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -91,18 +102,21 @@ def batch_statistics(
     batch_size: int,
     floors: bool,
     idf: bool,
+    on_error: str = "raise",
 ) -> bytes:
     """Pass 2 on one engine batch, pickled: the longest candidate/reference per scoring batch
     met here (``floors``) and the references' document frequencies (``idf``), counted as a
     scorer with the options of ``tokenizer`` (a plain ``TextTokenizer``: the defaults) counts
-    them."""
+    them. With ``on_error="null"`` bad rows are left out of both."""
     if isinstance(tokenizer, TextTokenizer):
         tokenizer = ScoredTokens(tokenizer, ScoringOptions())
-    index = row_index(batch, index_col)
-    cands = texts(column(batch, cand_col), cand_col, index)
-    groups = ref_groups(column(batch, ref_col), ref_col, index)
+    all_rows = row_index(batch, index_col)
+    cands, groups, errors = checked_rows(
+        column(batch, cand_col), column(batch, ref_col), cand_col, ref_col, all_rows, on_error
+    )
+    index = all_rows[good_rows(errors, len(all_rows))]
     flat_cands, flat_refs, counts = flatten(cands, groups)
-    out: dict[str, object] = {"rows": len(index)}
+    out: dict[str, object] = {"rows": len(all_rows)}
     if floors:
         cand_len, ref_len = pair_lengths(tokenizer, flat_cands, flat_refs)
         ids = pair_positions(pair_offsets, index, counts) // batch_size
@@ -150,6 +164,8 @@ class ScorePlan:
         Document frequency of every token id over all references; None without IDF.
     num_refs : int
         References counted for IDF (the ``M`` of ``ln((M+1)/(df+1))``).
+    on_error : {"raise", "null"}
+        ``"null"``: bad rows were left out (no pairs, no references counted).
 
     Examples
     --------
@@ -168,6 +184,7 @@ class ScorePlan:
     maxima: BatchMaxima | None = None
     df: np.ndarray | None = None
     num_refs: int = 0
+    on_error: str = "raise"
 
     @property
     def num_pairs(self) -> int:
@@ -203,7 +220,10 @@ class ScorePlan:
 class PlanBuilder:
     """Combines the per-batch results of the two passes into a :class:`ScorePlan`."""
 
-    def __init__(self, num_rows: int, batch_size: int, *, floors: bool, idf: bool) -> None:
+    def __init__(
+        self, num_rows: int, batch_size: int, *, floors: bool, idf: bool, on_error: str = "raise"
+    ) -> None:
+        self.on_error = on_error
         self.num_rows = num_rows
         self.batch_size = batch_size
         self.use_floors = floors
@@ -300,6 +320,7 @@ class PlanBuilder:
             maxima=maxima,
             df=self._df if self.use_idf else None,
             num_refs=self._refs,
+            on_error=self.on_error,
         )
 
 
@@ -370,6 +391,7 @@ def statistics_part(
     floors: bool,
     idf: bool,
     options: ScoringOptions | None = None,
+    on_error: str = "raise",
 ) -> bytes:
     """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang`` and the
     scorer's ``options`` (long texts, exclusions)."""
@@ -383,6 +405,7 @@ def statistics_part(
         batch_size=batch_size,
         floors=floors,
         idf=idf,
+        on_error=on_error,
     )
 
 
@@ -400,16 +423,21 @@ def first_pass(
     model_type: str | None,
     lang: str | None,
     options: ScoringOptions | None = None,
+    on_error: str = "raise",
 ) -> ScorePlan:
     """Both passes of the plan over a dataset of ``num_rows`` rows.
 
     ``map_parts(fn)`` runs ``fn`` on every engine batch (on the workers) and yields the results
     on the driver; ``list_refs()`` says whether the reference column holds lists (asked only
-    when ``floors``: plain strings need no pair count).
+    when ``floors``: plain strings need no pair count). With ``on_error="null"`` bad rows are
+    left out of the plan (no pairs: the pair count runs even for plain strings; no references
+    counted for IDF), so the good rows get the numbers of one ``score()`` call on them alone.
     """
-    builder = PlanBuilder(num_rows, batch_size, floors=floors, idf=idf)
-    if floors and list_refs():
-        counts_of = functools.partial(count_pairs, ref_col=ref_col, index_col=index_col)
+    builder = PlanBuilder(num_rows, batch_size, floors=floors, idf=idf, on_error=on_error)
+    if floors and (on_error == "null" or list_refs()):
+        counts_of = functools.partial(
+            count_pairs, ref_col=ref_col, index_col=index_col, cand_col=cand_col, on_error=on_error
+        )
         for part in map_parts(counts_of):
             builder.add_counts(part)
         builder.finish_counts()
@@ -426,6 +454,7 @@ def first_pass(
             floors=floors,
             idf=idf,
             options=options,
+            on_error=on_error,
         )
         for part in map_parts(stats_of):
             builder.add_statistics(part)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..engine.settings import SCORE_BATCH_SIZE
 from ..stages.options import ScoringOptions
-from .columns import Batch, check_input_columns, column
+from .columns import ERROR_COLUMN, Batch, check_input_columns, check_on_error, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing
 from .summary import Summary, partial_sums
@@ -131,6 +131,7 @@ def plan_dataset(
     lang: str | None = None,
     options: ScoringOptions | None = None,
     rows_per_batch: int = ROWS_PER_BATCH,
+    on_error: str = "raise",
 ) -> ScorePlan:
     """The first pass over ``ds`` (tokenizer only, as Ray tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
@@ -165,6 +166,7 @@ def plan_dataset(
         model_type=model_type,
         lang=lang,
         options=options,
+        on_error=check_on_error(on_error),
     )
 
 
@@ -180,6 +182,8 @@ def score_dataset(
     rows_per_batch: int = ROWS_PER_BATCH,
     batch_size: int = SCORE_BATCH_SIZE,
     score_cols: tuple[str, str, str] = SCORE_COLUMNS,
+    on_error: str = "raise",
+    error_col: str = ERROR_COLUMN,
     **options: Any,
 ) -> ray.data.Dataset:
     """BERTScore of every row of a Ray Dataset: the rows with ``P``, ``R``, ``F`` columns.
@@ -211,6 +215,14 @@ def score_dataset(
         bert_score's scoring batch (pairs; decides the padding floor), as ``score()``.
     score_cols : (str, str, str)
         Names of the added columns.
+    on_error : {"raise", "null"}
+        ``"raise"``: a bad row (candidate or reference missing, not a str, or not encodable as
+        UTF-8; an empty reference list) raises :class:`DistributedInputError` naming its row.
+        ``"null"``: it gets null P, R and F and its message in ``error_col``, and the other rows
+        get the numbers of one ``score()`` call on them alone (IDF and the padding floor over
+        the good rows).
+    error_col : str
+        Name of the message column added with ``on_error="null"`` (None on good rows).
     **options
         ``BERTScorer``/``score()`` options: ``model_type``, ``num_layers``, ``idf``, ``lang``,
         ``rescale_with_baseline``, ``baseline_path``, ``precision``, ``device``,
@@ -239,7 +251,9 @@ def score_dataset(
     options = check_options(options)
     # Names and options are checked before any work.
     columns = list(ds.columns())
-    check_input_columns(columns, cand_col, ref_col, score_cols)
+    on_error = check_on_error(on_error)
+    added = (*score_cols, error_col) if on_error == "null" else tuple(score_cols)
+    check_input_columns(columns, cand_col, ref_col, added)
     pool = _actor_pool(concurrency)
     need = indexing(options, index_col, columns)
     index_col, plan, n = need.index_col, None, None
@@ -260,6 +274,7 @@ def score_dataset(
             model_type=options.get("model_type"),
             lang=options.get("lang"),
             options=ScoringOptions.from_mapping(options),
+            on_error=on_error,
             rows_per_batch=rows_per_batch,
         )
     kwargs: dict[str, Any] = dict(
@@ -267,6 +282,8 @@ def score_dataset(
         plan=plan,
         batch_size=batch_size,
         score_cols=score_cols,
+        on_error=on_error,
+        error_col=error_col,
         num_threads=max(1, int(num_cpus)) if num_gpus == 0 else None,
         **options,
     )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.settings import SCORE_BATCH_SIZE
 from ..stages.options import ScoringOptions
-from .columns import Batch, check_input_columns
+from .columns import ERROR_COLUMN, Batch, check_input_columns, check_on_error
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing
 from .spark_python import check_worker_python
@@ -67,7 +67,8 @@ def _is_list_column(df: DataFrame, name: str) -> bool:
 
 
 def _collect(df: DataFrame) -> Iterator[bytes]:
-    for row in df.toLocalIterator():
+    # One job per partition, the next one prefetched while the driver combines this one.
+    for row in df.toLocalIterator(prefetchPartitions=True):
         yield bytes(row["part"])
 
 
@@ -84,6 +85,7 @@ def plan_spark(
     model_type: str | None = None,
     lang: str | None = None,
     options: ScoringOptions | None = None,
+    on_error: str = "raise",
 ) -> ScorePlan:
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
@@ -121,13 +123,17 @@ def plan_spark(
         model_type=model_type,
         lang=lang,
         options=options,
+        on_error=check_on_error(on_error),
     )
 
 
 def score_schema(
-    schema: StructType, score_cols: tuple[str, str, str] = SCORE_COLUMNS
+    schema: StructType,
+    score_cols: tuple[str, str, str] = SCORE_COLUMNS,
+    error_col: str | None = None,
 ) -> StructType:
-    """``schema`` with float P, R and F fields added (the output schema of ``mapInPandas``).
+    """``schema`` with float P, R and F fields added (the output schema of ``mapInPandas``),
+    and a string field ``error_col`` when given (for ``on_error="null"``).
 
     Examples
     --------
@@ -138,9 +144,12 @@ def score_schema(
     ['hyp', 'ref', 'P', 'R', 'F']
     """
     _require_spark()
-    from pyspark.sql.types import FloatType, StructField, StructType
+    from pyspark.sql.types import FloatType, StringType, StructField, StructType
 
-    return StructType([*schema.fields, *(StructField(c, FloatType(), True) for c in score_cols)])
+    fields = [*schema.fields, *(StructField(c, FloatType(), True) for c in score_cols)]
+    if error_col is not None:
+        fields.append(StructField(error_col, StringType(), True))
+    return StructType(fields)
 
 
 def map_in_pandas(
@@ -173,6 +182,8 @@ def score_spark(
     batch_size: int = SCORE_BATCH_SIZE,
     score_cols: tuple[str, str, str] = SCORE_COLUMNS,
     num_threads: int | None = None,
+    on_error: str = "raise",
+    error_col: str = ERROR_COLUMN,
     **options: Any,
 ) -> DataFrame:
     """BERTScore of every row of a Spark DataFrame: its rows with ``P``, ``R``, ``F`` columns.
@@ -200,6 +211,14 @@ def score_spark(
     num_threads : int, optional
         Encoder and kernel threads per Python worker: set it to the executor's cores divided by
         its tasks (``spark.executor.cores / spark.task.cpus``) to avoid oversubscription.
+    on_error : {"raise", "null"}
+        ``"raise"``: a bad row (candidate or reference missing, not a string, or not encodable
+        as UTF-8; an empty reference list) fails the job with :class:`DistributedInputError`
+        naming its row. ``"null"``: it gets null P, R and F and its message in ``error_col``,
+        and the other rows get the numbers of one ``score()`` call on them alone (IDF and the
+        padding floor over the good rows).
+    error_col : str
+        Name of the string column added with ``on_error="null"`` (null on good rows).
     **options
         ``BERTScorer``/``score()`` options (``model_type``, ``idf``, ``lang``, ...).
 
@@ -232,7 +251,9 @@ def score_spark(
     check_worker_python(df.sparkSession)
     options = check_options(options)
     columns = list(df.columns)
-    check_input_columns(columns, cand_col, ref_col, score_cols)
+    on_error = check_on_error(on_error)
+    added = (*score_cols, error_col) if on_error == "null" else tuple(score_cols)
+    check_input_columns(columns, cand_col, ref_col, added)
     need = indexing(options, index_col, columns)
     index_col, plan, n = need.index_col, None, None
     if need.number_rows:
@@ -252,6 +273,7 @@ def score_spark(
             model_type=options.get("model_type"),
             lang=options.get("lang"),
             options=ScoringOptions.from_mapping(options),
+            on_error=on_error,
         )
     fn = map_in_pandas(
         cand_col,
@@ -261,9 +283,12 @@ def score_spark(
         batch_size=batch_size,
         score_cols=score_cols,
         num_threads=num_threads,
+        on_error=on_error,
+        error_col=error_col,
         **options,
     )
-    scored = df.mapInPandas(fn, score_schema(df.schema, score_cols))
+    schema = score_schema(df.schema, score_cols, error_col if on_error == "null" else None)
+    scored = df.mapInPandas(fn, schema)
     return scored.drop(ROW_INDEX) if need.drop_index else scored
 
 
@@ -286,7 +311,7 @@ def summarize_spark(df: DataFrame, score_cols: tuple[str, str, str] = SCORE_COLU
         F.sum(F.col(p).cast("double")).alias("p"),
         F.sum(F.col(r).cast("double")).alias("r"),
         F.sum(F.col(f).cast("double")).alias("f"),
-        F.count(F.lit(1)).alias("n"),
+        F.count(F.col(f)).alias("n"),  # null scores (bad rows kept) are not counted
     ).collect()[0]
     count = int(row["n"])
     sums = [row[k] if row[k] is not None else 0.0 for k in ("p", "r", "f")]

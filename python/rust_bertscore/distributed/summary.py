@@ -12,7 +12,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Summary:
-    """Mean P, R and F over ``count`` rows (NaN when there are none, or when a row is NaN).
+    """Mean P, R and F over ``count`` scored rows (NaN when there are none). Rows with null
+    scores (bad rows kept with ``on_error="null"``) are left out of the means and the count.
 
     Examples
     --------
@@ -48,7 +49,11 @@ class Summary:
 
 
 def partial_sums(columns: Sequence[Sequence[float]]) -> bytes:
-    """Float64 sums of a batch's P, R and F columns and its row count, pickled."""
-    arrays = [np.asarray(c, dtype=np.float64) for c in columns]
-    sums = np.array([a.sum() for a in arrays], dtype=np.float64)
-    return pickle.dumps((sums, len(arrays[0]) if arrays else 0))
+    """Float64 sums of a batch's P, R and F columns over its scored rows (nulls and NaN left
+    out) and their count, pickled."""
+    arrays = [np.asarray([np.nan if v is None else v for v in c], np.float64) for c in columns]
+    if not arrays:
+        return pickle.dumps((np.zeros(3, dtype=np.float64), 0))
+    scored = ~np.logical_or.reduce([np.isnan(a) for a in arrays])
+    sums = np.array([a[scored].sum() for a in arrays], dtype=np.float64)
+    return pickle.dumps((sums, int(scored.sum())))
