@@ -3,6 +3,9 @@
 Every error the package raises on purpose derives from :class:`RustBertScoreError`. Bad
 arguments are also the built-in they have always been, so ``except ValueError`` keeps working:
 
+- :class:`InputValueError` (``ValueError``) and :class:`InputTypeError` (``TypeError``): a bad
+  argument or input value / type anywhere in the package (an unknown precision, unequal numbers
+  of candidates and references, ``num_layers`` out of range, ``batch_size=0``, a None text);
 - :class:`KernelError` (``ValueError``): bad input to a Rust kernel (declared in the binding,
   ``rust_bertscore._core``, as polars declares its exceptions; the message names the pair,
   text or argument at fault);
@@ -27,6 +30,36 @@ import os
 import warnings
 
 from ._core import KernelError, RustBertScoreError, ThreadPoolError
+
+
+class InputValueError(RustBertScoreError, ValueError):
+    """A bad argument or input value: raised where Python code would raise ``ValueError``, so
+    that ``except ValueError`` and ``except RustBertScoreError`` both catch it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import InputValueError, RustBertScoreError, score
+    >>> try:
+    ...     score(["a cat"], ["a cat", "a dog"])
+    ... except RustBertScoreError as e:
+    ...     print(type(e).__name__, isinstance(e, ValueError))
+    InputValueError True
+    """
+
+
+class InputTypeError(RustBertScoreError, TypeError):
+    """An argument or input of the wrong type: raised where Python code would raise
+    ``TypeError``, so that ``except TypeError`` and ``except RustBertScoreError`` both catch it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import InputTypeError, score
+    >>> try:
+    ...     score([None], ["a cat"])
+    ... except InputTypeError as e:
+    ...     print(isinstance(e, TypeError), "index 0" in str(e))
+    True True
+    """
 
 
 class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
@@ -160,6 +193,8 @@ __all__ = [
     "CheckpointError",
     "DeviceNotAvailableError",
     "DistributedInputError",
+    "InputTypeError",
+    "InputValueError",
     "KernelError",
     "ModelLoadError",
     "ModelNotFoundError",

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _core
 from .embeddings import pack
+from .errors import InputValueError
 from .options import f_beta
 from .rescale import rescale
 from .scoring.settings import make_hash
@@ -136,9 +137,11 @@ def compute_similarity_matrix(
     reference = check_text(reference, "reference")
     for name, text in (("candidate", candidate), ("reference", reference)):
         if not text.strip():
-            raise ValueError(f"the {name} is empty: there is no token to show")
+            raise InputValueError(f"the {name} is empty: there is no token to show")
     if scorer.all_layers:
-        raise ValueError("a similarity matrix is of one layer: use a scorer with all_layers=False")
+        raise InputValueError(
+            "a similarity matrix is of one layer: use a scorer with all_layers=False"
+        )
     tokenizer = scorer.tokenizer
     pipeline = scorer.pipeline
     # Encoded as score([candidate], [reference]) encodes them: the distinct texts, one batch.
@@ -151,7 +154,7 @@ def compute_similarity_matrix(
     if tokenized.keep is not None:
         for name, k in (("candidate", 0), ("reference", -1)):
             if tokenized.empty[k]:
-                raise ValueError(
+                raise InputValueError(
                     f"the {name} has no token left once {_exclusions(scorer)} leaves tokens "
                     "out: similarity_matrix/plot_example have nothing to show (score() gives "
                     "such a pair P = R = 0, bert_score's empty-text rule)"
@@ -196,6 +199,7 @@ def compute_similarity_matrix(
             scorer.use_custom_baseline,
             scorer.precision,
             options=scorer.options,
+            use_fast_tokenizer=scorer.use_fast_tokenizer,
         ),
     )
 

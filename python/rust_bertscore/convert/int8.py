@@ -12,6 +12,7 @@ from pathlib import Path
 import onnx
 
 from ..atomic import write_files_atomic
+from ..errors import InputValueError
 from . import writer
 from .registry import always_fp32_nodes, ffn_out_nodes
 
@@ -156,7 +157,9 @@ def quantize_int8(
         external = writer.weight_bytes(model) > writer.EXTERNAL_DATA_THRESHOLD
         return write_files_atomic(dst_onnx, lambda path: writer.save_model(model, path, external))
     if activations != "per-tensor":
-        raise ValueError(f"activations must be 'per-tensor' or 'per-token', got {activations!r}")
+        raise InputValueError(
+            f"activations must be 'per-tensor' or 'per-token', got {activations!r}"
+        )
     graph = onnx.load(str(src), load_external_data=False)
     if nodes_to_exclude is None:
         nodes_to_exclude = int8_fp32_nodes(graph)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputValueError
 from ..options import ScoringOptions
 from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import Batch, check_input_columns, column
@@ -294,7 +295,7 @@ def _actor_pool(concurrency: int | tuple[int, int]) -> Any:
         low, high = concurrency
         return ray.data.ActorPoolStrategy(min_size=int(low), max_size=int(high))
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(
+        raise InputValueError(
             f"concurrency must be a positive int or a (min, max) pair, got {concurrency!r}"
         )
     return ray.data.ActorPoolStrategy(size=concurrency)

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from .. import _core
 from ..embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
+from ..errors import InputValueError
 from ..models.loading import ModelRuntime
 from ..options import ScoringOptions, f_beta
 from ..scored_tokens import ScoredTokens
@@ -235,7 +236,7 @@ class ScoringPipeline:
         if not idf:
             return self.uniform
         if self.idf_weights is None:
-            raise ValueError(
+            raise InputValueError(
                 "IDF weights are not computed: pass idf_sents or call compute_idf() first"
             )
         return self.idf_weights
