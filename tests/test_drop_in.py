@@ -221,3 +221,24 @@ def test_no_plain_value_or_type_error_is_raised() -> None:
 def test_the_site_walk_can_fail(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def f(x):\n    raise ValueError(x)\n\n\nraise TypeError\n")
     assert raising_sites(tmp_path) == [("bad.py", 2, "ValueError"), ("bad.py", 5, "TypeError")]
+
+
+def test_the_binding_raises_its_own_classes() -> None:
+    """The binding's errors: ``KernelError`` (ValueError) and ``KernelTypeError`` (TypeError),
+    never a plain ``PyValueError``/``PyTypeError`` outside errors.rs (which declares them)."""
+    src = Path(__file__).resolve().parents[1] / "rust" / "bertscore-py" / "src"
+    if not src.is_dir():
+        pytest.skip("no Rust sources beside the tests")
+    plain = [
+        f"{path.name}:{n}"
+        for path in sorted(src.rglob("*.rs"))
+        if path.name != "errors.rs"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "PyTypeError::new_err" in line or "PyValueError::new_err" in line
+    ]
+    assert plain == []
+    with pytest.raises(rb.KernelTypeError) as e:
+        rb.score_embeddings([[[1.0, 2.0]]], [np.ones((1, 2))])  # type: ignore[list-item]
+    assert isinstance(e.value, TypeError) and isinstance(e.value, rb.RustBertScoreError)
+    with pytest.raises(rb.RustBertScoreError):
+        rb.score_embeddings([np.ones((1, 2), dtype=np.int64)], [np.ones((1, 2))])

@@ -9,6 +9,8 @@ arguments are also the built-in they have always been, so ``except ValueError`` 
 - :class:`KernelError` (``ValueError``): bad input to a Rust kernel (declared in the binding,
   ``rust_bertscore._core``, as polars declares its exceptions; the message names the pair,
   text or argument at fault);
+- :class:`KernelTypeError` (``TypeError``): an argument of a Rust kernel of the wrong type
+  or dtype (declared in the binding too);
 - :class:`ThreadPoolError` (``RuntimeError``): the kernel's thread pool could not start;
 - :class:`ModelNotFoundError` (``FileNotFoundError``): no local copy of a model and no download;
 - :class:`ModelLoadError` (``ValueError``): a model's files exist but cannot be used;
@@ -29,7 +31,7 @@ import inspect
 import os
 import warnings
 
-from ._core import KernelError, RustBertScoreError, ThreadPoolError
+from ._core import KernelError, KernelTypeError, RustBertScoreError, ThreadPoolError
 
 
 class InputValueError(RustBertScoreError, ValueError):
@@ -196,6 +198,7 @@ __all__ = [
     "InputTypeError",
     "InputValueError",
     "KernelError",
+    "KernelTypeError",
     "ModelLoadError",
     "ModelNotFoundError",
     "RustBertScoreError",
