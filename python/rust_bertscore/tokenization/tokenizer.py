@@ -135,6 +135,8 @@ class TextTokenizer:
         special_map = _read_json(self.model_dir / "special_tokens_map.json")
         self.tokenizer_class: TokenizerClass = tokenizer_class(tok_config, config)
         tok_config = {**self.tokenizer_class.defaults, **tok_config}
+        self._source: _IdSource
+        self._tokenizer: Tokenizer | None
         if fast:
             fast_tokenizer = load_use_fast_tokenizer(
                 self.model_dir, tok_config, special_map, self.tokenizer_class

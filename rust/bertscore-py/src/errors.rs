@@ -57,7 +57,12 @@ fn kernel_error_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
 
 fn kernel_type_error_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
     KERNEL_TYPE_ERROR.get_or_try_init(py, || {
-        subclass(py, "KernelTypeError", KERNEL_TYPE_DOC, py.get_type::<PyTypeError>())
+        subclass(
+            py,
+            "KernelTypeError",
+            KERNEL_TYPE_DOC,
+            py.get_type::<PyTypeError>(),
+        )
     })
 }
 
