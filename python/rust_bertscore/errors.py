@@ -59,8 +59,8 @@ class InputTypeError(RustBertScoreError, TypeError):
     >>> try:
     ...     score([None], ["a cat"])
     ... except InputTypeError as e:
-    ...     print(isinstance(e, TypeError), "index 0" in str(e))
-    True True
+    ...     print(isinstance(e, TypeError), e)
+    True cands[0] must be a str, got NoneType: None
     """
 
 

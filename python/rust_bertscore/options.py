@@ -61,7 +61,7 @@ class ScoringOptions:
     >>> ScoringOptions(window_stride=64)
     Traceback (most recent call last):
     ...
-    ValueError: window_stride needs long_texts='window'
+    rust_bertscore.errors.InputValueError: window_stride needs long_texts='window'
     """
 
     long_texts: str = "truncate"
