@@ -404,7 +404,7 @@ def error_cases(tmp: Path) -> list[tuple[list[str], str]]:
                 "--window-stride",
                 "999",
             ],
-            "window_stride",
+            "--window-stride",
         ),
         (["-c", "a cat", "-r", "the cat", *m, "--beta", "0"], "--beta"),
     ]
