@@ -17,9 +17,9 @@ from tokenizers import Tokenizer
 
 import rust_bertscore as rb
 from conftest import TINY, fake_hub_cache
+from rust_bertscore.catalog.registry import choose_model
 from rust_bertscore.models.files import resolve_model
-from rust_bertscore.models.registry import choose_model
-from rust_bertscore.tokenization.tokenizer import TextTokenizer
+from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer
 
 PACKAGE = Path(rb.__file__).resolve().parent
 CANDS, REFS = ["The cat sat on the mat.", "It rained."], ["A cat was sitting on the mat.", "Rain."]

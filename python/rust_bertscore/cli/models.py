@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
+from ..catalog.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+from ..catalog.registry import DEFAULT_MODEL, DEFAULT_MODEL_LAYER
 from ..models.files import offline_source
-from ..models.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
-from ..models.registry import DEFAULT_MODEL, DEFAULT_MODEL_LAYER
 from .common import add_common_flags, info
 
 DEFAULT_ROW = ModelInfo(

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import onnx
 
+from ..catalog.configs import load_config, model_depth, model_family
 from ..errors import InputValueError
-from ..models.configs import load_config, model_depth, model_family
 from .blocks import BuildRequest
 from .contract import layers_to_build
 from .families import (

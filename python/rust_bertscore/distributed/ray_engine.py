@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engine.settings import SCORE_BATCH_SIZE
 from ..errors import InputValueError
-from ..options import ScoringOptions
-from ..scoring.settings import SCORE_BATCH_SIZE
+from ..stages.options import ScoringOptions
 from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputValueError
 from ..scoring.scorer import BERTScorer
-from ..text import pair_texts
+from ..stages.text import pair_texts
 
 METRIC_SCRIPT = Path(__file__).resolve().parent / "evaluate_metric" / "bertscore.py"
 

@@ -1,0 +1,145 @@
+"""Added (special) tokens in running text, split out as transformers' slow tokenizers do.
+
+A slow tokenizer (``PreTrainedTokenizer.tokenize``) first cuts the text at every added token
+(``<s>``, ``</s>``, ``[CLS]``, mBART's language codes, T5's ``<extra_id_N>`` ...), strips the
+whitespace next to tokens marked ``lstrip``/``rstrip``, and runs its own sub-word model only on
+the pieces between them. This module reproduces that step for the tokenizers implemented here
+(SentencePiece and bytes); the Rust ``tokenizers`` path does the same on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import InputValueError
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """One added token: its text and the whitespace it swallows on either side."""
+
+    content: str
+    lstrip: bool = False
+    rstrip: bool = False
+    special: bool = True
+    id: int | None = None
+    """The id the saved tokenizer gives it (``added_tokens_decoder`` / ``added_tokens.json``)."""
+
+
+def _entry(value: object, token_id: int | None = None) -> AddedToken | None:
+    if isinstance(value, str):
+        return AddedToken(value, id=token_id)
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return AddedToken(
+            value["content"],
+            lstrip=bool(value.get("lstrip", False)),
+            rstrip=bool(value.get("rstrip", False)),
+            special=bool(value.get("special", True)),
+            id=token_id,
+        )
+    return None
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+_SPECIAL_KEYS = (
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+)
+
+
+def collect_added_tokens(
+    model_dir: Path, tok_config: dict, special_map: dict, extra: dict[str, AddedToken]
+) -> dict[str, AddedToken]:
+    """Every token the slow tokenizer keeps whole, by text.
+
+    Parameters
+    ----------
+    model_dir : Path
+        The checkpoint directory (for ``added_tokens.json``).
+    tok_config, special_map : dict
+        ``tokenizer_config.json`` and ``special_tokens_map.json``.
+    extra : dict
+        Tokens the tokenizer class adds itself (e.g. mBART's language codes); the saved files
+        override their flags.
+    """
+    found: dict[str, AddedToken] = dict(extra)
+    decoder = tok_config.get("added_tokens_decoder")
+    if isinstance(decoder, dict):
+        for key, value in decoder.items():
+            token = _entry(value, _int_or_none(key))
+            if token is not None:
+                found[token.content] = token
+    added_json = model_dir / "added_tokens.json"
+    if added_json.is_file():
+        try:
+            data = json.loads(added_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputValueError(f"cannot read {added_json}: {e}") from e
+        if isinstance(data, dict):
+            for text, token_id in data.items():
+                if str(text) not in found:
+                    found[str(text)] = AddedToken(str(text), id=_int_or_none(token_id))
+    for source in (special_map, tok_config):
+        for key in _SPECIAL_KEYS:
+            token = _entry(source.get(key))
+            if token is not None and token.content not in found:
+                found[token.content] = token
+        extras = source.get("additional_special_tokens")
+        if isinstance(extras, list):
+            for value in extras:
+                token = _entry(value)
+                if token is not None and token.content not in found:
+                    found[token.content] = token
+    return found
+
+
+class AddedTokenSplitter:
+    """Cut text at added tokens (leftmost, longest first), as ``PreTrainedTokenizer.tokenize``.
+
+    Parameters
+    ----------
+    tokens : dict
+        The added tokens by text (from :func:`collect_added_tokens`).
+    """
+
+    def __init__(self, tokens: dict[str, AddedToken]) -> None:
+        self.tokens = {k: v for k, v in tokens.items() if k}
+        ordered = sorted(self.tokens, key=len, reverse=True)
+        self._pattern = (
+            re.compile("(" + "|".join(re.escape(t) for t in ordered) + ")") if ordered else None
+        )
+
+    def split(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece, is_added_token)`` in order; empty pieces dropped."""
+        if self._pattern is None:
+            return [(text, False)] if text else []
+        parts = self._pattern.split(text)
+        # re.split with one group: even indices are text, odd indices are added tokens
+        for i in range(1, len(parts), 2):
+            token = self.tokens[parts[i]]
+            if token.rstrip and i + 1 < len(parts):
+                parts[i + 1] = parts[i + 1].lstrip()
+            if token.lstrip and i - 1 >= 0:
+                parts[i - 1] = parts[i - 1].rstrip()
+        return [(p, i % 2 == 1) for i, p in enumerate(parts) if p]
+
+    def protect(self, text: str, transform: object) -> str:
+        """Apply ``transform`` (a str -> str function) to the text outside added tokens."""
+        if self._pattern is None:
+            return transform(text)  # type: ignore[operator]
+        parts = self._pattern.split(text)
+        return "".join(p if i % 2 else transform(p) for i, p in enumerate(parts))  # type: ignore[operator]

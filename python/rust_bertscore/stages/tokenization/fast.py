@@ -1,0 +1,236 @@
+"""The Rust ``tokenizers`` back end of ``TextTokenizer``: ``tokenizer.json``, or WordPiece from
+``vocab.txt``, or byte-level BPE from ``vocab.json`` + ``merges.txt``, set up so that special
+tokens, truncation and the prefix space are left to the caller (as bert_score's slow tokenizers
+place them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from ...errors import InputValueError
+from .added_tokens import AddedToken, collect_added_tokens
+from .classes import TokenizerClass
+
+
+def entry_text(entry: object) -> str | None:
+    """A token of a tokenizer configuration: a string, or ``{"content": string, ...}``."""
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, dict) and isinstance(entry.get("content"), str):
+        return entry["content"]
+    return None
+
+
+class FastIds:
+    """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
+        self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [list(e.ids) for e in encodings]
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.tokenizer.token_to_id(token)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self.tokenizer.id_to_token(token_id)
+
+
+def load_fast_tokenizer(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> Tokenizer:
+    """The ``tokenizers.Tokenizer`` of ``model_dir``: its ``tokenizer.json``, else one built
+    from its vocabulary files; FileNotFoundError naming what it expected when there is none."""
+    tokenizer_json = model_dir / "tokenizer.json"
+    if tokenizer_json.is_file():
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_json))
+        except Exception as e:  # the Rust side raises a plain Exception
+            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
+        no_builtin_prefix_space(tokenizer)
+        wordpiece_unknown_as_added_token(tokenizer)
+        return tokenizer
+    from_vocab = from_vocabulary_files(model_dir, tok_config)
+    if from_vocab is not None:
+        add_special_tokens(from_vocab, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        wordpiece_unknown_as_added_token(from_vocab)
+        return from_vocab
+    wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
+    if cls.model_files:
+        wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
+    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+
+
+NO_FAST_CLASSES = frozenset(
+    {
+        "ByT5Tokenizer",
+        "BertweetTokenizer",
+        "XLMTokenizer",
+        "ProphetNetTokenizer",
+        "XLMProphetNetTokenizer",
+        "BlenderbotSmallTokenizer",
+    }
+)
+"""Tokenizer classes that ``AutoTokenizer`` has no fast version of (transformers 4.57)."""
+
+BYTE_LEVEL_FAST_CLASSES = frozenset(
+    {
+        "RobertaTokenizer",
+        "GPT2Tokenizer",
+        "BartTokenizer",
+        "DebertaTokenizer",
+        "LongformerTokenizer",
+        "LEDTokenizer",
+        "BlenderbotTokenizer",
+    }
+)
+"""Classes whose fast version sets its byte-level ``add_prefix_space`` from its configuration
+(``tokenizer_config.json``'s ``add_prefix_space``, default False) when it loads."""
+
+
+def load_use_fast_tokenizer(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> Tokenizer:
+    """The tokenizer bert_score gets with ``use_fast_tokenizer=True``: the model's fast
+    tokenizer (``tokenizer.json``, or one built from ``vocab.txt`` / ``vocab.json`` +
+    ``merges.txt`` as transformers converts them), as ``PreTrainedTokenizerFast`` loads it.
+
+    bert_score passes no ``add_prefix_space`` to a fast tokenizer (its ``sent_encode`` tests for
+    the slow RoBERTa/GPT-2 classes), so a byte-level tokenizer adds a space before the text only
+    when its configuration says so. ``InputValueError`` for a class with no fast tokenizer
+    (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) or a SentencePiece model without its
+    ``tokenizer.json``.
+    """
+    if cls.name in NO_FAST_CLASSES:
+        raise InputValueError(
+            f"use_fast_tokenizer=True: {cls.name} (the tokenizer of {model_dir}) has no fast "
+            "tokenizer in transformers; leave use_fast_tokenizer=False (its slow tokenizer, "
+            "bert_score's default)"
+        )
+    tokenizer_json = model_dir / "tokenizer.json"
+    if tokenizer_json.is_file():
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_json))
+        except Exception as e:  # the Rust side raises a plain Exception
+            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
+    elif cls.sentencepiece is not None:
+        raise InputValueError(
+            f"use_fast_tokenizer=True needs the fast tokenizer of {model_dir} (tokenizer.json), "
+            f"which it lacks: {cls.name} has only its SentencePiece model there; leave "
+            "use_fast_tokenizer=False"
+        )
+    else:
+        built = from_vocabulary_files(model_dir, tok_config)
+        if built is None:
+            raise FileNotFoundError(
+                f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
+                "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
+            )
+        add_special_tokens(built, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        tokenizer = built
+    pre = tokenizer.pre_tokenizer
+    byte_level = pre is not None and type(pre).__name__ == "ByteLevel"
+    if cls.name in BYTE_LEVEL_FAST_CLASSES and byte_level:
+        pre.add_prefix_space = bool(tok_config.get("add_prefix_space", False))
+    wordpiece_unknown_as_added_token(tokenizer)
+    return tokenizer
+
+
+def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
+    """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    vocab_txt = model_dir / "vocab.txt"
+    if not vocab_txt.is_file():  # ProphetNetTokenizer's WordPiece vocabulary
+        vocab_txt = model_dir / "prophetnet.tokenizer"
+    if vocab_txt.is_file():
+        unk = entry_text(tok_config.get("unk_token")) or "[UNK]"
+        tokenizer = Tokenizer(
+            models.WordPiece(models.WordPiece.read_file(str(vocab_txt)), unk_token=unk)
+        )
+        tokenizer.normalizer = normalizers.BertNormalizer(
+            clean_text=True,
+            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+            strip_accents=tok_config.get("strip_accents"),
+            lowercase=bool(tok_config.get("do_lower_case", True)),
+        )
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        return tokenizer
+    vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
+    if not (vocab_json.is_file() and merges.is_file()):
+        return None
+    # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
+    from tokenizers import decoders, processors
+
+    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+    bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    tokenizer = Tokenizer(bpe)
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
+
+
+def add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
+    """Keep the checkpoint's added tokens whole, as the slow tokenizer does."""
+    from tokenizers import AddedToken as RustAddedToken
+
+    by_id = sorted(added.values(), key=lambda t: (t.id is None, t.id or 0))
+    for token in by_id:
+        tokenizer.add_special_tokens(
+            [
+                RustAddedToken(
+                    token.content, lstrip=token.lstrip, rstrip=token.rstrip, normalized=False
+                )
+            ]
+        )
+        got = tokenizer.token_to_id(token.content)
+        if token.id is not None and got != token.id:
+            raise InputValueError(
+                f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
+                "the tokenizer's saved configuration: the tokenizer files do not agree"
+            )
+
+
+def no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
+    """Turn off a byte-level pre-tokenizer's own prefix space: :func:`prepare_text` adds it
+    exactly when bert_score does."""
+    pre = tokenizer.pre_tokenizer
+    if pre is not None and type(pre).__name__ == "ByteLevel" and pre.add_prefix_space:
+        pre.add_prefix_space = False
+
+
+def wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
+    """Give a WordPiece model its unknown token when only the added tokens hold it.
+
+    A slow tokenizer maps the ``[UNK]`` it emits through the added tokens too (MPNet checkpoints
+    may keep ``[UNK]`` in ``added_tokens.json`` only); the Rust WordPiece model fails on a word
+    it cannot split unless its own vocabulary has the unknown token.
+    """
+    from tokenizers import models
+
+    model = tokenizer.model
+    if not isinstance(model, models.WordPiece):
+        return
+    unk = model.unk_token
+    vocab = tokenizer.get_vocab(with_added_tokens=False)
+    added_id = tokenizer.token_to_id(unk)
+    if unk in vocab or added_id is None:
+        return
+    vocab[unk] = added_id
+    tokenizer.model = models.WordPiece(
+        vocab,
+        unk_token=unk,
+        max_input_chars_per_word=model.max_input_chars_per_word,
+        continuing_subword_prefix=model.continuing_subword_prefix,
+    )
