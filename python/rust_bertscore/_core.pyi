@@ -104,7 +104,7 @@ class KernelTypeError(RustBertScoreError, TypeError):
     ...     score_embeddings([[[1.0, 2.0]]], [np.ones((1, 2))])
     ... except KernelTypeError as e:
     ...     print(isinstance(e, TypeError), e)
-    True cands[0]: expected a numpy.ndarray of float32 or float64, got list
+    True pair 0 (candidate): expected a numpy.ndarray of float32 or float64, got list
     """
 
 class ThreadPoolError(RustBertScoreError, RuntimeError):
