@@ -216,4 +216,4 @@ def test_listing_beyond_bert_scores_table(capsys: pytest.CaptureFixture[str]) ->
     assert len(conv) == 3 and all(m.convertible for m in conv.values())
     assert main(["models", "--beyond-table", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["models"]) == 146 and data["total"] == 140
+    assert len(data["models"]) == 1 + 146 and data["total"] == 140  # the default model first

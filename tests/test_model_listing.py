@@ -103,20 +103,23 @@ def test_cli_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert out[-2] == f"{n} of 140 convertible"
     # ModernBERT is named as convertible beyond the table, which --beyond-table lists.
     assert out[-1].startswith("also convertible beyond the table: answerdotai/ModernBERT-base")
-    assert len(out) == 140 + 3
-    assert out[1].split()[:4] == ["bert-base-uncased", "bert", "9", "yes"]
+    assert len(out) == 1 + 1 + 140 + 2  # header, the default model, the table, two lines
+    assert out[1].split()[:4] == ["sentence-transformers/all-MiniLM-L6-v2", "bert", "6", "yes"]
+    assert out[2].split()[:3] == ["bert-base-uncased", "bert", "9"]
 
 
 def test_cli_json_and_tsv(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["total"] == 140 and len(data["models"]) == 140
-    assert data["convertible"] == sum(m["convertible"] for m in data["models"])
+    assert data["total"] == 140 and len(data["models"]) == 1 + 140  # the default model first
+    assert data["models"][0]["name"] == data["default"] == rb.DEFAULT_MODEL
+    table = [m for m in data["models"] if m["in_bert_score"]]
+    assert data["convertible"] == sum(m["convertible"] for m in table)
     assert main(["models", "--format", "tsv", "--convertible"]) == 0
     captured = capsys.readouterr()
     rows = captured.out.splitlines()
     assert rows[0].split("\t")[:4] == ["name", "model_type", "default_layer", "convertible"]
-    assert len(rows) - 1 == data["convertible"]
+    assert len(rows) - 1 == data["convertible"] + 1  # and the default model
     assert all(r.split("\t")[3] == "true" for r in rows[1:])
     assert "of 140 convertible" in captured.err
 

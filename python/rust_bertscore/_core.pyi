@@ -32,6 +32,7 @@ __all__ = [
     "ISA_ENV",
     "NUM_THREADS_ENV",
     "KernelError",
+    "KernelTypeError",
     "RustBertScoreError",
     "ThreadPoolError",
     "__version__",
@@ -89,6 +90,21 @@ class KernelError(RustBertScoreError, ValueError):
     ... except KernelError as e:
     ...     print(e)
     pair 0 (candidate) has embedding dim 3, but pair 0 (reference) has dim 4
+    """
+
+class KernelTypeError(RustBertScoreError, TypeError):
+    """An argument of a kernel of the wrong type or dtype (a list where an array is expected, an
+    integer array where floats are): the message names it. Also a TypeError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore import KernelTypeError, score_embeddings
+    >>> try:
+    ...     score_embeddings([[[1.0, 2.0]]], [np.ones((1, 2))])
+    ... except KernelTypeError as e:
+    ...     print(isinstance(e, TypeError), e)
+    True pair 0 (candidate): expected a numpy.ndarray of float32 or float64, got list
     """
 
 class ThreadPoolError(RustBertScoreError, RuntimeError):

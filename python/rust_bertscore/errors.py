@@ -3,9 +3,14 @@
 Every error the package raises on purpose derives from :class:`RustBertScoreError`. Bad
 arguments are also the built-in they have always been, so ``except ValueError`` keeps working:
 
+- :class:`InputValueError` (``ValueError``) and :class:`InputTypeError` (``TypeError``): a bad
+  argument or input value / type anywhere in the package (an unknown precision, unequal numbers
+  of candidates and references, ``num_layers`` out of range, ``batch_size=0``, a None text);
 - :class:`KernelError` (``ValueError``): bad input to a Rust kernel (declared in the binding,
   ``rust_bertscore._core``, as polars declares its exceptions; the message names the pair,
   text or argument at fault);
+- :class:`KernelTypeError` (``TypeError``): an argument of a Rust kernel of the wrong type
+  or dtype (declared in the binding too);
 - :class:`ThreadPoolError` (``RuntimeError``): the kernel's thread pool could not start;
 - :class:`ModelNotFoundError` (``FileNotFoundError``): no local copy of a model and no download;
 - :class:`ModelLoadError` (``ValueError``): a model's files exist but cannot be used;
@@ -26,7 +31,37 @@ import inspect
 import os
 import warnings
 
-from ._core import KernelError, RustBertScoreError, ThreadPoolError
+from ._core import KernelError, KernelTypeError, RustBertScoreError, ThreadPoolError
+
+
+class InputValueError(RustBertScoreError, ValueError):
+    """A bad argument or input value: raised where Python code would raise ``ValueError``, so
+    that ``except ValueError`` and ``except RustBertScoreError`` both catch it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import InputValueError, RustBertScoreError, score
+    >>> try:
+    ...     score(["a cat"], ["a cat", "a dog"])
+    ... except RustBertScoreError as e:
+    ...     print(type(e).__name__, isinstance(e, ValueError))
+    InputValueError True
+    """
+
+
+class InputTypeError(RustBertScoreError, TypeError):
+    """An argument or input of the wrong type: raised where Python code would raise
+    ``TypeError``, so that ``except TypeError`` and ``except RustBertScoreError`` both catch it.
+
+    Examples
+    --------
+    >>> from rust_bertscore import InputTypeError, score
+    >>> try:
+    ...     score([None], ["a cat"])
+    ... except InputTypeError as e:
+    ...     print(isinstance(e, TypeError), e)
+    True cands[0] must be a str, got NoneType: None
+    """
 
 
 class ModelNotFoundError(RustBertScoreError, FileNotFoundError):
@@ -160,7 +195,10 @@ __all__ = [
     "CheckpointError",
     "DeviceNotAvailableError",
     "DistributedInputError",
+    "InputTypeError",
+    "InputValueError",
     "KernelError",
+    "KernelTypeError",
     "ModelLoadError",
     "ModelNotFoundError",
     "RustBertScoreError",

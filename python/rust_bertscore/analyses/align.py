@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _core
 from ..engine.settings import batch_size_or
+from ..errors import InputTypeError, InputValueError
 from ..stages.text import check_text, pair_texts
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ def align_pairs(
     ([(0, 0), (0, 1)], True)
     """
     if scorer.all_layers:
-        raise ValueError(
+        raise InputValueError(
             "align needs a scorer with all_layers=False: an alignment is of one layer's tokens"
         )
     batch = batch_size_or(scorer.batch_size, batch_size)
@@ -394,7 +395,7 @@ def align_one(scorer: Scorer, cand: str, ref: str) -> Alignment:
     """
     for name, text in (("cand", cand), ("ref", ref)):
         if not isinstance(text, str):
-            raise TypeError(
+            raise InputTypeError(
                 f"{name} must be a str, got {type(text).__name__}: use align_batch() for "
                 "collections of texts"
             )

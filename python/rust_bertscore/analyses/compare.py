@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputTypeError, InputValueError
 from .comparison import (
     ALPHA,
     LABELS,
@@ -67,7 +68,7 @@ __all__ = [
 
 def _test_name(test: str) -> str:
     if test not in TESTS:
-        raise ValueError(f"test must be 'paired-bs' or 'paired-ar', got {test!r}")
+        raise InputValueError(f"test must be 'paired-bs' or 'paired-ar', got {test!r}")
     return TESTS[test]
 
 
@@ -118,31 +119,31 @@ def compare_scores(
     test = _test_name(test)
     given = {str(key): value for key, value in scores_by_system.items()}
     if len(given) != len(scores_by_system):
-        raise ValueError("system names must differ as strings (they name the table's rows)")
+        raise InputValueError("system names must differ as strings (they name the table's rows)")
     names = list(given)
     if len(names) < 2:
-        raise ValueError(
+        raise InputValueError(
             f"comparing needs at least 2 systems (a baseline and one more), got {len(names)}"
         )
     arrays: dict[str, list[np.ndarray]] = {}
     for name in names:
         prf = given[name]
         if len(prf) != 3:
-            raise ValueError(f"system {name!r}: expected (P, R, F), got {len(prf)} arrays")
+            raise InputValueError(f"system {name!r}: expected (P, R, F), got {len(prf)} arrays")
         arrays[name] = [np.asarray(x, dtype=np.float64) for x in prf]
         for label, x in zip(LABELS.values(), arrays[name]):
             if x.ndim != 1:
-                raise ValueError(
+                raise InputValueError(
                     f"system {name!r}: {label} must be 1-D (one score per segment), got shape "
                     f"{x.shape}"
                 )
     segments = len(arrays[names[0]][0])
     if segments < 2:
-        raise ValueError(f"comparing needs at least 2 segments per system, got {segments}")
+        raise InputValueError(f"comparing needs at least 2 segments per system, got {segments}")
     for name in names:
         lengths = {len(x) for x in arrays[name]}
         if lengths != {segments}:
-            raise ValueError(
+            raise InputValueError(
                 f"system {name!r} has {sorted(lengths)} segments but the baseline "
                 f"{names[0]!r} has {segments}: every system must score the same segments"
             )
@@ -150,7 +151,7 @@ def compare_scores(
         for label, x in zip(LABELS.values(), arrays[name]):
             bad = np.flatnonzero(~np.isfinite(x))
             if len(bad):
-                raise ValueError(
+                raise InputValueError(
                     f"system {name!r}: {label} of segment {int(bad[0])} is {x[bad[0]]} "
                     f"({len(bad)} segment(s) not finite); the tests need a finite score for "
                     "every segment (bert_score scores NaN a side whose tokens all weigh 0 with idf)"
@@ -217,22 +218,24 @@ def compare_systems(
     """
     test = _test_name(test)
     if not isinstance(cands_by_system, Mapping):
-        raise TypeError(
+        raise InputTypeError(
             "cands_by_system must be a dict {system name: list of candidate texts}, got "
             f"{type(cands_by_system).__name__}"
         )
     if len(cands_by_system) < 2:
-        raise ValueError(
+        raise InputValueError(
             "comparing needs at least 2 systems (a baseline and one more), got "
             f"{len(cands_by_system)}"
         )
     if scorer.all_layers:
-        raise ValueError("compare() needs one score per segment: use a scorer without all_layers")
+        raise InputValueError(
+            "compare() needs one score per segment: use a scorer without all_layers"
+        )
     n_refs = len(refs)
     for name, cands in cands_by_system.items():
         if isinstance(cands, str) or len(cands) != n_refs:
             got = "a string" if isinstance(cands, str) else f"{len(cands)} candidates"
-            raise ValueError(
+            raise InputValueError(
                 f"system {name!r} has {got} but there are {n_refs} references: every system "
                 "needs one candidate per reference"
             )

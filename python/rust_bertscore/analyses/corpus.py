@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import _core
+from ..errors import InputValueError
 
 if TYPE_CHECKING:
     from ..stages.scored_tokens import ScoredTokens
@@ -137,7 +138,7 @@ class BatchMaxima:
         positions = np.asarray(positions, dtype=np.int64)
         batch = positions // self.batch_size
         if len(batch) and int(batch.max()) >= len(self._cand):
-            raise ValueError(
+            raise InputValueError(
                 f"flattened pair {int(batch.max()) * self.batch_size} is past the "
                 f"{len(self._cand)} scoring batches of the first pass"
             )

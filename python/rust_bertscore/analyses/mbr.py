@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine.settings import batch_size_or
+from ..errors import InputValueError
 from ..stages.scored_tokens import warn_truncated
 from ..stages.text import as_list, check_texts
 from .pairwise import (
@@ -81,7 +82,7 @@ def utilities(f: np.ndarray) -> np.ndarray:
     f = np.asarray(f, dtype=np.float64)
     n = f.shape[0]
     if f.shape != (n, n):
-        raise ValueError(f"expected a square F grid, got shape {f.shape}")
+        raise InputValueError(f"expected a square F grid, got shape {f.shape}")
     if n == 1:
         return np.full(1, np.nan)
     return (f.sum(axis=1) - np.diag(f)) / (n - 1)
@@ -102,7 +103,7 @@ def _result(samples: list[str], f: np.ndarray) -> MBRResult:
 
 def _check_scorer(scorer: Scorer) -> None:
     if scorer.all_layers:
-        raise ValueError(
+        raise InputValueError(
             "mbr needs one layer: use a scorer built without all_layers (num_layers=...)"
         )
 
@@ -110,7 +111,7 @@ def _check_scorer(scorer: Scorer) -> None:
 def _check_samples(samples: object, where: str) -> list[str]:
     texts = check_texts(samples, where)
     if not texts:
-        raise ValueError(f"{where} is empty: MBR needs at least one sample")
+        raise InputValueError(f"{where} is empty: MBR needs at least one sample")
     return texts
 
 

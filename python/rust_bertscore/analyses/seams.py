@@ -62,6 +62,9 @@ class Scorer(Protocol):
     def precision(self) -> str: ...
 
     @property
+    def use_fast_tokenizer(self) -> bool: ...
+
+    @property
     def hash(self) -> str: ...
 
     @property

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _core
 from ..engine.settings import make_hash
+from ..errors import InputValueError
 from ..stages.embeddings import pack
 from ..stages.options import f_beta
 from ..stages.rescale import rescale
@@ -134,9 +135,11 @@ def compute_similarity_matrix(scorer: Scorer, candidate: str, reference: str) ->
     reference = check_text(reference, "reference")
     for name, text in (("candidate", candidate), ("reference", reference)):
         if not text.strip():
-            raise ValueError(f"the {name} is empty: there is no token to show")
+            raise InputValueError(f"the {name} is empty: there is no token to show")
     if scorer.all_layers:
-        raise ValueError("a similarity matrix is of one layer: use a scorer with all_layers=False")
+        raise InputValueError(
+            "a similarity matrix is of one layer: use a scorer with all_layers=False"
+        )
     tokenizer = scorer.tokenizer
     pipeline = scorer.pipeline
     # Encoded as score([candidate], [reference]) encodes them: the distinct texts, one batch.
@@ -149,7 +152,7 @@ def compute_similarity_matrix(scorer: Scorer, candidate: str, reference: str) ->
     if tokenized.keep is not None:
         for name, k in (("candidate", 0), ("reference", -1)):
             if tokenized.empty[k]:
-                raise ValueError(
+                raise InputValueError(
                     f"the {name} has no token left once {_exclusions(scorer)} leaves tokens "
                     "out: similarity_matrix/plot_example have nothing to show (score() gives "
                     "such a pair P = R = 0, bert_score's empty-text rule)"
@@ -194,6 +197,7 @@ def compute_similarity_matrix(scorer: Scorer, candidate: str, reference: str) ->
             scorer.use_custom_baseline,
             scorer.precision,
             options=scorer.options,
+            use_fast_tokenizer=scorer.use_fast_tokenizer,
         ),
     )
 

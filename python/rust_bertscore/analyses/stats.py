@@ -35,7 +35,7 @@ from typing import TypeVar, Union, overload
 import numpy as np
 
 from .. import _core
-from ..errors import KernelError
+from ..errors import InputTypeError, KernelError
 
 ScoresLike = Union[np.ndarray, Sequence[float]]
 SystemsLike = Union[ScoresLike, Sequence[Sequence[float]], Mapping[str, ScoresLike]]
@@ -162,7 +162,7 @@ class PairedPermutation:
 
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= 1, got {value!r}")
+        raise InputTypeError(f"{name} must be an int >= 1, got {value!r}")
     if value < 1:
         raise KernelError(f"{name} must be at least 1, got {value}")
     return int(value)
@@ -172,7 +172,7 @@ def _seed(seed: object) -> int:
     if seed is None:
         return secrets.randbits(64)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be None or an int in [0, 2**64), got {seed!r}")
+        raise InputTypeError(f"seed must be None or an int in [0, 2**64), got {seed!r}")
     if not 0 <= seed < 2**64:
         raise KernelError(f"seed must be None or an int in [0, 2**64), got {seed}")
     return int(seed)
@@ -180,7 +180,7 @@ def _seed(seed: object) -> int:
 
 def _confidence(confidence: object) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
-        raise TypeError(f"confidence must be a float in (0, 1), got {confidence!r}")
+        raise InputTypeError(f"confidence must be a float in (0, 1), got {confidence!r}")
     value = float(confidence)
     if not 0.0 < value < 1.0:  # also rejects NaN
         raise KernelError(f"confidence must be strictly between 0 and 1, got {value}")
@@ -191,7 +191,7 @@ def _vector(name: str, scores: object) -> np.ndarray:
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a 1-D array of numbers, got {type(scores).__name__}"
         ) from None
     if x.ndim != 1:
@@ -230,7 +230,7 @@ def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
             raise KernelError(
                 f"the systems (rows) of b must have the same number of segments, got {row_lengths}"
             ) from None
-        raise TypeError(
+        raise InputTypeError(
             f"b must be a 1-D or 2-D array of numbers or a mapping, got {type(scores).__name__}"
         ) from None
     if x.ndim == 1:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InputValueError
 
 __all__ = [
     "CONFIG_NAME",
@@ -181,7 +181,7 @@ def model_family(config: dict[str, Any]) -> str:
         return SUPPORTED_MODEL_TYPES[model_type]  # type: ignore[index]
     except (KeyError, TypeError):
         supported = ", ".join(sorted(SUPPORTED_MODEL_TYPES))
-        raise ValueError(
+        raise InputValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
             "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..errors import InputValueError
 from . import configs
 from .registry import DEFAULT_MODEL, MODEL2LAYERS
 
@@ -134,7 +135,7 @@ def model_type_of(name: str) -> str:
     for pattern, model_type in _FAMILY_RULES:
         if pattern in lowered:
             return model_type
-    raise ValueError(f"no family known for model {name!r}")
+    raise InputValueError(f"no family known for model {name!r}")
 
 
 def _supported_model_types() -> frozenset[str]:

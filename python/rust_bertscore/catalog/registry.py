@@ -8,6 +8,8 @@ tuned on WMT16 correlations.
 
 from __future__ import annotations
 
+from ..errors import InputTypeError, warn_user
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """The model used when neither ``model_type`` nor ``lang`` is given."""
 
@@ -167,6 +169,25 @@ MODEL2LAYERS: dict[str, int] = {
 }
 
 
+MULTILINGUAL_LANGS: frozenset[str] = frozenset(
+    """af an ar ast az azb ba bar be bg bn bpy br bs ca ce ceb cs cv cy da de el en es et eu fa
+    fi fr fy ga gl gu he hi hr ht hu hy id io is it ja jv ka kk kn ko ky la lb lmo lt lv mg mk
+    ml mn mr ms my nds ne new nl nn no oc pa pl pms pnb pt ro ru scn sco sh sk sl sq sr su sv
+    sw ta te tg th tl tr tt uk ur uz vi vo war yo zh""".split()  # noqa: SIM905
+)
+"""Wikipedia codes of the languages bert-base-multilingual-cased (bert_score's model for every
+language without its own) was trained on."""
+
+BASELINE_LANGS: frozenset[str] = frozenset(
+    {"cs", "de", "en", "en-sci", "es", "et", "fi", "fr", "it", "lv", "pt", "zh"}
+)
+"""The languages of bert_score's published rescale baselines."""
+
+KNOWN_LANGS: frozenset[str] = frozenset(LANG2MODEL) | BASELINE_LANGS | MULTILINGUAL_LANGS
+"""Every language code bert_score has a model or a baseline for: the codes of ``LANG2MODEL``,
+of its baselines, and of multilingual BERT's languages. Others warn (see :func:`choose_model`)."""
+
+
 def model_for_lang(lang: str) -> str:
     """Return bert_score's model for a language code (``lang2model``).
 
@@ -187,11 +208,18 @@ def choose_model(model_type: str | None, lang: str | None) -> str:
     """
     if model_type is not None:
         if not isinstance(model_type, str) or not model_type.strip():
-            raise TypeError(f"model_type must be a non-empty str, got {model_type!r}")
+            raise InputTypeError(f"model_type must be a non-empty str, got {model_type!r}")
         return model_type
     if lang is not None:
         if not isinstance(lang, str):
-            raise TypeError(f"lang must be a str such as 'en', got {lang!r}")
+            raise InputTypeError(f"lang must be a str such as 'en', got {lang!r}")
+        if lang.lower() not in KNOWN_LANGS:
+            warn_user(
+                f"lang={lang!r} is not one of bert_score's language codes: falling back to "
+                f"{DEFAULT_LANG_MODEL}, as bert_score does. Known codes: "
+                f"{', '.join(sorted(set(LANG2MODEL) | BASELINE_LANGS))} (own models or "
+                f"baselines), and multilingual BERT's: {', '.join(sorted(MULTILINGUAL_LANGS))}"
+            )
         return model_for_lang(lang)
     return DEFAULT_MODEL
 

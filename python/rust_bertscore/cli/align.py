@@ -15,6 +15,7 @@ from ..scoring.scorer import BERTScorer
 from .common import (
     CliError,
     add_common_flags,
+    add_line_flag,
     add_model_flags,
     check_baseline,
     check_baseline_path,
@@ -23,12 +24,14 @@ from .common import (
     scorer_options,
     scorer_settings,
 )
+from .inputs import text_or_line
 
 EPILOG = """\
 examples:
   rust-bertscore align -c "The cat sat on the mat." -r "A cat was sitting on the mat."
   rust-bertscore align -c "cand one" -r "ref one" -c "cand two" -r "ref two" --idf
   rust-bertscore align -c "..." -r "..." --format json -m bert-base-uncased -l 9
+  rust-bertscore align -c hyps.txt -r refs.txt --line 3     # line 3 of each file
 
 output (text): for each pair its P, R and F1 (as `score` gives them for the same pairs and
   --batch_size), then a table per side: each token, its weight, its best match on the other
@@ -53,11 +56,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "-c", "--cand", required=True, action="append", metavar="TEXT", help="candidate sentence"
+        "-c",
+        "--cand",
+        required=True,
+        action="append",
+        metavar="TEXT_OR_FILE",
+        help="candidate sentence, or a file of one per line (see --line)",
     )
     p.add_argument(
-        "-r", "--ref", required=True, action="append", metavar="TEXT", help="reference sentence"
+        "-r",
+        "--ref",
+        required=True,
+        action="append",
+        metavar="TEXT_OR_FILE",
+        help="reference sentence, or a file of one per line (see --line)",
     )
+    add_line_flag(p)
     add_model_flags(p)
     p.add_argument(
         "-b", "--batch_size", type=positive_int, default=64, help="pairs per batch, as score (64)"
@@ -83,8 +97,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Align the pairs and write them; returns the exit code."""
-    cands: list[str] = args.cand
-    refs: list[str] = args.ref
+    cands = [text_or_line(c, "candidate", "-c", args.line) for c in args.cand]
+    refs = [text_or_line(r, "reference", "-r", args.line) for r in args.ref]
     if len(cands) != len(refs):
         raise CliError(
             f"give one -r per -c: got {len(cands)} candidate(s) and {len(refs)} reference(s)"

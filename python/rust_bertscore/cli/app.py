@@ -19,8 +19,10 @@ import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from .._version import __version__
 from . import align as cli_align
@@ -37,12 +39,17 @@ from .common import (
     ArgumentParser,
     CliError,
     add_common_flags,
+    add_line_flag,
     add_model_flags,
     debug,
+    flag_words,
     info,
+    one_line,
     positive_int,
     progress_bar,
+    warning_line,
 )
+from .inputs import text_or_line
 
 SUBCOMMANDS = (
     "score",
@@ -80,8 +87,21 @@ def _add_show(subparsers: argparse._SubParsersAction) -> None:
         "(tokens on both axes, greedy matches marked, P/R/F1 in the title), as bert-score-show. "
         "Needs matplotlib: pip install rust-bertscore[plot].",
     )
-    p.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate sentence")
-    p.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference sentence")
+    p.add_argument(
+        "-c",
+        "--cand",
+        required=True,
+        metavar="TEXT_OR_FILE",
+        help="candidate sentence, or a file of one per line (see --line)",
+    )
+    p.add_argument(
+        "-r",
+        "--ref",
+        required=True,
+        metavar="TEXT_OR_FILE",
+        help="reference sentence, or a file of one per line (see --line)",
+    )
+    add_line_flag(p)
     p.add_argument(
         "-f",
         "--file",
@@ -108,9 +128,11 @@ def _run_show(args: argparse.Namespace) -> int:
         raise CliError(str(e), EXIT_FAILURE) from None
     if args.baseline_path is not None and not os.path.isfile(args.baseline_path):
         raise CliError(f"baseline file {args.baseline_path}: no such file")
+    cand = text_or_line(args.cand, "candidate", "-c", args.line)
+    ref = text_or_line(args.ref, "reference", "-r", args.line)
     sim = similarity_matrix(
-        args.cand,
-        args.ref,
+        cand,
+        ref,
         model_type=args.model,
         num_layers=args.num_layers,
         lang=args.lang,
@@ -118,6 +140,7 @@ def _run_show(args: argparse.Namespace) -> int:
         baseline_path=args.baseline_path,
         device=args.device,
         precision=args.precision,
+        use_fast_tokenizer=args.use_fast_tokenizer,
     )
     out = plot_similarity(sim, args.file)
     print(f"{sim.hash} P: {sim.P:.6f} R: {sim.R:.6f} F1: {sim.F:.6f}")
@@ -291,7 +314,32 @@ def _message(error: BaseException) -> str:
         text = str(error) or type(error).__name__
     if not isinstance(error, (CliError, ValueError, TypeError, OSError)):
         text = f"{type(error).__name__}: {text}"
-    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return flag_words(one_line(text))
+
+
+# bert_score's generic empty-text warnings, said by line instead (Source.report_empty).
+_EMPTY_TEXT = ("Warning: Empty candidate sentence", "Warning: Empty reference sentence")
+
+
+def _warning_printer(args: argparse.Namespace) -> Callable[..., None]:
+    """``warnings.showwarning`` for the command line: one line, no source line; bert_score's
+    empty-text warnings are dropped where the subcommand names the empty lines itself
+    (``args.empty_by_line``, set by ``score``)."""
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message)
+        if getattr(args, "empty_by_line", False) and text.startswith(_EMPTY_TEXT):
+            return
+        print(warning_line(text), file=sys.stderr if file is None else file, flush=True)
+
+    return show
 
 
 def _silence_stdout() -> None:
@@ -318,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    shown = warnings.showwarning
+    warnings.showwarning = _warning_printer(args)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
@@ -331,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"{PROG}: error: {_message(error)}", file=sys.stderr)
         return _exit_code(error)
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":

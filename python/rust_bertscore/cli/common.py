@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -78,6 +79,18 @@ def layer_int(text: str) -> int:
     return checked_number(text, int, lambda v: v >= 0, "a layer number", "a layer number >= 0")
 
 
+def add_line_flag(parser: argparse._ActionsContainer) -> None:
+    """``--line N``: which line of a ``-c``/``-r`` file ``align`` and ``show`` take."""
+    parser.add_argument(
+        "--line",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="when -c/-r name files (one text per line), take line N of each (1-based; "
+        "needed when a file has several lines)",
+    )
+
+
 def add_common_flags(parser: argparse._ActionsContainer) -> None:
     """``-v/--verbose`` and ``-q/--quiet``, taken by every subcommand."""
     parser.add_argument(
@@ -117,6 +130,11 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
     )
     parser.add_argument(
         "--device", default=None, help="cpu, cuda or cuda:N (default: CUDA when available)"
+    )
+    parser.add_argument(
+        "--use_fast_tokenizer",
+        action="store_true",
+        help="tokenise with the model's fast tokenizer (tokenizer.json), as bert-score's flag",
     )
     if precision:
         parser.add_argument(
@@ -234,6 +252,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
+        "use_fast_tokenizer": getattr(args, "use_fast_tokenizer", False),
         **{name: getattr(args, name) for name in OPTION_NAMES if hasattr(args, name)},
         "store": getattr(args, "store", None),
     }
@@ -262,6 +281,73 @@ def check_baseline(
         scorer.baseline_vals  # noqa: B018 - reads and checks the baseline file now
     except ValueError as e:
         raise CliError(f"{e}; {hint}") from None
+
+
+# Python keyword -> the flag that sets it: messages of the library name keywords (``lang='en'``,
+# ``device='cpu'``); the command line shows them as flags (``--lang en``, ``--device cpu``).
+KEYWORD_FLAGS = {
+    "lang": "--lang",
+    "model_type": "-m",
+    "num_layers": "--num_layers",
+    "batch_size": "--batch_size",
+    "baseline_path": "--baseline_path",
+    "rescale_with_baseline": "--rescale_with_baseline",
+    "use_fast_tokenizer": "--use_fast_tokenizer",
+    "device": "--device",
+    "precision": "--precision",
+    "long_texts": "--long-texts",
+    "window_stride": "--window-stride",
+    "exclude_punctuation": "--exclude-punctuation",
+    "exclude_special_tokens": "--exclude-special-tokens",
+    "batch_independent": "--batch-independent",
+    "idf": "--idf",
+    "beta": "--beta",
+    "store": "--store",
+}
+# Keywords also replaced where they stand alone ("pass lang", "num_layers should be"): names
+# no English sentence uses.
+_BARE = ("lang", *(k for k in KEYWORD_FLAGS if "_" in k))
+_ASSIGNED = re.compile(
+    r"(?<![\w.-])(" + "|".join(KEYWORD_FLAGS) + r")=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+)"
+)
+_STANDALONE = re.compile(r"(?<![\w.'\"-])(" + "|".join(_BARE) + r")(?![\w'\"=])")
+
+
+def flag_words(text: str) -> str:
+    """``text`` with Python keywords written as the flags that set them.
+
+    >>> flag_words("pass lang with your model (e.g. lang='en', model_type='x') or baseline_path")
+    'pass --lang with your model (e.g. --lang en, -m x) or --baseline_path'
+    >>> flag_words("use device='cpu'; long_texts='window' scores them whole")
+    'use --device cpu; --long-texts window scores them whole'
+    """
+
+    def assigned(m: re.Match[str]) -> str:
+        flag, value = KEYWORD_FLAGS[m.group(1)], m.group(2)
+        if value in ("True", "False"):
+            return flag if value == "True" else f"no {flag}"
+        return f"{flag} {value.strip(chr(39) + chr(34))}"
+
+    text = _ASSIGNED.sub(assigned, text)
+    return _STANDALONE.sub(lambda m: KEYWORD_FLAGS[m.group(1)], text)
+
+
+def one_line(text: str) -> str:
+    """``text``'s non-blank lines joined by spaces."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def warning_line(message: str) -> str:
+    """A warning as the command line prints it: ``rust-bertscore: warning: ...`` on one line,
+    keywords as flags, without bert_score's own ``Warning:`` prefix.
+
+    >>> warning_line("Warning: line 3 of hyps.txt: empty candidate")
+    'rust-bertscore: warning: line 3 of hyps.txt: empty candidate'
+    """
+    text = one_line(message)
+    if text.lower().startswith("warning:"):
+        text = text[len("warning:") :].strip()
+    return f"{PROG}: warning: {flag_words(text)}"
 
 
 def info(args: argparse.Namespace, message: str) -> None:

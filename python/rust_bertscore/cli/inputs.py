@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, Union
@@ -23,10 +23,12 @@ _PATH_SUFFIX = re.compile(r"[^./\\]\.[A-Za-z0-9]{2,6}$")
 
 @dataclass(frozen=True)
 class Chunk:
-    """Consecutive candidates and their references, in the shape ``score()`` takes."""
+    """Consecutive candidates and their references, in the shape ``score()`` takes, and the
+    input line of each candidate (None where the input has no lines)."""
 
     cands: list[str]
     refs: Refs
+    lines: list[int] | None = None
     errors: list[str | None] = field(default_factory=list)
     """With ``--on-error null``: each candidate's problem (``FILE:LINE: ...``), None when it is
     good; a bad line's texts are placeholders (empty). Empty when every line is good."""
@@ -34,9 +36,14 @@ class Chunk:
     def good(self) -> Chunk:
         """The chunk without its bad lines (errors dropped)."""
         if not any(e is not None for e in self.errors):
-            return Chunk(self.cands, self.refs)
+            return Chunk(self.cands, self.refs, lines=self.lines)
         keep = [i for i, e in enumerate(self.errors) if e is None]
-        return Chunk([self.cands[i] for i in keep], [self.refs[i] for i in keep])  # type: ignore[arg-type]
+        lines = None if self.lines is None else [self.lines[i] for i in keep]
+        return Chunk(
+            [self.cands[i] for i in keep],
+            [self.refs[i] for i in keep],  # type: ignore[arg-type]
+            lines=lines,
+        )
 
 
 class Source:
@@ -62,9 +69,37 @@ class Source:
     on_error: str = "raise"
     """``"null"``: a bad line becomes a chunk row with an error instead of a ``CliError``."""
 
+    warn: Callable[[str], None] | None = None
+    """Set by the command line: called with one message per empty text (naming its line)."""
+    _reported: set[tuple[int, int]]
+
     def chunks(self, size: int) -> Iterator[Chunk]:
         """Candidates and references, ``size`` candidates at a time."""
         raise NotImplementedError
+
+    def where(self, line: int | None, ref: int | None) -> str:
+        """Where a text comes from, for messages (``ref``: None for the candidate, else the
+        position of the reference)."""
+        return "candidate text" if ref is None else "reference text"
+
+    def report_empty(self, chunk: Chunk) -> None:
+        """Call :attr:`warn` once for each empty (or all-whitespace) text of ``chunk``."""
+        if self.warn is None:
+            return
+        reported = self.__dict__.setdefault("_reported", set())
+        for k, (cand, ref) in enumerate(zip(chunk.cands, chunk.refs)):
+            line = None if chunk.lines is None else chunk.lines[k]
+            group = [ref] if isinstance(ref, str) else list(ref)
+            texts = [(cand, None), *((r, j) for j, r in enumerate(group))]
+            for text, j in texts:
+                key = (line if line is not None else k, -1 if j is None else j)
+                if not text.strip() and key not in reported:
+                    reported.add(key)
+                    role = "candidate" if j is None else "reference"
+                    self.warn(
+                        f"{self.where(line, j)}: empty {role}: its P, R and F1 are 0 (as "
+                        "bert_score)"
+                    )
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         """Every reference sentence (flattened), up to ``size`` at a time."""
@@ -175,7 +210,13 @@ class LineFiles(Source):
                 )
                 for lines in zip(*files)
             )
-            yield from _chunked(pairs, size)
+            for chunk in _chunked(pairs, size, first_line=1):
+                self.report_empty(chunk)
+                yield chunk
+
+    def where(self, line: int | None, ref: int | None) -> str:
+        path = self.cand if ref is None else self.refs[ref]
+        return f"line {line} of {path}"
 
     def _checked_lines(self) -> Iterator[tuple[str, object, str | None]]:
         """(candidate, reference(s), problem) of every line; a bad line's texts are empty."""
@@ -227,7 +268,12 @@ class TextPair(Source):
         self.description = "1 candidate text"
 
     def chunks(self, size: int) -> Iterator[Chunk]:
-        yield Chunk([self.cand], [self.refs])
+        chunk = Chunk([self.cand], [self.refs])
+        self.report_empty(chunk)
+        yield chunk
+
+    def where(self, line: int | None, ref: int | None) -> str:
+        return "-c" if ref is None else f"-r {ref + 1}" if len(self.refs) > 1 else "-r"
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         yield list(self.refs)
@@ -255,8 +301,14 @@ class JsonlFile(Source):
         self.description = f"{path} (fields {cand_field!r} and {ref_field!r})"
 
     def _records(self) -> Iterator[tuple[str, list[str]]]:
-        for cand, refs, _ in self._checked_records():
-            yield cand, refs
+        for _, record in self._numbered():
+            yield record
+
+    def _numbered(self) -> Iterator[tuple[int, tuple[str, list[str]]]]:
+        with _open_text(self.path) as f, _decoding(self.path):
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    yield number, self._parse(line, number)
 
     def _checked_records(self) -> Iterator[tuple[str, list[str], str | None]]:
         """(candidate, references, problem) of every record; with ``on_error="null"`` a bad
@@ -320,7 +372,22 @@ class JsonlFile(Source):
         if self.on_error == "null":
             yield from _chunked_with_errors(self._checked_records(), size)
             return
-        yield from _chunked(self._records(), size)
+        numbers: list[int] = []
+
+        def records() -> Iterator[tuple[str, list[str]]]:
+            for number, record in self._numbered():
+                numbers.append(number)
+                yield record
+
+        for chunk in _chunked(records(), size):
+            chunk = Chunk(chunk.cands, chunk.refs, lines=numbers[-len(chunk.cands) :])
+            numbers.clear()
+            self.report_empty(chunk)
+            yield chunk
+
+    def where(self, line: int | None, ref: int | None) -> str:
+        field = self.cand_field if ref is None else self.ref_field
+        return f"line {line} of {self.path} (field {field!r})"
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         if self.on_error == "null":
@@ -336,18 +403,28 @@ class JsonlFile(Source):
             yield chunk
 
 
-def _chunked(pairs: Iterable[tuple[str, object]], size: int) -> Iterator[Chunk]:
-    """Group (candidate, reference or reference list) pairs into chunks of ``size`` pairs."""
+def _chunked(
+    pairs: Iterable[tuple[str, object]], size: int, first_line: int | None = None
+) -> Iterator[Chunk]:
+    """Group (candidate, reference or reference list) pairs into chunks of ``size`` pairs
+    (numbered as lines from ``first_line`` when given)."""
     cands: list[str] = []
     refs: list = []
+    start = first_line
+
+    def chunk() -> Chunk:
+        lines = None if start is None else list(range(start, start + len(cands)))
+        return Chunk(cands, refs, lines=lines)
+
     for cand, ref in pairs:
         cands.append(cand)
         refs.append(ref)
         if len(cands) == size:
-            yield Chunk(cands, refs)
+            yield chunk()
+            start = None if start is None else start + len(cands)
             cands, refs = [], []
     if cands:
-        yield Chunk(cands, refs)
+        yield chunk()
 
 
 def _chunked_with_errors(
@@ -362,10 +439,10 @@ def _chunked_with_errors(
         refs.append(ref)
         errors.append(problem)
         if len(cands) == size:
-            yield Chunk(cands, refs, errors)
+            yield Chunk(cands, refs, errors=errors)
             cands, refs, errors = [], [], []
     if cands:
-        yield Chunk(cands, refs, errors)
+        yield Chunk(cands, refs, errors=errors)
 
 
 def _good_ref_chunks(source: Source, size: int) -> Iterator[list[str]]:
@@ -438,3 +515,30 @@ def read_lines(path: Path) -> list[str]:
     """Every line of a UTF-8 text file, without newlines (errors name the file and line)."""
     with _open_text(path) as f, _decoding(path):
         return [_strip_newline(line) for line in f]
+
+
+def text_or_line(value: str, role: str, flag: str, line: int | None) -> str:
+    """One text for ``align``/``show``: ``value`` itself, or, when it names an existing file
+    (one text per line, as ``score`` reads it), its only line or line ``line`` (``--line N``).
+
+    A file of several lines without ``--line``, a line out of range, or a value that looks like
+    a path but names no file are usage errors naming the file.
+    """
+    if os.path.isfile(value):
+        lines = read_lines(Path(value))
+        if not lines:
+            raise CliError(f"{role} file {value}: empty file, no text to use")
+        if line is not None:
+            if not 1 <= line <= len(lines):
+                raise CliError(f"--line {line}: {role} file {value} has lines 1..{len(lines)}")
+            return lines[line - 1]
+        if len(lines) > 1:
+            raise CliError(
+                f"{role} file {value} has {len(lines)} lines; this command takes one pair: pick "
+                f"one with --line N (1..{len(lines)}), or score every line with "
+                f"`rust-bertscore score -c FILE -r FILE`"
+            )
+        return lines[0]
+    if os.path.isdir(value) or looks_like_path(value):
+        raise CliError(_not_a_file(value, role) + f" (given as {flag})")
+    return value

@@ -7,7 +7,14 @@ import json
 import sys
 
 from ..catalog.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+from ..catalog.registry import DEFAULT_MODEL, DEFAULT_MODEL_LAYER
+from ..models.files import offline_source
 from .common import add_common_flags, info
+
+DEFAULT_ROW = ModelInfo(
+    DEFAULT_MODEL, "bert", DEFAULT_MODEL_LAYER, True, "the default model", in_bert_score=False
+)
+"""The package's default model, listed first (it is not in bert_score's table)."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,9 +22,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "models",
         help="list bert_score's models: family, default layer, whether this version converts it",
-        description="List the 140 models of bert_score's tuned-layer table (model2layers) with "
-        "their family (config.json model_type), bert_score's default layer, and whether this "
-        "version converts them. The last line counts the convertible ones.",
+        description="List the default model, then the 140 models of bert_score's tuned-layer "
+        "table (model2layers), with their family (config.json model_type), bert_score's default "
+        "layer, whether this version converts them, and whether their files are here without a "
+        "download (offline: the default model's package or the Hugging Face cache). The last "
+        "line counts the convertible ones.",
     )
     p.add_argument(
         "--format",
@@ -48,11 +57,13 @@ def _count_line(models: list[ModelInfo]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print the listing in ``args.format``."""
     models = supported_models(beyond_table=args.beyond_table)
-    shown = [m for m in models if m.convertible] if args.convertible else models
+    shown = [DEFAULT_ROW, *(m for m in models if m.convertible or not args.convertible)]
+    offline = {m.name: offline_source(m.name) is not None for m in shown}
     out = sys.stdout
     if args.format == "json":
         payload = {
-            "models": [m.to_dict() for m in shown],
+            "default": DEFAULT_MODEL,
+            "models": [{**m.to_dict(), "offline": offline[m.name]} for m in shown],
             "convertible": sum(m.convertible for m in models if m.in_bert_score),
             "total": BERT_SCORE_MODEL_COUNT,
         }
@@ -60,22 +71,26 @@ def run(args: argparse.Namespace) -> int:
         out.write("\n")
         return 0
     if args.format == "tsv":
-        out.write("name\tmodel_type\tdefault_layer\tconvertible\tnote\n")
+        out.write("name\tmodel_type\tdefault_layer\tconvertible\toffline\tnote\n")
         for m in shown:
             out.write(
                 f"{m.name}\t{m.model_type}\t{m.default_layer}\t{str(m.convertible).lower()}\t"
-                f"{m.note}\n"
+                f"{str(offline[m.name]).lower()}\t{m.note}\n"
             )
         info(args, _count_line(models))
         return 0
     width = max([len("model"), *(len(m.name) for m in shown)])
     family = max([len("family"), *(len(m.model_type) for m in shown)])
-    out.write(f"{'model':<{width}}  {'family':<{family}}  layer  converts\n")
+    out.write(f"{'model':<{width}}  {'family':<{family}}  layer  offline  converts\n")
     for m in shown:
         mark = "yes" if m.convertible else f"no: {m.note}"
         if m.convertible and not m.in_bert_score:
             mark = f"yes ({m.note})"
-        out.write(f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {mark}\n")
+        here = "yes" if offline[m.name] else "-"
+        out.write(
+            f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {here:<7}  "
+            f"{mark}\n"
+        )
     out.write(_count_line(models) + "\n")
     if not args.beyond_table:
         beyond = [m.name for m in supported_models(beyond_table=True) if not m.in_bert_score]

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from .common import (
     progress_bar,
     scorer_options,
     scorer_settings,
+    warning_line,
 )
 from .inputs import Source, open_source
 
@@ -127,7 +128,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     cli_ray.add_flags(p.add_argument_group("cluster"))
     # Accepted for bert-score compatibility; they change nothing here.
     p.add_argument("--nthreads", type=positive_int, default=4, help=argparse.SUPPRESS)
-    p.add_argument("--use_fast_tokenizer", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run)
     return p
 
@@ -254,6 +254,50 @@ class JsonWriter(Writer):
 WRITERS = {"text": TextWriter, "tsv": TsvWriter, "json": JsonWriter}
 
 
+class BatchProgress:
+    """Moves a progress bar of candidates after every encoder batch, not only after every
+    chunk of ``chunk`` candidates: a batch of ``k`` texts counts ``k / texts_per_pair``
+    candidates (an estimate, never past the chunk being scored); each scored chunk sets the bar
+    to the exact count.
+
+    >>> class Bar:
+    ...     n = 0
+    ...     def update(self, k): self.n += k
+    >>> bar = Bar()
+    >>> moving = BatchProgress(bar, total=600, chunk=1024, texts_per_pair=2)
+    >>> moving.encoded(64); bar.n
+    32
+    >>> moving.scored(600); bar.n
+    600
+    """
+
+    def __init__(self, bar: Any, total: int, chunk: int, texts_per_pair: int) -> None:
+        self.bar = bar
+        self.total = total
+        self.chunk = chunk
+        self.texts_per_pair = max(texts_per_pair, 1)
+        self.done = 0  # candidates scored (exact)
+        self.position = 0.0  # shown, with the estimate of the chunk in progress
+        self.shown = 0
+
+    def _move_to(self, position: float) -> None:
+        self.position = position
+        step = int(position) - self.shown
+        if step > 0:
+            self.bar.update(step)
+            self.shown += step
+
+    def encoded(self, texts: int) -> None:
+        """An encoder batch of ``texts`` texts is done."""
+        limit = min(self.done + self.chunk, self.total) - 1  # the chunk is not scored yet
+        self._move_to(min(self.position + texts / self.texts_per_pair, max(limit, self.done)))
+
+    def scored(self, candidates: int) -> None:
+        """A chunk of ``candidates`` candidates is scored."""
+        self.done += candidates
+        self._move_to(max(float(self.done), self.position))
+
+
 # -- the subcommand ------------------------------------------------------------------------------
 
 
@@ -262,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
     source: Source = open_source(
         args.cand, args.ref, args.jsonl, args.cand_field, args.ref_field, args.on_error
     )
+    source.warn = lambda message: print(warning_line(message), file=sys.stderr, flush=True)
+    args.empty_by_line = True  # the library's generic empty-text warnings are not repeated
     if args.idf and not source.idf_allowed:
         raise CliError(
             "--idf needs reference files: IDF over a single pair of sentences is not supported "
@@ -293,18 +339,24 @@ def run(args: argparse.Namespace) -> int:
     sums = np.zeros(3, dtype=np.float64)
     count = lines = bad = 0
     start = time.perf_counter()
+    encoder = scorer.runtime.encoder
     with progress_bar(source.num_cands, desc="scoring", quiet=args.quiet) as bar:
-        for P, R, F, errors in _chunks(args, scorer, source, use_ray):
-            writer.pairs(lines, P, R, F, errors)
-            for message in errors or ():
-                if message is not None:
-                    info(args, f"{message} (scores left empty)")
-                    bad += 1
-            good = ~np.isnan(F)
-            sums += [x[good].sum(dtype=np.float64) for x in (P, R, F)]
-            count += int(good.sum())
-            lines += len(P)
-            bar.update(len(P))
+        moving = BatchProgress(bar, source.num_cands, args.chunk_size, 1 + (source.group_size or 1))
+        encoder.on_batch = moving.encoded
+        try:
+            for P, R, F, errors in _chunks(args, scorer, source, use_ray):
+                writer.pairs(lines, P, R, F, errors)
+                for message in errors or ():
+                    if message is not None:
+                        info(args, f"{message} (scores left empty)")
+                        bad += 1
+                good = ~np.isnan(F)
+                sums += [x[good].sum(dtype=np.float64) for x in (P, R, F)]
+                count += int(good.sum())
+                lines += len(P)
+                moving.scored(len(P))
+        finally:
+            encoder.on_batch = None
     if bad:
         info(args, f"{bad} of {lines} lines left unscored (--on-error null)")
     writer.end(sums / count if count else np.full(3, np.nan), count)

@@ -35,14 +35,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``store`` with its ``show`` and ``prune`` actions."""
     p = subparsers.add_parser(
         "store",
-        help="show or prune a persistent embedding store (--store DIR)",
+        help="show or prune an embedding store: store show|prune DIR (or --store DIR)",
         description="Show or prune an embedding store made by --store DIR (or "
-        "BERTScorer(store=DIR)). Entries are token vectors keyed by model graph, precision, "
-        "layer and token ids.",
+        "BERTScorer(store=DIR)): store show DIR, store prune DIR --max-bytes N (the folder "
+        "positional or as --store DIR). Entries are token vectors keyed by model graph, "
+        "precision, layer and token ids.",
     )
     actions = p.add_subparsers(dest="action", metavar="{show,prune}", required=True)
-    show = actions.add_parser("show", help="entries, bytes, segments and last uses")
-    show.add_argument("directory", metavar="DIR", help="the store's directory")
+    show = actions.add_parser(
+        "show",
+        help="entries, bytes, segments and last uses",
+        description="Show a store: store show DIR (or store show --store DIR).",
+    )
+    _add_directory(show)
     show.add_argument("--format", choices=("text", "json"), default="text")
     add_common_flags(show)
     show.set_defaults(run=run_show)
@@ -53,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--max-bytes, and rewrite the segments no live process writes to without "
         "duplicates, use records or damaged entries.",
     )
-    prune.add_argument("directory", metavar="DIR", help="the store's directory")
+    _add_directory(prune)
     prune.add_argument(
         "--max-bytes",
         type=byte_size,
@@ -66,10 +71,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     prune.set_defaults(run=run_prune)
 
 
+def _add_directory(parser: argparse.ArgumentParser) -> None:
+    """The store's folder: positional ``DIR`` or ``--store DIR`` (as the scoring commands)."""
+    parser.add_argument("directory", metavar="DIR", nargs="?", help="the store's directory")
+    parser.add_argument(
+        "--store", dest="store_dir", metavar="DIR", help="the store's directory (same as DIR)"
+    )
+
+
+def _directory(args: argparse.Namespace) -> str:
+    given = [d for d in (args.directory, args.store_dir) if d is not None]
+    if not given:
+        raise CliError(f"store {args.action}: give the store's folder (DIR or --store DIR)")
+    if len(given) == 2 and given[0] != given[1]:
+        raise CliError(
+            f"store {args.action}: two folders given ({given[0]} and --store {given[1]}); give one"
+        )
+    return given[0]
+
+
 def _open(directory: str):  # type: ignore[no-untyped-def]
     from ..store import EmbeddingStore
 
     path = Path(directory)
+    if not path.exists():
+        raise CliError(f"{directory}: does not exist")
+    if not path.is_dir():
+        raise CliError(f"{directory}: not a folder (an embedding store is a folder)")
     if not (path / "segments").is_dir():
         raise CliError(f"{directory}: not an embedding store (no segments/ folder)")
     return EmbeddingStore(path)
@@ -98,18 +126,19 @@ def _write(args: argparse.Namespace, report: dict, title: str) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    store = _open(args.directory)
+    store = _open(_directory(args))
     _write(args, store.info().as_dict(), "store")
     return 0
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    store = _open(args.directory)
+    directory = _directory(args)
+    store = _open(directory)
     before = store.info()
     target = before.file_bytes if args.max_bytes is None else args.max_bytes
     after = store.prune(target)
     if after is None:
-        raise CliError(f"{args.directory}: cannot prune (the store is not writable)", 1)
+        raise CliError(f"{directory}: cannot prune (the store is not writable)", 1)
     _write(args, after.as_dict(), "pruned")
     info(
         args,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..catalog.configs import float_field, int_field, max_positions, model_depth, model_family
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InputTypeError, InputValueError
 
 __all__ = [
     "ATTENTION_MASK",
@@ -64,9 +64,9 @@ def numbered(template: LayerNames) -> Callable[[int], LayerNames]:
 def check_num_layers(num_layers: int, depth: int) -> None:
     """``ValueError`` unless ``0 <= num_layers <= depth``."""
     if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)):
-        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
+        raise InputTypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
     if not 0 <= num_layers <= depth:
-        raise ValueError(
+        raise InputValueError(
             f"num_layers={num_layers} is out of range: the model has {depth} layers, "
             f"so num_layers must be in 0..{depth} (0 = the embeddings output)"
         )
@@ -77,6 +77,6 @@ def layers_to_build(depth: int, num_layers: int | None, all_layers: bool) -> int
     if all_layers:
         return depth
     if num_layers is None:
-        raise TypeError("num_layers is required unless all_layers=True")
+        raise InputTypeError("num_layers is required unless all_layers=True")
     check_num_layers(num_layers, depth)
     return int(num_layers)

@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..errors import InputValueError
+
 OPSET = 17
 """ONNX opset of the graphs: 17 has a native LayerNormalization."""
 
@@ -145,7 +147,7 @@ class GraphBuilder:
             return self.op("Relu", [x], f"{name}/Relu")
         if kind in ("silu", "swish"):
             return self.op("Mul", [x, self.op("Sigmoid", [x], f"{name}/Sigmoid")], f"{name}/Mul")
-        raise ValueError(
+        raise InputValueError(
             f"unsupported activation {kind!r}: expected gelu, gelu_new, gelu_pytorch_tanh, relu "
             "or silu"
         )

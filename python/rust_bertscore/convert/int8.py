@@ -11,6 +11,7 @@ from pathlib import Path
 
 import onnx
 
+from ..errors import InputValueError
 from ..support.atomic import write_files_atomic
 from . import writer
 from .registry import always_fp32_nodes, ffn_out_nodes
@@ -162,7 +163,9 @@ def quantize_int8(
             writer.inline_external(model)
         return write_files_atomic(dst_onnx, lambda path: writer.save_model(model, path, external))
     if activations != "per-tensor":
-        raise ValueError(f"activations must be 'per-tensor' or 'per-token', got {activations!r}")
+        raise InputValueError(
+            f"activations must be 'per-tensor' or 'per-token', got {activations!r}"
+        )
     graph = onnx.load(str(src), load_external_data=False)
     if nodes_to_exclude is None:
         nodes_to_exclude = int8_fp32_nodes(graph)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import onnx
 
 from ..catalog.configs import load_config, model_depth, model_family
+from ..errors import InputValueError
 from .blocks import BuildRequest
 from .contract import layers_to_build
 from .families import (
@@ -137,7 +138,7 @@ def converter_for(config: dict[str, object]) -> FamilyConverter:
     model_family(config)  # names the supported model_types when this one is not
     model_type = str(config["model_type"])
     if model_type not in CONVERTERS:
-        raise ValueError(
+        raise InputValueError(
             f"model_type {model_type!r} has no graph builder in rust_bertscore.convert.registry "
             f"(builders: {', '.join(sorted(CONVERTERS))})"
         )

@@ -11,7 +11,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..errors import DistributedInputError
+from ..errors import DistributedInputError, InputTypeError, InputValueError
 from ..stages.text import check_text
 
 Batch = Any
@@ -28,7 +28,7 @@ def _kind(batch: Batch) -> str:
         return "arrow"
     if isinstance(batch, Mapping):
         return "dict"
-    raise TypeError(
+    raise InputTypeError(
         "a batch must be a pandas DataFrame, a pyarrow Table or a dict of NumPy arrays, got "
         f"{type(batch).__name__}"
     )
@@ -63,12 +63,12 @@ def check_input_columns(
         if name not in columns
     ]
     if missing:
-        raise ValueError(
+        raise InputValueError(
             f"the dataset has no {' and no '.join(missing)}; its columns are {columns}"
         )
     taken = [c for c in score_cols if c in columns]
     if taken:
-        raise ValueError(
+        raise InputValueError(
             f"the dataset already has a column {taken[0]!r}: pass score_cols=(...) (or "
             "error_col=) with other names for the added columns"
         )

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..analyses.corpus import pair_lengths
 from ..engine.settings import SCORE_BATCH_SIZE
+from ..errors import InputTypeError, InputValueError
 from ..scoring.scorer import BERTScorer
 from .columns import (
     ERROR_COLUMN,
@@ -43,7 +44,7 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(options) - set(SCORER_OPTIONS))
     if unknown:
         hint = " (all_layers is not supported here)" if "all_layers" in unknown else ""
-        raise TypeError(
+        raise InputTypeError(
             f"unknown BERTScorer option(s) {', '.join(map(repr, unknown))}{hint}; expected some "
             f"of {', '.join(SCORER_OPTIONS)}"
         )
@@ -125,16 +126,18 @@ class BERTScoreBatch:
     ) -> None:
         for name, value in (("cand_col", cand_col), ("ref_col", ref_col)):
             if not isinstance(value, str) or not value:
-                raise TypeError(f"{name} must be a column name (a non-empty str), got {value!r}")
+                raise InputTypeError(
+                    f"{name} must be a column name (a non-empty str), got {value!r}"
+                )
         if len(score_cols) != 3 or len(set(score_cols)) != 3:
-            raise ValueError(f"score_cols must be three different names, got {score_cols!r}")
+            raise InputValueError(f"score_cols must be three different names, got {score_cols!r}")
         self.on_error = check_on_error(on_error)
         added = (*score_cols, error_col) if on_error == "null" else tuple(score_cols)
         if len(set(added)) != len(added):
-            raise ValueError(f"error_col {error_col!r} is also a score column")
+            raise InputValueError(f"error_col {error_col!r} is also a score column")
         clash = {cand_col, ref_col, index_col} & set(added)
         if clash:
-            raise ValueError(f"score column {clash.pop()!r} would overwrite an input column")
+            raise InputValueError(f"score column {clash.pop()!r} would overwrite an input column")
         self.error_col = error_col
         self.options = check_options(options)
         self.cand_col = cand_col
@@ -146,19 +149,19 @@ class BERTScoreBatch:
         self.num_threads = num_threads
         idf = bool(self.options.get("idf", False))
         if idf and (plan is None or plan.df is None):
-            raise ValueError(
+            raise InputValueError(
                 "idf=True needs document frequencies over the whole dataset: use "
                 "score_dataset()/score_spark(), or pass plan= from plan_dataset()/plan_spark()"
             )
         if plan is not None and plan.maxima is not None and index_col is None:
-            raise ValueError("a plan with padding floors needs index_col, the global row numbers")
+            raise InputValueError("a plan with padding floors needs index_col, the global row numbers")
         if plan is not None and plan.on_error != self.on_error:
-            raise ValueError(
+            raise InputValueError(
                 f"the plan was made with on_error={plan.on_error!r}, not {self.on_error!r}: bad "
                 "rows must be left out of both passes or of neither"
             )
         if plan is not None and plan.batch_size != self.batch_size:
-            raise ValueError(
+            raise InputValueError(
                 f"the plan was made for batch_size={plan.batch_size}, not {self.batch_size}"
             )
         self._scorer: BERTScorer | None = None
@@ -197,7 +200,9 @@ class BERTScoreBatch:
             if name is not None and name not in names
         ]
         if missing:
-            raise ValueError(f"{where} has no {' and no '.join(missing)}; its columns are {names}")
+            raise InputValueError(
+                f"{where} has no {' and no '.join(missing)}; its columns are {names}"
+            )
 
     @property
     def added_columns(self) -> tuple[str, ...]:

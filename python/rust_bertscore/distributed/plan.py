@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..analyses.corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
+from ..errors import InputValueError
 from ..stages.options import ScoringOptions
 from ..stages.scored_tokens import ScoredTokens
 from ..stages.tokenization.tokenizer import TextTokenizer
@@ -194,7 +195,9 @@ class ScorePlan:
     def idf_dict(self) -> defaultdict[int, float]:
         """bert_score's idf dict over the dataset's references (unseen ids: ``ln(M+1)``)."""
         if self.df is None:
-            raise ValueError("this plan was made without idf=True: it has no document frequencies")
+            raise InputValueError(
+                "this plan was made without idf=True: it has no document frequencies"
+            )
         return idf_dict(self.df, self.num_refs)
 
     def floors(

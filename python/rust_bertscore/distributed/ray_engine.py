@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine.settings import SCORE_BATCH_SIZE
+from ..errors import InputValueError
 from ..stages.options import ScoringOptions
 from .columns import ERROR_COLUMN, Batch, check_input_columns, check_on_error, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
@@ -311,7 +312,7 @@ def _actor_pool(concurrency: int | tuple[int, int]) -> Any:
         low, high = concurrency
         return ray.data.ActorPoolStrategy(min_size=int(low), max_size=int(high))
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(
+        raise InputValueError(
             f"concurrency must be a positive int or a (min, max) pair, got {concurrency!r}"
         )
     return ray.data.ActorPoolStrategy(size=concurrency)

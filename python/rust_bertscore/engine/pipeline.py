@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _core
+from ..errors import InputValueError
 from ..models.runtime import ModelRuntime
 from ..stages.embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from ..stages.options import ScoringOptions, f_beta
@@ -235,7 +236,7 @@ class ScoringPipeline:
         if not idf:
             return self.uniform
         if self.idf_weights is None:
-            raise ValueError(
+            raise InputValueError(
                 "IDF weights are not computed: pass idf_sents or call compute_idf() first"
             )
         return self.idf_weights

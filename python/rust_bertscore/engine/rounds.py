@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..errors import InputTypeError, InputValueError
+
 
 def block_step(block_pairs: int, floor_batch: int | None) -> int:
     """Pairs per block: about ``block_pairs``, a multiple of ``floor_batch`` when there is one."""
@@ -46,16 +48,18 @@ def explicit_floors(
     if pad_floor is None:
         return None
     if not isinstance(pad_floor, (tuple, list)) or len(pad_floor) != 2:
-        raise TypeError("pad_floor must be a pair (floor_precision, floor_recall) of bool arrays")
+        raise InputTypeError(
+            "pad_floor must be a pair (floor_precision, floor_recall) of bool arrays"
+        )
     out = []
     for name, flags in zip(("floor_precision", "floor_recall"), pad_floor):
         arr = np.asarray(flags)
         if arr.ndim != 1 or len(arr) != n_pairs:
-            raise ValueError(
+            raise InputValueError(
                 f"pad_floor's {name} must hold one flag per pair after multi-reference "
                 f"flattening ({n_pairs}), got shape {arr.shape}"
             )
         if arr.dtype.kind not in "biu" and len(arr):
-            raise TypeError(f"pad_floor's {name} must be a bool array, got dtype {arr.dtype}")
+            raise InputTypeError(f"pad_floor's {name} must be a bool array, got dtype {arr.dtype}")
         out.append(arr.astype(bool))
     return out[0], out[1]

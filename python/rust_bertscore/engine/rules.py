@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _core
-from ..errors import warn
+from ..errors import InputValueError, warn
 
 
 def weightless_sides(
@@ -97,7 +97,7 @@ def check_weights(weights: Sequence[np.ndarray], texts: Sequence[str]) -> None:
     """ValueError naming the text when a weight is NaN (an idf dict without that token)."""
     for i, w in enumerate(weights):
         if np.isnan(w).any():
-            raise ValueError(
+            raise InputValueError(
                 f"the idf dict has no weight for a token of text {texts[i]!r:.60}: give a "
                 "defaultdict (as bert_score's get_idf_dict returns) or weights for every token id"
             )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 
 from .._version import __version__
+from ..errors import InputTypeError, InputValueError
 
 if TYPE_CHECKING:
     from ..stages.options import ScoringOptions
@@ -38,16 +39,16 @@ CHUNK_BYTES = 128 * 1024 * 1024
 def check_flag(name: str, value: object) -> bool:
     """``value`` as a bool; TypeError naming ``name`` for anything but True/False."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        raise InputTypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
 def check_batch_size(batch_size: object) -> int:
     """``batch_size`` as a positive int; TypeError/ValueError otherwise."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
+        raise InputTypeError(f"batch_size must be a positive int, got {batch_size!r}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
+        raise InputValueError(f"batch_size must be a positive int, got {batch_size}")
     return int(batch_size)
 
 
@@ -66,6 +67,7 @@ def make_hash(
     precision: str = "fp32",
     batch_independent: bool = False,
     options: ScoringOptions | None = None,
+    use_fast_tokenizer: bool = False,
 ) -> str:
     """The settings string bert_score prints, naming this package and its version, and the
     options other than bert_score's (:meth:`ScoringOptions.hash_suffix`)."""
@@ -75,6 +77,8 @@ def make_hash(
     )
     if rescale_with_baseline:
         msg += "-custom-rescaled" if use_custom_baseline else "-rescaled"
+    if use_fast_tokenizer:
+        msg += "_fast-tokenizer"  # bert_score's get_hash
     if precision != "fp32":
         msg += f"_{precision}"
     if batch_independent:

@@ -8,15 +8,16 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..errors import InputValueError
 from ..scoring.scorer import BERTScorer
 
 
 def random_pairs(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``pairs`` index pairs (a, b) drawn uniformly with a != b, reproducible from ``seed``."""
     if n < 2:
-        raise ValueError(f"a baseline needs at least 2 distinct corpus lines, got {n}")
+        raise InputValueError(f"a baseline needs at least 2 distinct corpus lines, got {n}")
     if pairs < 1:
-        raise ValueError(f"pairs must be at least 1, got {pairs}")
+        raise InputValueError(f"pairs must be at least 1, got {pairs}")
     rng = np.random.default_rng(seed)
     a = rng.integers(0, n, size=pairs)
     b = rng.integers(0, n - 1, size=pairs)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputValueError
 from ..scoring.scorer import BERTScorer
 from ..stages.text import pair_texts
 
@@ -65,8 +66,7 @@ class EvaluateBackend:
     ) -> dict[str, Any]:
         """evaluate's ``bertscore`` ``_compute``: see the metric's description.
 
-        ``use_fast_tokenizer`` is accepted and changes nothing: tokens are always those of
-        bert_score's default (slow) tokenizers.
+        ``use_fast_tokenizer=True`` tokenises with the model's fast tokenizer, as bert_score.
 
         Returns
         -------
@@ -75,7 +75,7 @@ class EvaluateBackend:
             lists with ``all_layers``) and ``hashcode`` (the settings string).
         """
         if model_type is None and lang is None:
-            raise ValueError(
+            raise InputValueError(
                 "Either 'lang' (e.g. 'en') or 'model_type' (e.g. "
                 "'microsoft/deberta-xlarge-mnli') must be specified"
             )
@@ -90,6 +90,7 @@ class EvaluateBackend:
             bool(rescale_with_baseline),
             baseline_path,
             use_idf,
+            bool(use_fast_tokenizer),
         )
         if self._scorer is None or self._key != key:
             self._scorer = BERTScorer(
@@ -103,6 +104,7 @@ class EvaluateBackend:
                 lang=lang.lower() if lang else lang,
                 rescale_with_baseline=rescale_with_baseline,
                 baseline_path=baseline_path,
+                use_fast_tokenizer=use_fast_tokenizer,
             )
             self._key = key
         scorer = self._scorer

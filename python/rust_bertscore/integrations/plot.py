@@ -41,6 +41,7 @@ def similarity_matrix(
     device: str | None = None,
     precision: str = "fp32",
     batch_size: int = 64,
+    use_fast_tokenizer: bool = False,
 ) -> SimilarityMatrix:
     """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1:
     :meth:`BERTScorer.similarity_matrix` of a scorer with these settings.
@@ -66,6 +67,7 @@ def similarity_matrix(
         baseline_path=baseline_path,
         precision=precision,
         cache_bytes=0,
+        use_fast_tokenizer=use_fast_tokenizer,
     )
     return scorer.similarity_matrix(candidate, reference)
 
@@ -78,6 +80,7 @@ def plot_example(
     lang: str | None = None,
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
+    use_fast_tokenizer: bool = False,
     fname: str = "",
 ) -> SimilarityMatrix:
     """bert_score's ``plot_example``: the heatmap of one pair, saved to ``fname`` if given.
@@ -103,5 +106,6 @@ def plot_example(
         lang=lang,
         rescale_with_baseline=rescale_with_baseline,
         baseline_path=baseline_path,
+        use_fast_tokenizer=use_fast_tokenizer,
     )
     return save_example(sim, fname)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import convert
 from .._version import __version__
+from ..errors import InputValueError
 from ..support.atomic import copy_file_atomic, write_text_atomic
 from .files import resolve_model
 from .runtime import check_layer, default_layer, export_info_path
@@ -104,15 +105,15 @@ def export_model(
         When ``model`` cannot be found.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        raise InputValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
     out = Path(out_path)
     if out.suffix != ".onnx":
-        raise ValueError(f"the output must be an .onnx file name, got {str(out)!r}")
+        raise InputValueError(f"the output must be an .onnx file name, got {str(out)!r}")
     if out.is_dir():
-        raise ValueError(f"{out} is a directory: give the .onnx file to write")
+        raise InputValueError(f"{out} is a directory: give the .onnx file to write")
     files = resolve_model(model)
     if files.onnx_path is not None:
-        raise ValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
+        raise InputValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
     config = files.config()
     family = convert.model_family(config)
     depth = convert.model_depth(config)
@@ -122,7 +123,7 @@ def export_model(
     existing = out_dir / "config.json"
     src_config = files.model_dir / "config.json"
     if not force and existing.is_file() and not _same_json(existing, src_config):
-        raise ValueError(
+        raise InputValueError(
             f"{out_dir} already holds another model's config.json: export to an empty "
             "directory (a directory holds one model's tokenizer and config), or pass --force"
         )

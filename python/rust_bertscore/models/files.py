@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalog.registry import DEFAULT_MODEL
-from ..errors import ModelNotFoundError
+from ..errors import InputValueError, ModelNotFoundError
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
 HUB_FILE_PATTERNS = [
@@ -66,9 +66,9 @@ class ModelFiles:
                 f"{path} is missing: a model directory needs config.json"
             ) from None
         except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"cannot read {path}: {e}") from e
+            raise InputValueError(f"cannot read {path}: {e}") from e
         if not isinstance(config, dict):
-            raise ValueError(f"{path} does not hold a JSON object")
+            raise InputValueError(f"{path} does not hold a JSON object")
         return config
 
 
@@ -119,6 +119,23 @@ def resolve_model(model_type: str) -> ModelFiles:
     return ModelFiles(model_type, downloaded, None, "download")
 
 
+def offline_source(model_type: str) -> str | None:
+    """Where ``model_type``'s files are found without a download: ``"package"`` (the default
+    model's offline package), ``"hf-cache"`` (a complete snapshot in the Hugging Face cache),
+    or None. Reads the folders only; nothing is downloaded or converted.
+
+    >>> from rust_bertscore.models.files import offline_source
+    >>> offline_source("sentence-transformers/all-MiniLM-L6-v2")
+    'package'
+    """
+    if model_type == DEFAULT_MODEL and _default_model_package_dir() is not None:
+        return "package"
+    snapshots = hub_cache_dir() / f"models--{model_type.replace('/', '--')}" / "snapshots"
+    if snapshots.is_dir() and any(p.is_dir() and snapshot_complete(p) for p in snapshots.iterdir()):
+        return "hf-cache"
+    return None
+
+
 def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or name.endswith(".onnx") or name.count("/") > 1
 
@@ -128,7 +145,7 @@ def _local_files(name: str, path: Path) -> ModelFiles:
         return ModelFiles(name, path.resolve(), None, "local")
     if path.suffix == ".onnx":
         return ModelFiles(name, path.parent.resolve(), path.resolve(), "local")
-    raise ValueError(
+    raise InputValueError(
         f"model_type {name!r} is a file but not an .onnx graph: give a checkpoint directory, "
         "an .onnx file with its tokenizer beside it, or a Hugging Face model id"
     )
@@ -199,9 +216,28 @@ def snapshot_complete(path: Path) -> bool:
     return any(path.glob("*.safetensors"))
 
 
+def hub_download_command(repo_id: str) -> str:
+    """The shell command of the installed ``huggingface_hub`` that downloads ``repo_id``:
+    ``hf download`` (huggingface_hub 0.34 and later ship ``hf``), else ``huggingface-cli
+    download`` (older releases).
+
+    >>> hub_download_command("bert-base-uncased")
+    'hf download bert-base-uncased'
+    """
+    from importlib import metadata
+
+    try:
+        parts = metadata.version("huggingface_hub").split(".")[:2]
+        major, minor = (int("".join(c for c in p if c.isdigit()) or 0) for p in parts)
+    except (metadata.PackageNotFoundError, ValueError):
+        return f"hf download {repo_id}"
+    old = (major, minor) < (0, 34)
+    return f"{'huggingface-cli' if old else 'hf'} download {repo_id}"
+
+
 def _not_found_message(model_type: str, *, offline: bool) -> str:
     how = (
-        f"download it once with network access (`huggingface-cli download {model_type}`), "
+        f"download it once with network access (`{hub_download_command(model_type)}`), "
         "or pass model_type=<a local checkpoint directory>"
     )
     if model_type == DEFAULT_MODEL:

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from .. import convert
-from ..errors import warn
+from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
 from .files import ModelFiles
 
@@ -113,7 +113,7 @@ def converted_graph(
         its own key.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     family = convert.model_family(config)
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
@@ -190,7 +190,7 @@ def graph_in_memory(
     """The graph :func:`converted_graph` would cache, built in memory and serialised: the same
     fused fp32 graph, or its per-token int8 rewrite (``convert.INT8_ACTIVATIONS``)."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     model = convert.build_model(files.model_dir, num_layers, all_layers=all_layers, fused=True)
     if precision == "int8":
         from ..convert.per_token import per_token_matmuls

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..catalog.configs import model_depth, model_family
 from ..catalog.registry import tuned_layer
-from ..errors import ModelLoadError, RustBertScoreError, warn
+from ..errors import InputTypeError, InputValueError, ModelLoadError, RustBertScoreError, warn
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
 from .files import ModelFiles, resolve_model
@@ -53,9 +53,9 @@ def default_layer(model_type: str, depth: int, config: dict | None = None) -> in
 def check_layer(model_type: str, num_layers: object, depth: int) -> int:
     """Validate ``num_layers`` against the model's depth and return it as int."""
     if isinstance(num_layers, bool) or not isinstance(num_layers, int):
-        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
+        raise InputTypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
     if not 0 <= num_layers <= depth:
-        raise ValueError(
+        raise InputValueError(
             f"Invalid num_layers: num_layers should be between 0 and {depth} for "
             f"{model_type}, got {num_layers}"
         )
@@ -72,13 +72,18 @@ def load_runtime(
     all_layers: bool = False,
     device: str | None = None,
     precision: str = "fp32",
+    use_fast_tokenizer: bool = False,
 ) -> ModelRuntime:
     """Resolve, convert (once, cached on disk) and load ``model_type``.
 
     Loaded runtimes are memoised per process, so repeated ``score()`` calls pay the load once.
+    ``use_fast_tokenizer``: tokenise with the model's fast tokenizer, as bert_score's
+    ``use_fast_tokenizer=True`` (see :class:`TextTokenizer`).
     """
     with _load_lock:
-        return _load_runtime(model_type, num_layers, all_layers, device, precision)
+        return _load_runtime(
+            model_type, num_layers, all_layers, device, precision, use_fast_tokenizer
+        )
 
 
 @functools.lru_cache(maxsize=4)
@@ -88,6 +93,7 @@ def _load_runtime(
     all_layers: bool,
     device: str | None,
     precision: str,
+    use_fast_tokenizer: bool = False,
 ) -> ModelRuntime:
     files = resolve_model(model_type)
     config = files.config()
@@ -101,7 +107,7 @@ def _load_runtime(
             else default_layer(model_type, depth, config)
         )
     elif exported.get("num_layers", num_layers) != num_layers and not all_layers:
-        raise ValueError(
+        raise InputValueError(
             f"{files.onnx_path} was exported at layer {exported['num_layers']}, "
             f"but num_layers={num_layers}"
         )
@@ -109,13 +115,13 @@ def _load_runtime(
     if files.onnx_path is not None:
         # An exported graph is what it is: its precision names it in the hash.
         precision = str(exported.get("precision", precision))
-    tokenizer = TextTokenizer(files.model_dir, config)
+    tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
     check_vocabulary(tokenizer, config)
     if files.onnx_path is not None:
         graph = files.onnx_path
         encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
         if encoder.all_layers != all_layers:
-            raise ValueError(
+            raise InputValueError(
                 f"{graph} outputs {'all hidden states' if encoder.all_layers else 'one layer'}, "
                 f"but all_layers={all_layers}"
             )
@@ -165,7 +171,7 @@ def _export_info(files: ModelFiles) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read {path}: {e}") from e
+        raise InputValueError(f"cannot read {path}: {e}") from e
     return info if isinstance(info, dict) else {}
 
 

@@ -27,6 +27,7 @@ def score(
     return_hash: Literal[False] = ...,
     rescale_with_baseline: bool = ...,
     baseline_path: str | None = ...,
+    use_fast_tokenizer: bool = ...,
     precision: str = ...,
     batch_independent: bool = ...,
     long_texts: str = ...,
@@ -55,6 +56,7 @@ def score(
     return_hash: Literal[True],
     rescale_with_baseline: bool = ...,
     baseline_path: str | None = ...,
+    use_fast_tokenizer: bool = ...,
     precision: str = ...,
     batch_independent: bool = ...,
     long_texts: str = ...,
@@ -82,6 +84,7 @@ def score(
     return_hash: Literal[True],
     rescale_with_baseline: bool = ...,
     baseline_path: str | None = ...,
+    use_fast_tokenizer: bool = ...,
     precision: str = ...,
     batch_independent: bool = ...,
     long_texts: str = ...,
@@ -109,6 +112,7 @@ def score(
     return_hash: bool = ...,
     rescale_with_baseline: bool = ...,
     baseline_path: str | None = ...,
+    use_fast_tokenizer: bool = ...,
     precision: str = ...,
     batch_independent: bool = ...,
     long_texts: str = ...,
@@ -135,6 +139,7 @@ def score(
     return_hash: bool = False,
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
+    use_fast_tokenizer: bool = False,
     precision: str = "fp32",
     batch_independent: bool = False,
     long_texts: str = "truncate",
@@ -176,9 +181,13 @@ def score(
     return_hash : bool
         Also return the settings hash.
     rescale_with_baseline : bool
-        Rescale with the baseline of the model and ``lang`` (or ``baseline_path``).
+        Rescale with the baseline of the model and ``lang`` (or ``baseline_path``); the
+        default model's English baseline ships with the package, so it needs no ``lang``.
     baseline_path : str, optional
         A custom baseline file.
+    use_fast_tokenizer : bool
+        Tokenise with the model's fast tokenizer (``tokenizer.json``), as bert_score's
+        ``use_fast_tokenizer=True``; the hash ends in ``_fast-tokenizer``.
     precision : {"fp32", "int8"}
         Encoder precision.
     batch_independent : bool
@@ -244,6 +253,7 @@ def score(
         lang=lang,
         rescale_with_baseline=rescale_with_baseline,
         baseline_path=baseline_path,
+        use_fast_tokenizer=use_fast_tokenizer,
         precision=precision,
         cache_bytes=0,
         batch_independent=batch_independent,

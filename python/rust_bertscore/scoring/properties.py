@@ -59,15 +59,24 @@ class ScorerProperties:
 
     @property
     def lang(self) -> str | None:
+        """The language code given (None when the model was chosen otherwise)."""
         return self._lang
 
     @property
     def idf(self) -> bool:
+        """Whether tokens are weighted by IDF."""
         return self._idf
 
     @property
     def rescale_with_baseline(self) -> bool:
+        """Whether scores are rescaled with a baseline."""
         return self._rescale_with_baseline
+
+    @property
+    def use_fast_tokenizer(self) -> bool:
+        """Whether texts are tokenised with the model's fast tokenizer (bert_score's
+        ``use_fast_tokenizer``; named in :attr:`hash` as ``_fast-tokenizer``)."""
+        return self._pipeline.runtime.tokenizer.fast
 
     @property
     def precision(self) -> str:
@@ -85,6 +94,7 @@ class ScorerProperties:
             self.precision,
             self.batch_independent,
             self.options,
+            use_fast_tokenizer=self.use_fast_tokenizer,
         )
 
     @property

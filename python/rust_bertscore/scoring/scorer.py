@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..catalog.registry import choose_model
+from ..catalog.registry import DEFAULT_MODEL, choose_model
 from ..engine.pipeline import ScoringPipeline
 from ..engine.settings import (
     DEFAULT_CACHE_BYTES,
@@ -29,7 +29,7 @@ from ..engine.settings import (
     check_flag,
 )
 from ..engine.text_embedding import TextEmbedding, embed_texts
-from ..errors import warn_user
+from ..errors import InputValueError, ModelNotFoundError, warn_user
 from ..models.runtime import load_runtime
 from ..stages.embeddings import EmbeddingCache
 from ..stages.options import ScoringOptions
@@ -71,11 +71,20 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     device : str, optional
         ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it.
     lang : str, optional
-        Language code (``"en"``, ``"zh"``, ...): picks the model and the rescale baseline.
+        Language code (``"en"``, ``"zh"``, ...): picks the model (unless ``model_type`` is
+        given) and the rescale baseline. A code bert_score does not know warns and falls back
+        to bert-base-multilingual-cased, as bert_score does.
     rescale_with_baseline : bool
-        Rescale scores as ``(x - b) / (1 - b)`` with the baseline of model and ``lang``.
+        Rescale scores as ``(x - b) / (1 - b)`` with the baseline of model and ``lang``. The
+        default model needs no ``lang``: its English baseline ships with the package.
     baseline_path : str, optional
         A baseline file of your own (``LAYER,P,R,F``).
+    use_fast_tokenizer : bool
+        Tokenise with the model's fast tokenizer (its ``tokenizer.json``), as bert_score's
+        ``use_fast_tokenizer=True``: ids may differ from the slow tokenizer's (RoBERTa gets no
+        prefix space), and :attr:`hash` ends in ``_fast-tokenizer``. Families with no fast
+        tokenizer (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) raise
+        :class:`~rust_bertscore.errors.InputValueError`.
     precision : {"fp32", "int8"}
         ``"int8"`` runs an int8 encoder (projections with 7-bit weights per output channel
         and one activation scale per token; the fused attention stays fp32): about 1.3x
@@ -149,6 +158,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         lang: str | None = None,
         rescale_with_baseline: bool = False,
         baseline_path: str | None = None,
+        use_fast_tokenizer: bool = False,
         precision: str = "fp32",
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         batch_independent: bool = False,
@@ -166,14 +176,17 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         opened = open_store(store)
         self._rescale_with_baseline = check_flag("rescale_with_baseline", rescale_with_baseline)
         if self.options.beta != 1.0 and self._rescale_with_baseline:
-            raise ValueError(
+            raise InputValueError(
                 "rescale_with_baseline with beta != 1: the baselines are of F1, not F-beta"
             )
+        baseline_lang = lang
         if self._rescale_with_baseline and lang is None and baseline_path is None:
-            raise ValueError(
-                "Need to specify Language when rescaling with baseline: pass lang (e.g. "
-                "lang='en') or baseline_path"
-            )
+            if model_type is not None and model_type != DEFAULT_MODEL:
+                raise InputValueError(
+                    "Need to specify Language when rescaling with baseline: pass lang with your "
+                    f"model (e.g. lang='en', model_type={model_type!r}) or baseline_path"
+                )
+            baseline_lang = "en"  # the default model's shipped (English) baseline
         self._lang = lang
         self._idf = check_flag("idf", idf)
         self.all_layers = check_flag("all_layers", all_layers)
@@ -181,19 +194,29 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         self.nthreads = nthreads
         self._model_type = choose_model(model_type, lang)
         if precision not in ("fp32", "int8"):
-            raise ValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
-        runtime = load_runtime(
-            self._model_type,
-            num_layers,
-            all_layers=self.all_layers,
-            device=device,
-            precision=precision,
-        )
+            raise InputValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
+        try:
+            runtime = load_runtime(
+                self._model_type,
+                num_layers,
+                all_layers=self.all_layers,
+                device=device,
+                precision=precision,
+                use_fast_tokenizer=fast,
+            )
+        except ModelNotFoundError as e:
+            if model_type is not None or lang is None:
+                raise
+            raise ModelNotFoundError(
+                f"{e} (lang={lang!r} picks {self._model_type}, as in bert_score; to keep "
+                f"another model, pass it with lang: lang={lang!r}, model_type=...)"
+            ) from e
         self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
         self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened, self.options)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
-            baseline_path = str(packaged_baseline(lang or "", self._model_type))
+            baseline_path = str(packaged_baseline(baseline_lang or "", self._model_type))
         self.baseline_path = baseline_path
         self._baseline_vals: np.ndarray | None = None
         self.missing_baseline = "raise"
@@ -316,6 +339,18 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
             p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
             out = (p, r, f)
         return (out, self.hash) if return_hash else out
+
+    def __repr__(self) -> str:
+        """bert_score's form: ``BERTScorer(hash=..., batch_size=..., nthreads=...)``.
+
+        >>> from rust_bertscore import BERTScorer
+        >>> print(BERTScorer(batch_size=32, nthreads=2))  # doctest: +ELLIPSIS
+        BERTScorer(hash=sentence-...-L6-v2_L6_no-idf_version=...), batch_size=32, nthreads=2)
+        """
+        return (
+            f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, "
+            f"nthreads={self.nthreads})"
+        )
 
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals

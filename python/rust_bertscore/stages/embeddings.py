@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
+from ..errors import InputTypeError, InputValueError
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,11 @@ class TokenWeights:
         keys = list(idf.keys())
         for key in keys:
             if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
-                raise TypeError(
+                raise InputTypeError(
                     f"idf dict keys must be int token ids, got {type(key).__name__} {key!r}"
                 )
             if key < 0:
-                raise ValueError(f"idf dict key {key} is not a valid token id (negative)")
+                raise InputValueError(f"idf dict key {key} is not a valid token id (negative)")
         size = max([vocab_size, *(int(k) + 1 for k in keys)]) if keys else max(vocab_size, 1)
         table = np.full(size, default, dtype=np.float32)
         if keys:
@@ -56,7 +57,7 @@ class TokenWeights:
             bad = ~np.isfinite(values) | (values < 0)
             if bad.any():
                 k = keys[int(np.argmax(bad))]
-                raise ValueError(f"idf dict weight for token id {k} must be finite and >= 0")
+                raise InputValueError(f"idf dict weight for token id {k} must be finite and >= 0")
             table[np.asarray(keys, dtype=np.int64)] = values.astype(np.float32)
         return cls(table, float(default))
 
@@ -127,9 +128,9 @@ class EmbeddingCache:
 
     def __init__(self, max_bytes: int) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)):
-            raise TypeError(f"cache size must be an int number of bytes, got {max_bytes!r}")
+            raise InputTypeError(f"cache size must be an int number of bytes, got {max_bytes!r}")
         if max_bytes < 0:
-            raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
+            raise InputValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._bytes = 0

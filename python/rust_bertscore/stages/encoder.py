@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _core
-from ..errors import DeviceNotAvailableError, ModelLoadError, RustBertScoreError
+from ..errors import (
+    DeviceNotAvailableError,
+    InputTypeError,
+    InputValueError,
+    ModelLoadError,
+    RustBertScoreError,
+)
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -61,7 +67,7 @@ def select_providers(device: str | None) -> list[str | tuple[str, dict]]:
     if device is None:
         return [CUDA_PROVIDER, CPU_PROVIDER] if CUDA_PROVIDER in available else [CPU_PROVIDER]
     if not isinstance(device, str):
-        raise TypeError(f"device must be None, 'cpu' or 'cuda[:N]', got {device!r}")
+        raise InputTypeError(f"device must be None, 'cpu' or 'cuda[:N]', got {device!r}")
     name, _, index = device.strip().lower().partition(":")
     if name == "cpu":
         return [CPU_PROVIDER]
@@ -73,10 +79,10 @@ def select_providers(device: str | None) -> list[str | tuple[str, dict]]:
                 "(`pip install onnxruntime-gpu`) or use device='cpu'"
             )
         if index and not index.isdigit():
-            raise ValueError(f"device {device!r}: expected 'cuda' or 'cuda:N'")
+            raise InputValueError(f"device {device!r}: expected 'cuda' or 'cuda:N'")
         options = {"device_id": int(index)} if index else {}
         return [(CUDA_PROVIDER, options), CPU_PROVIDER]
-    raise ValueError(f"unknown device {device!r}: expected None, 'cpu', 'cuda' or 'cuda:N'")
+    raise InputValueError(f"unknown device {device!r}: expected None, 'cpu', 'cuda' or 'cuda:N'")
 
 
 @dataclass(frozen=True)
@@ -109,9 +115,9 @@ def plan_batches(lengths: np.ndarray, batch_size: int, max_tokens: int) -> list[
     width; a text longer than ``max_tokens`` goes alone.
     """
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        raise InputValueError(f"batch_size must be at least 1, got {batch_size}")
     if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
     spans = []
     start, n = 0, len(lengths)
     while start < n:
@@ -187,6 +193,9 @@ class Encoder:
     ) -> None:
         if num_threads is None:
             num_threads = default_threads()
+        self.on_batch: Callable[[int], object] | None = None
+        """Called with the number of texts after each batch of :meth:`embed_packed` (a
+        progress bar's hook; the command line sets it)."""
         # What names the graph for the embedding store: its file, or the digest of its bytes.
         self.graph: Path | None = None if isinstance(graph, bytes) else Path(graph)
         self.graph_digest: str | None = (
@@ -216,7 +225,7 @@ class Encoder:
                 "expected 'hidden_state' or 'hidden_states'"
             )
         if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+            raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         self.pad_id = int(pad_id)
         self.max_tokens = int(max_tokens)
         self.providers = self.session.get_providers()
@@ -268,7 +277,7 @@ class Encoder:
         (room for texts the caller has from elsewhere, such as a cache).
         """
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise InputValueError(f"batch_size must be at least 1, got {batch_size}")
         n = len(id_lists)
         lengths = np.fromiter((len(ids) for ids in id_lists), np.int64, n)
         order = np.argsort(-lengths, kind="stable")
@@ -288,6 +297,8 @@ class Encoder:
             lo, hi = offsets[start], offsets[stop]
             input_ids[mask] = flat[lo:hi]
             out = self._run(input_ids, mask.astype(np.int64))
+            if self.on_batch is not None:
+                self.on_batch(stop - start)
             if data is None:
                 data = self._packed_array(out, int(offsets[-1]) + int(extra_rows))
             # Row by row: each text's real tokens are a prefix of its row.

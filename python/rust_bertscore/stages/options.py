@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputTypeError, InputValueError
+
 LONG_TEXT_MODES = ("truncate", "window")
 """``long_texts`` values: cut at the model's maximum length (bert_score), or sliding windows."""
 
@@ -59,7 +61,7 @@ class ScoringOptions:
     >>> ScoringOptions(window_stride=64)
     Traceback (most recent call last):
     ...
-    ValueError: window_stride needs long_texts='window'
+    rust_bertscore.errors.InputValueError: window_stride needs long_texts='window'
     """
 
     long_texts: str = "truncate"
@@ -70,26 +72,30 @@ class ScoringOptions:
 
     def __post_init__(self) -> None:
         if self.long_texts not in LONG_TEXT_MODES:
-            raise ValueError(f"long_texts must be 'truncate' or 'window', got {self.long_texts!r}")
+            raise InputValueError(
+                f"long_texts must be 'truncate' or 'window', got {self.long_texts!r}"
+            )
         stride = self.window_stride
         if stride is not None:
             if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)):
-                raise TypeError(f"window_stride must be a positive int or None, got {stride!r}")
+                raise InputTypeError(
+                    f"window_stride must be a positive int or None, got {stride!r}"
+                )
             if stride < 1:
-                raise ValueError(f"window_stride must be a positive int, got {stride}")
+                raise InputValueError(f"window_stride must be a positive int, got {stride}")
             if self.long_texts != "window":
-                raise ValueError("window_stride needs long_texts='window'")
+                raise InputValueError("window_stride needs long_texts='window'")
             object.__setattr__(self, "window_stride", int(stride))
         for name in ("exclude_punctuation", "exclude_special_tokens"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {value!r}")
+                raise InputTypeError(f"{name} must be True or False, got {value!r}")
             object.__setattr__(self, name, bool(value))
         beta = self.beta
         if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)):
-            raise TypeError(f"beta must be a positive number, got {beta!r}")
+            raise InputTypeError(f"beta must be a positive number, got {beta!r}")
         if not (np.isfinite(beta) and beta > 0):
-            raise ValueError(f"beta must be a positive finite number, got {beta!r}")
+            raise InputValueError(f"beta must be a positive finite number, got {beta!r}")
         object.__setattr__(self, "beta", float(beta))
 
     @classmethod

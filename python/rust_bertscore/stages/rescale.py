@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _core
-from ..errors import warn
+from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
 
 BASELINE_DIR = Path(__file__).resolve().parent.parent / "baselines"
@@ -41,28 +41,32 @@ def read_baseline(path: str | Path) -> np.ndarray:
         lines = [line.strip() for line in f]
     rows = [(n, line) for n, line in enumerate(lines, start=1) if line]
     if not rows:
-        raise ValueError(f"{path}: empty baseline file, expected a header LAYER,P,R,F")
+        raise InputValueError(f"{path}: empty baseline file, expected a header LAYER,P,R,F")
     header_no, header = rows[0]
     sep = "\t" if "\t" in header and "," not in header else ","
     names = tuple(h.strip().upper() for h in header.split(sep))
     if names != HEADER:
-        raise ValueError(f"{path}:{header_no}: expected the header LAYER,P,R,F, got {header!r}")
+        raise InputValueError(
+            f"{path}:{header_no}: expected the header LAYER,P,R,F, got {header!r}"
+        )
     values = []
     for line_no, line in rows[1:]:
         cells = line.split(sep)
         if len(cells) != 4:
-            raise ValueError(f"{path}:{line_no}: expected 4 fields LAYER,P,R,F, got {line!r}")
+            raise InputValueError(f"{path}:{line_no}: expected 4 fields LAYER,P,R,F, got {line!r}")
         try:
             prf = [float(c) for c in cells[1:]]
         except ValueError:
-            raise ValueError(f"{path}:{line_no}: P, R, F must be numbers, got {line!r}") from None
+            raise InputValueError(
+                f"{path}:{line_no}: P, R, F must be numbers, got {line!r}"
+            ) from None
         if not all(np.isfinite(prf)) or any(v >= 1.0 for v in prf):
-            raise ValueError(
+            raise InputValueError(
                 f"{path}:{line_no}: baselines must be finite and below 1, got {line!r}"
             )
         values.append(prf)
     if not values:
-        raise ValueError(f"{path}: no layer rows after the header")
+        raise InputValueError(f"{path}: no layer rows after the header")
     return np.asarray(values, dtype=np.float64)
 
 
@@ -73,7 +77,7 @@ def baseline_values(path: str | Path, num_layers: int, all_layers: bool) -> np.n
     if all_layers:
         return table.astype(np.float32)
     if not 0 <= num_layers < len(table):
-        raise ValueError(
+        raise InputValueError(
             f"{path} has rows for layers 0..{len(table) - 1}, but num_layers is {num_layers}"
         )
     return table[num_layers].astype(np.float32)
@@ -100,7 +104,7 @@ def load_baseline(
         if missing == "warn":
             warn(f"Warning: {message}", stacklevel=4)
             return None
-        raise ValueError(message) from None
+        raise InputValueError(message) from None
 
 
 def rescale(values: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:
@@ -116,7 +120,7 @@ def rescale(values: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:
         return _core.rescale(x, float(b))
     column = b.reshape(-1)
     if x.ndim == 0 or len(column) != x.shape[0] or b.size != len(column):
-        raise ValueError(
+        raise InputValueError(
             f"a baseline of shape {b.shape} does not fit scores of shape {x.shape}: expected "
             "one value, or one per row"
         )

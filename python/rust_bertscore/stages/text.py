@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from ..errors import InputTypeError, InputValueError
+
 
 @dataclass(frozen=True)
 class PairedTexts:
@@ -52,23 +54,23 @@ def as_list(items: object, name: str, what: str = "a list of str") -> list:
     """
     kind = type(items).__name__
     if isinstance(items, (str, bytes)):
-        raise TypeError(f"{name} must be {what}, got a single {kind}")
+        raise InputTypeError(f"{name} must be {what}, got a single {kind}")
     if isinstance(items, (AbstractSet, Mapping)):
-        raise TypeError(f"{name} must be an ordered sequence ({what}), got a {kind}")
+        raise InputTypeError(f"{name} must be an ordered sequence ({what}), got a {kind}")
     if hasattr(items, "columns") and getattr(items, "ndim", None) == 2:
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be {what}, got a {kind}: pass one column (e.g. df['text']), or for "
             "several references per candidate df[columns].values.tolist()"
         )
     ndim = getattr(items, "ndim", None)
     if isinstance(ndim, int) and ndim == 0:
-        raise TypeError(f"{name} must be {what}, got a 0-d {kind}")
+        raise InputTypeError(f"{name} must be {what}, got a 0-d {kind}")
     if isinstance(ndim, int) and ndim > 2:
-        raise TypeError(f"{name} must be {what}, got a {ndim}-d {kind}")
+        raise InputTypeError(f"{name} must be {what}, got a {ndim}-d {kind}")
     if isinstance(items, list):
         return items
     if not isinstance(items, Iterable):
-        raise TypeError(f"{name} must be {what}, got {kind}")
+        raise InputTypeError(f"{name} must be {what}, got {kind}")
     return list(items)
 
 
@@ -78,19 +80,19 @@ def check_text(text: object, where: str) -> str:
         if isinstance(text, str):  # a str subclass, e.g. numpy.str_
             text = str.__str__(text)
         elif isinstance(text, float) and text != text:
-            raise TypeError(
+            raise InputTypeError(
                 f"{where} must be a str, got float nan (a missing value?): drop or fill missing "
                 "texts first, e.g. series.fillna('')"
             )
         elif isinstance(text, (bytes, bytearray)):
-            raise TypeError(f"{where} must be a str, got bytes {text!r:.60}: decode it first")
+            raise InputTypeError(f"{where} must be a str, got bytes {text!r:.60}: decode it first")
         else:
-            raise TypeError(f"{where} must be a str, got {type(text).__name__}: {text!r:.60}")
+            raise InputTypeError(f"{where} must be a str, got {type(text).__name__}: {text!r:.60}")
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise ValueError(
+            raise InputValueError(
                 f"{where} cannot be encoded as UTF-8 text: it holds the lone surrogate "
                 f"{text[e.start : e.end]!r} at character {e.start} (e.g. from decoding with "
                 "errors='surrogateescape'; decode bytes with errors='replace' instead)"
@@ -129,7 +131,7 @@ def pair_texts(cands: object, refs: object) -> PairedTexts:
     cand_list = check_texts(cands, "cands")
     ref_items = as_list(refs, "refs", "a list of str or a list of lists of str")
     if len(cand_list) != len(ref_items):
-        raise ValueError(
+        raise InputValueError(
             f"Different number of candidates and references: {len(cand_list)} cands, "
             f"{len(ref_items)} refs"
         )
@@ -140,13 +142,15 @@ def pair_texts(cands: object, refs: object) -> PairedTexts:
     offsets = [0]
     for i, (cand, group) in enumerate(zip(cand_list, ref_items)):
         if isinstance(group, str):
-            raise TypeError(
+            raise InputTypeError(
                 f"refs[{i}] is a str but refs[0] is a list: give every candidate a list of "
                 "references, or every candidate one str"
             )
         group_list = check_texts(group, f"refs[{i}]")
         if not group_list:
-            raise ValueError(f"refs[{i}] is an empty reference group: each candidate needs one")
+            raise InputValueError(
+                f"refs[{i}] is an empty reference group: each candidate needs one"
+            )
         flat_cands.extend([cand] * len(group_list))
         flat_refs.extend(group_list)
         offsets.append(len(flat_refs))

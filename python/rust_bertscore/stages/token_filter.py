@@ -21,6 +21,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import InputValueError
+
 WORD_MARKERS_BEFORE = ("##", "Ġ", "▁")
 """Markers a token's text may start with (continuation or word start)."""
 
@@ -152,7 +154,7 @@ def drop_rows(
     for j, mask in enumerate(keep):
         lo, hi = int(offsets[j]), int(offsets[j + 1])
         if hi - lo != len(mask):
-            raise ValueError(f"text {j} has {hi - lo} token rows but a mask of {len(mask)}")
+            raise InputValueError(f"text {j} has {hi - lo} token rows but a mask of {len(mask)}")
         rows[lo:hi] = mask
     counts = np.fromiter((int(m.sum()) for m in keep), np.int64, len(keep))
     new_offsets = np.zeros(len(keep) + 1, dtype=np.int64)

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputValueError
+
 if TYPE_CHECKING:  # the encoder (ONNX Runtime) loads only when texts are encoded
     from .encoder import Encoder, PackedStates
 
@@ -59,12 +61,12 @@ class WindowSpec:
 
     def __post_init__(self) -> None:
         if self.content < 1:
-            raise ValueError(
+            raise InputValueError(
                 f"a window of {self.length} tokens leaves no room for text beside "
                 f"{self.n_prefix + self.n_suffix} special tokens"
             )
         if self.stride is not None and not 1 <= self.stride <= self.content:
-            raise ValueError(
+            raise InputValueError(
                 f"window_stride must be between 1 and {self.content} (the content tokens of a "
                 f"window of {self.length}), got {self.stride}: a larger stride would skip tokens"
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
+from ..errors import InputTypeError, InputValueError
 from .keys import graph_fingerprint, key_space, text_key, text_keys
 from .segments import DEFAULT_STORE_BYTES, EmbeddingStore, StoreInfo
 
@@ -24,9 +25,9 @@ def open_store(store: StoreArg) -> EmbeddingStore | None:
         return store
     if isinstance(store, (str, os.PathLike)):
         if not str(store):
-            raise ValueError("store must be a directory path, got an empty string")
+            raise InputValueError("store must be a directory path, got an empty string")
         return EmbeddingStore(store)
-    raise TypeError(
+    raise InputTypeError(
         f"store must be a directory path or an EmbeddingStore, got {type(store).__name__}"
     )
 

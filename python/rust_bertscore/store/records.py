@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputValueError
+
 MAGIC = b"RBS1"
 KIND_VECTORS = 1
 KIND_TOUCH = 2
@@ -66,7 +68,9 @@ def vectors_record(key: bytes, time: float, vectors: np.ndarray) -> bytes:
     """A whole record holding ``vectors`` (float32, 2 or 3 dimensions)."""
     arr = np.ascontiguousarray(vectors, dtype=np.float32)
     if arr.ndim not in (2, 3):
-        raise ValueError(f"store records hold 2- or 3-dimensional vectors, got shape {arr.shape}")
+        raise InputValueError(
+            f"store records hold 2- or 3-dimensional vectors, got shape {arr.shape}"
+        )
     payload = arr.tobytes()
     return pack_header(KIND_VECTORS, key, time, arr.shape, payload) + payload
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import RustBertScoreWarning
+from ..errors import InputTypeError, InputValueError, RustBertScoreWarning
 from . import records
 from .files import Entry, SegmentWriter, try_lock
 from .records import HEADER_BYTES, KIND_VECTORS, Header
@@ -93,9 +93,9 @@ class EmbeddingStore:
 
     def __init__(self, directory: str | os.PathLike[str], max_bytes: int = DEFAULT_STORE_BYTES):
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)):
-            raise TypeError(f"max_bytes must be an int number of bytes, got {max_bytes!r}")
+            raise InputTypeError(f"max_bytes must be an int number of bytes, got {max_bytes!r}")
         if max_bytes < 1:
-            raise ValueError(f"max_bytes must be at least 1, got {max_bytes}")
+            raise InputValueError(f"max_bytes must be at least 1, got {max_bytes}")
         self.directory = Path(directory).expanduser()
         if self.directory.exists() and not self.directory.is_dir():
             raise NotADirectoryError(f"embedding store {self.directory}: not a directory")
@@ -148,7 +148,7 @@ class EmbeddingStore:
         except (OSError, ValueError):
             return  # unreadable: written again on the first write
         if isinstance(found, dict) and found.get("format", FORMAT) != FORMAT:
-            raise ValueError(
+            raise InputValueError(
                 f"embedding store {self.directory} has format {found.get('format')!r}; this "
                 f"rust-bertscore reads format {FORMAT}: use another directory"
             )
@@ -287,7 +287,7 @@ class EmbeddingStore:
         store grew past :attr:`max_bytes`. Failures to write warn once and are otherwise
         ignored."""
         if len(keys) != len(values):
-            raise ValueError(f"{len(keys)} keys but {len(values)} values")
+            raise InputValueError(f"{len(keys)} keys but {len(values)} values")
         with self._lock:
             self._check_process()
             if not self.writable:
@@ -392,7 +392,7 @@ class EmbeddingStore:
         """
         target = self.max_bytes if max_bytes is None else int(max_bytes)
         if target < 0:
-            raise ValueError(f"max_bytes must be >= 0, got {target}")
+            raise InputValueError(f"max_bytes must be >= 0, got {target}")
         with self._lock:
             self._check_process()
             try:

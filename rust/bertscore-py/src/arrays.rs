@@ -6,7 +6,6 @@ use bertscore_core::EmbeddedText;
 use ndarray::{ArrayView, CowArray, Dimension, Ix1, Ix2};
 use numpy::prelude::*;
 use numpy::{PyArray, PyArray1, PyReadonlyArray, PyReadonlyArray1, PyUntypedArray};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
@@ -68,7 +67,7 @@ pub(crate) fn float_array<'py, D: Dimension>(
         return Ok(FloatArray::F64(a.try_readonly().map_err(borrow)?));
     }
     let Ok(untyped) = obj.cast::<PyUntypedArray>() else {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::wrong_type(format!(
             "{}: expected a numpy.ndarray of float32 or float64, got {}",
             what(),
             type_name(obj)
@@ -78,7 +77,7 @@ pub(crate) fn float_array<'py, D: Dimension>(
     let dtype = untyped.dtype();
     if !dtype.is_equiv_to(&numpy::dtype::<f32>(py)) && !dtype.is_equiv_to(&numpy::dtype::<f64>(py))
     {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::wrong_type(format!(
             "{}: dtype {dtype} is not supported; expected float32 or float64",
             what()
         )));
@@ -121,7 +120,7 @@ pub(crate) fn index_array<'py>(
     } else if matches!(dtype.kind(), b'i' | b'u') || untyped.len() == 0 {
         arr.call_method1("astype", ("int64",))?
     } else {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::wrong_type(format!(
             "{what} must be an integer (int64) array, got dtype {dtype}"
         )));
     };
@@ -144,7 +143,7 @@ pub(crate) fn flag_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<boo
     }
     let kind = untyped.dtype().kind();
     if !matches!(kind, b'b' | b'i' | b'u') && untyped.len() != 0 {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::wrong_type(format!(
             "{what} must be a bool array, got dtype {}",
             untyped.dtype()
         )));
@@ -160,7 +159,7 @@ pub(crate) fn flag_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<boo
 /// The items of a Python sequence (list, tuple, 3-D array, ...).
 pub(crate) fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let iter = obj.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
+        crate::errors::wrong_type(format!(
             "{what} must be a sequence of arrays, got {}",
             type_name(obj)
         ))

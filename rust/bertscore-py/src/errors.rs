@@ -4,11 +4,11 @@
 //! As polars declares its exceptions in its binding, the classes live here and
 //! `rust_bertscore.errors` re-exports them: `RustBertScoreError` is the base of every error the
 //! package raises; `KernelError` (also a `ValueError`) is bad input to a kernel and
-//! `ThreadPoolError` (also a `RuntimeError`) a thread pool that could not start. Wrong dtypes
-//! stay `TypeError`.
+//! `ThreadPoolError` (also a `RuntimeError`) a thread pool that could not start;
+//! `KernelTypeError` (also a `TypeError`) an argument of the wrong type or dtype.
 
 use bertscore_core::KernelError as CoreKernelError;
-use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -22,9 +22,12 @@ pyo3::create_exception!(
 
 static KERNEL_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static THREAD_POOL_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static KERNEL_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 const KERNEL_DOC: &str = "Bad input to a kernel: the message names the pair, text, index or \
 argument at fault and the problem. Also a ValueError.";
+const KERNEL_TYPE_DOC: &str = "An argument of a kernel of the wrong type or dtype (a list where \
+an array is expected, an integer array where floats are): the message names it. Also a TypeError.";
 const THREAD_POOL_DOC: &str = "The kernel's thread pool could not be started. Also a RuntimeError.";
 
 /// A class deriving from `RustBertScoreError` and the built-in `other` (a Python class with two
@@ -52,6 +55,17 @@ fn kernel_error_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
     })
 }
 
+fn kernel_type_error_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
+    KERNEL_TYPE_ERROR.get_or_try_init(py, || {
+        subclass(
+            py,
+            "KernelTypeError",
+            KERNEL_TYPE_DOC,
+            py.get_type::<PyTypeError>(),
+        )
+    })
+}
+
 fn thread_pool_error_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
     THREAD_POOL_ERROR.get_or_try_init(py, || {
         subclass(
@@ -69,6 +83,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RustBertScoreError", py.get_type::<RustBertScoreError>())?;
     m.add("KernelError", kernel_error_type(py)?.bind(py))?;
     m.add("ThreadPoolError", thread_pool_error_type(py)?.bind(py))?;
+    m.add("KernelTypeError", kernel_type_error_type(py)?.bind(py))?;
     Ok(())
 }
 
@@ -82,6 +97,11 @@ fn raise(class: fn(Python<'_>) -> PyResult<&Py<PyType>>, message: String) -> PyE
 /// A `KernelError` (a `ValueError`) with `message`: bad input found by the binding itself.
 pub(crate) fn invalid(message: impl Into<String>) -> PyErr {
     raise(kernel_error_type, message.into())
+}
+
+/// A `KernelTypeError` (a `TypeError`) with `message`: an argument of the wrong type or dtype.
+pub(crate) fn wrong_type(message: impl Into<String>) -> PyErr {
+    raise(kernel_type_error_type, message.into())
 }
 
 /// A core error on its way to Python.

@@ -482,7 +482,7 @@ fn doc_ids(obj: &Bound<'_, PyAny>, d: usize) -> PyResult<Vec<i64>> {
         return Ok(index_array(obj, &format!("docs[{d}]"))?.as_array().to_vec());
     }
     obj.extract::<Vec<i64>>().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!(
+        crate::errors::wrong_type(format!(
             "docs[{d}] must be a sequence of int token ids or a 1-D integer array"
         ))
     })

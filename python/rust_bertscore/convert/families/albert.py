@@ -7,6 +7,7 @@ from typing import Any
 
 import onnx
 
+from ...errors import InputValueError
 from ..blocks import BuildRequest, attention_mask, new_graph
 from ..contract import CheckpointError, LayerNames, float_field, int_field, model_depth
 from .bert import EncoderSpec, bert_layer, embeddings
@@ -33,7 +34,7 @@ def albert_spec(config: dict[str, Any]) -> EncoderSpec:
     """The sizes of an ALBERT checkpoint (``layers`` names group 0's first layer)."""
     position_type = config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
-        raise ValueError(
+        raise InputValueError(
             f"unsupported position_embedding_type {position_type!r} for model_type 'albert': "
             "only 'absolute' position embeddings are converted"
         )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ...errors import InputValueError
 from ..blocks import BuildRequest, attention_mask, new_graph
 from ..checkpoint import WeightStore
 from ..contract import (
@@ -94,7 +95,7 @@ def encoder_spec(config: dict[str, Any]) -> EncoderSpec:
         if position_type != "absolute" and (
             family != "bert" or position_type not in RELATIVE_TYPES
         ):
-            raise ValueError(
+            raise InputValueError(
                 f"unsupported position_embedding_type {position_type!r} for model_type "
                 f"{model_type!r}: only 'absolute' position embeddings are converted (and "
                 "'relative_key' / 'relative_key_query' for BERT)"

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InputValueError
 from ..contract import CheckpointError, float_field, int_field, model_depth
 
 DEBERTA_MODEL_TYPES = ("deberta", "deberta-v2")
@@ -79,10 +80,12 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
     """
     model_type = config.get("model_type")
     if model_type not in DEBERTA_MODEL_TYPES:
-        raise ValueError(f"not a DeBERTa model_type: {model_type!r}")
+        raise InputValueError(f"not a DeBERTa model_type: {model_type!r}")
     v2 = model_type == "deberta-v2"
     if config.get("talking_head"):
-        raise ValueError("unsupported DeBERTa option talking_head=true (no released checkpoint)")
+        raise InputValueError(
+            "unsupported DeBERTa option talking_head=true (no released checkpoint)"
+        )
     hidden = int_field(config, "hidden_size")
     heads = int_field(config, "num_attention_heads")
     if heads <= 0 or (hidden % heads and not (v2 and config.get("attention_head_size"))):
@@ -108,7 +111,9 @@ def deberta_spec(config: dict[str, Any]) -> DebertaSpec:
         norm_rel = str(config.get("norm_rel_ebd", "none") or "none")
     kernel = int(config.get("conv_kernel_size", 0) or 0) if v2 else 0
     if kernel > 0 and kernel % 2 == 0:
-        raise ValueError(f"unsupported conv_kernel_size {kernel}: only odd kernels keep the length")
+        raise InputValueError(
+            f"unsupported conv_kernel_size {kernel}: only odd kernels keep the length"
+        )
     groups = int(config.get("conv_groups", 1) or 1)
     if kernel > 0 and hidden % groups:
         raise CheckpointError(f"hidden size {hidden} is not a multiple of conv_groups {groups}")

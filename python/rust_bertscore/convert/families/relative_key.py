@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import InputValueError
 from ..graph import GraphBuilder
 
 RELATIVE_TYPES = ("relative_key", "relative_key_query")
@@ -75,7 +76,7 @@ def add_relative_scores(
         Prefix of the node names.
     """
     if kind not in RELATIVE_TYPES:
-        raise ValueError(f"unknown relative position type {kind!r}")
+        raise InputValueError(f"unknown relative position type {kind!r}")
     emb = g.op(
         "Gather", [g.weight(f"{name}.distance_embedding", table), rows], f"{name}/distance", axis=0
     )

@@ -46,8 +46,8 @@ Args:
     all_layers (bool): scores of every layer (lists of lists, one per layer).
     rescale_with_baseline (bool): rescale with the baseline of model and `lang`.
     baseline_path (str): a custom baseline file.
-    use_fast_tokenizer (bool): accepted; tokens are always those of bert_score's default
-        tokenizers.
+    use_fast_tokenizer (bool): tokenise with the model's fast tokenizer (tokenizer.json),
+        as bert_score does.
 
 Returns:
     precision (list of float), recall (list of float), f1 (list of float), hashcode (str).

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import InputValueError
+
 
 @dataclass(frozen=True)
 class AddedToken:
@@ -86,7 +88,7 @@ def collect_added_tokens(
         try:
             data = json.loads(added_json.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise ValueError(f"cannot read {added_json}: {e}") from e
+            raise InputValueError(f"cannot read {added_json}: {e}") from e
         if isinstance(data, dict):
             for text, token_id in data.items():
                 if str(text) not in found:

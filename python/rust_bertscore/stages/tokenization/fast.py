@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from ...errors import InputValueError
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
 
@@ -67,7 +68,7 @@ def load_fast_tokenizer(
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_json))
         except Exception as e:  # the Rust side raises a plain Exception
-            raise ValueError(f"cannot load {tokenizer_json}: {e}") from e
+            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
         no_builtin_prefix_space(tokenizer)
         wordpiece_unknown_as_added_token(tokenizer)
         return tokenizer
@@ -80,6 +81,81 @@ def load_fast_tokenizer(
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
     raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+
+
+NO_FAST_CLASSES = frozenset(
+    {
+        "ByT5Tokenizer",
+        "BertweetTokenizer",
+        "XLMTokenizer",
+        "ProphetNetTokenizer",
+        "XLMProphetNetTokenizer",
+        "BlenderbotSmallTokenizer",
+    }
+)
+"""Tokenizer classes that ``AutoTokenizer`` has no fast version of (transformers 4.57)."""
+
+BYTE_LEVEL_FAST_CLASSES = frozenset(
+    {
+        "RobertaTokenizer",
+        "GPT2Tokenizer",
+        "BartTokenizer",
+        "DebertaTokenizer",
+        "LongformerTokenizer",
+        "LEDTokenizer",
+        "BlenderbotTokenizer",
+    }
+)
+"""Classes whose fast version sets its byte-level ``add_prefix_space`` from its configuration
+(``tokenizer_config.json``'s ``add_prefix_space``, default False) when it loads."""
+
+
+def load_use_fast_tokenizer(
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+) -> Tokenizer:
+    """The tokenizer bert_score gets with ``use_fast_tokenizer=True``: the model's fast
+    tokenizer (``tokenizer.json``, or one built from ``vocab.txt`` / ``vocab.json`` +
+    ``merges.txt`` as transformers converts them), as ``PreTrainedTokenizerFast`` loads it.
+
+    bert_score passes no ``add_prefix_space`` to a fast tokenizer (its ``sent_encode`` tests for
+    the slow RoBERTa/GPT-2 classes), so a byte-level tokenizer adds a space before the text only
+    when its configuration says so. ``InputValueError`` for a class with no fast tokenizer
+    (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) or a SentencePiece model without its
+    ``tokenizer.json``.
+    """
+    if cls.name in NO_FAST_CLASSES:
+        raise InputValueError(
+            f"use_fast_tokenizer=True: {cls.name} (the tokenizer of {model_dir}) has no fast "
+            "tokenizer in transformers; leave use_fast_tokenizer=False (its slow tokenizer, "
+            "bert_score's default)"
+        )
+    tokenizer_json = model_dir / "tokenizer.json"
+    if tokenizer_json.is_file():
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_json))
+        except Exception as e:  # the Rust side raises a plain Exception
+            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
+    elif cls.sentencepiece is not None:
+        raise InputValueError(
+            f"use_fast_tokenizer=True needs the fast tokenizer of {model_dir} (tokenizer.json), "
+            f"which it lacks: {cls.name} has only its SentencePiece model there; leave "
+            "use_fast_tokenizer=False"
+        )
+    else:
+        built = from_vocabulary_files(model_dir, tok_config)
+        if built is None:
+            raise FileNotFoundError(
+                f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
+                "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
+            )
+        add_special_tokens(built, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        tokenizer = built
+    pre = tokenizer.pre_tokenizer
+    byte_level = pre is not None and type(pre).__name__ == "ByteLevel"
+    if cls.name in BYTE_LEVEL_FAST_CLASSES and byte_level:
+        pre.add_prefix_space = bool(tok_config.get("add_prefix_space", False))
+    wordpiece_unknown_as_added_token(tokenizer)
+    return tokenizer
 
 
 def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
@@ -167,7 +243,7 @@ def add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> No
         )
         got = tokenizer.token_to_id(token.content)
         if token.id is not None and got != token.id:
-            raise ValueError(
+            raise InputValueError(
                 f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
                 "the tokenizer's saved configuration: the tokenizer files do not agree"
             )

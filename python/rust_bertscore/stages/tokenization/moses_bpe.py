@@ -28,6 +28,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+from ...errors import InputValueError
 from .added_tokens import AddedToken, AddedTokenSplitter
 from .word_bpe import WordBpeIds, merge_symbols
 
@@ -138,9 +139,9 @@ class XLMIds(WordBpeIds):
             encoder = json.loads(vocab_path.read_text(encoding="utf-8"))
             lines = merges_path.read_text(encoding="utf-8").split("\n")[:-1]
         except (OSError, ValueError) as e:
-            raise ValueError(f"cannot read the XLM vocabulary in {model_dir}: {e}") from e
+            raise InputValueError(f"cannot read the XLM vocabulary in {model_dir}: {e}") from e
         if not isinstance(encoder, dict):
-            raise ValueError(f"{vocab_path}: expected a JSON object of token -> id")
+            raise InputValueError(f"{vocab_path}: expected a JSON object of token -> id")
         self.encoder: dict[str, int] = encoder
         self.decoder = {v: k for k, v in encoder.items()}
         self.ranks: dict[tuple[str, ...], int] = {
@@ -179,7 +180,7 @@ class XLMIds(WordBpeIds):
             for piece in word:
                 token_id = self.encoder.get(piece, self.unk_id)
                 if token_id is None:
-                    raise ValueError(
+                    raise InputValueError(
                         f"{piece!r} is not in the vocabulary and it has no unknown token"
                     )
                 ids.append(int(token_id))

@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...errors import InputValueError
 from .added_tokens import AddedToken, AddedTokenSplitter
 
 SPIECE_UNDERLINE = "\u2581"
@@ -58,7 +59,7 @@ def _load_processor(path: Path) -> object:
     try:
         processor.Load(str(path))
     except (OSError, RuntimeError) as e:
-        raise ValueError(f"cannot load the SentencePiece model {path}: {e}") from e
+        raise InputValueError(f"cannot load the SentencePiece model {path}: {e}") from e
     return processor
 
 
@@ -89,7 +90,7 @@ def pegasus_offset(tok_config: dict) -> int:
     """PegasusTokenizer's ``offset`` (default 103): the ids below the first piece's."""
     value = tok_config.get("offset", 103)
     if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ValueError(f"tokenizer_config.json offset must be an int >= 2, got {value!r}")
+        raise InputValueError(f"tokenizer_config.json offset must be an int >= 2, got {value!r}")
     return value
 
 
@@ -153,9 +154,9 @@ class SentencePieceIds:
             "pegasus",
             "xlm-prophetnet",
         ):
-            raise ValueError(f"unknown SentencePiece convention {convention!r}")
+            raise InputValueError(f"unknown SentencePiece convention {convention!r}")
         if convention == "plain" and tok_config.get("legacy") is False:
-            raise ValueError(
+            raise InputValueError(
                 f"{model_path.parent}: T5 tokenizers with legacy=False are not supported "
                 "(bert_score's T5 models all use the legacy behaviour)"
             )

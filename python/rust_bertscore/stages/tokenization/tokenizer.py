@@ -26,6 +26,7 @@ from typing import Protocol
 from tokenizers import Tokenizer
 
 from ...catalog.configs import full_attention_limit, max_positions
+from ...errors import InputValueError
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
@@ -43,7 +44,7 @@ from .classes import (
     TokenizerClass,
     tokenizer_class,
 )
-from .fast import FastIds, entry_text, load_fast_tokenizer
+from .fast import FastIds, entry_text, load_fast_tokenizer, load_use_fast_tokenizer
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -99,7 +100,7 @@ def _read_json(path: Path) -> dict:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"cannot read {path}: {e}") from e
+        raise InputValueError(f"cannot read {path}: {e}") from e
     return data if isinstance(data, dict) else {}
 
 
@@ -116,6 +117,10 @@ class TextTokenizer:
         ``tokenizer_config.json``.
     config : dict
         The model's ``config.json`` (for ``model_type`` and the position table size).
+    fast : bool
+        False (default): bert_score's slow tokenizer, as above. True: the model's fast
+        tokenizer, as bert_score's ``use_fast_tokenizer=True`` gets it
+        (:func:`~rust_bertscore.tokenization.fast.load_use_fast_tokenizer`).
 
     Attributes
     ----------
@@ -125,16 +130,26 @@ class TextTokenizer:
         Texts are truncated to this many tokens, special tokens included; None: no limit.
     """
 
-    def __init__(self, model_dir: str | Path, config: dict) -> None:
+    def __init__(self, model_dir: str | Path, config: dict, *, fast: bool = False) -> None:
         self.model_dir = Path(model_dir)
+        self.fast = fast
         tok_config = _read_json(self.model_dir / "tokenizer_config.json")
         special_map = _read_json(self.model_dir / "special_tokens_map.json")
         self.tokenizer_class: TokenizerClass = tokenizer_class(tok_config, config)
         tok_config = {**self.tokenizer_class.defaults, **tok_config}
-        self._source, self._tokenizer = _load_source(
-            self.model_dir, tok_config, special_map, self.tokenizer_class
-        )
-        self.prefix_space = _wants_prefix_space(tok_config, config)
+        self._source: _IdSource
+        self._tokenizer: Tokenizer | None
+        if fast:
+            fast_tokenizer = load_use_fast_tokenizer(
+                self.model_dir, tok_config, special_map, self.tokenizer_class
+            )
+            self._source, self._tokenizer = FastIds(fast_tokenizer), fast_tokenizer
+        else:
+            self._source, self._tokenizer = _load_source(
+                self.model_dir, tok_config, special_map, self.tokenizer_class
+            )
+        # bert_score adds the prefix space itself for the slow RoBERTa/GPT-2 classes only.
+        self.prefix_space = False if fast else _wants_prefix_space(tok_config, config)
         names = {
             key: [entry_text(special_map.get(key)), entry_text(tok_config.get(key))]
             for key in ("cls_token", "sep_token", "eos_token", "bos_token")
@@ -158,7 +173,7 @@ class TextTokenizer:
             token_id = self._source.token_to_id(name)
             if token_id is not None:
                 return int(token_id)
-        raise ValueError(f"the tokenizer in {self.model_dir} has no {key} (tried {names})")
+        raise InputValueError(f"the tokenizer in {self.model_dir} has no {key} (tried {names})")
 
     def _frame(
         self, tok_config: dict, names: dict[str, list[str | None]]
@@ -187,7 +202,7 @@ class TextTokenizer:
             return [], [eos]
         lang = str(tok_config.get("src_lang") or "en_XX")
         if lang not in self.tokenizer_class.language_codes:
-            raise ValueError(
+            raise InputValueError(
                 f"{self.model_dir}: src_lang {lang!r} is not one of the "
                 f"{self.tokenizer_class.name}'s language codes"
             )
@@ -247,7 +262,7 @@ class TextTokenizer:
         for i, row in enumerate(ids):
             if limit is not None and len(row) > limit:
                 start = texts[i].strip()[:40]
-                raise ValueError(
+                raise InputValueError(
                     f"text {i} ({start!r}...) has {len(row)} tokens: the BigBird model in "
                     f"{self.model_dir} runs full attention on at most {limit} tokens and "
                     "block-sparse attention past that, which this package does not implement "
@@ -347,7 +362,7 @@ def _sentinel_count(tok_config: dict) -> int:
     """T5's ``extra_ids`` (default 100): the ``<extra_id_N>`` sentinels past the pieces."""
     value = tok_config.get("extra_ids", 100)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"tokenizer_config.json extra_ids must be an int >= 0, got {value!r}")
+        raise InputValueError(f"tokenizer_config.json extra_ids must be an int >= 0, got {value!r}")
     return value
 
 

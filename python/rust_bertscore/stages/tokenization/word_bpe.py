@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ...errors import InputValueError
 from .added_tokens import AddedToken, AddedTokenSplitter
 
 
@@ -134,11 +135,11 @@ class BlenderbotSmallIds(WordBpeIds):
             self.encoder: dict[str, int] = json.loads(vocab_path.read_text(encoding="utf-8"))
             lines = merges_path.read_text(encoding="utf-8").split("\n")[1:-1]
         except (OSError, ValueError) as e:
-            raise ValueError(
+            raise InputValueError(
                 f"cannot read the BlenderbotSmall vocabulary in {model_dir}: {e}"
             ) from e
         if not isinstance(self.encoder, dict):
-            raise ValueError(f"{vocab_path}: expected a JSON object of token -> id")
+            raise InputValueError(f"{vocab_path}: expected a JSON object of token -> id")
         merges = [tuple(line.split()) for line in lines]
         self.ranks: dict[tuple[str, ...], int] = {m: i for i, m in enumerate(merges)}
         self.decoder = {v: k for k, v in self.encoder.items()}
@@ -166,7 +167,9 @@ class BlenderbotSmallIds(WordBpeIds):
     def _id(self, piece: str) -> int:
         token_id = self.encoder.get(piece.lower(), self.unk_id)
         if token_id is None:
-            raise ValueError(f"{piece!r} is not in the vocabulary and there is no unknown token")
+            raise InputValueError(
+                f"{piece!r} is not in the vocabulary and there is no unknown token"
+            )
         return int(token_id)
 
     def _word_ids(self, word: str) -> Iterable[int]:
@@ -192,7 +195,7 @@ class BertweetIds(WordBpeIds):
 
     def __init__(self, model_dir: Path, added: dict[str, AddedToken], tok_config: dict) -> None:
         if tok_config.get("normalization", False):
-            raise ValueError(
+            raise InputValueError(
                 f"{model_dir}: BertweetTokenizer with normalization=true (tweet normalisation "
                 "with the emoji package) is not implemented"
             )
@@ -217,13 +220,13 @@ class BertweetIds(WordBpeIds):
                 line = line.strip()
                 cut = line.rfind(" ")
                 if cut == -1:
-                    raise ValueError(
+                    raise InputValueError(
                         f"{vocab_path}: expected '<token> <count>' lines, got {line!r}"
                     )
                 self.encoder[line[:cut]] = len(self.encoder)
             lines = codes_path.read_text(encoding="utf-8").split("\n")[:-1]
         except OSError as e:
-            raise ValueError(f"cannot read the Bertweet vocabulary in {model_dir}: {e}") from e
+            raise InputValueError(f"cannot read the Bertweet vocabulary in {model_dir}: {e}") from e
         self.ranks: dict[tuple[str, ...], int] = {
             tuple(line.split()[:-1]): i for i, line in enumerate(lines)
         }
