@@ -154,7 +154,9 @@ class BERTScoreBatch:
                 "score_dataset()/score_spark(), or pass plan= from plan_dataset()/plan_spark()"
             )
         if plan is not None and plan.maxima is not None and index_col is None:
-            raise InputValueError("a plan with padding floors needs index_col, the global row numbers")
+            raise InputValueError(
+                "a plan with padding floors needs index_col, the global row numbers"
+            )
         if plan is not None and plan.on_error != self.on_error:
             raise InputValueError(
                 f"the plan was made with on_error={plan.on_error!r}, not {self.on_error!r}: bad "
