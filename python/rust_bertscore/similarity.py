@@ -196,6 +196,7 @@ def compute_similarity_matrix(
             scorer.use_custom_baseline,
             scorer.precision,
             options=scorer.options,
+            device=scorer.device,
         ),
     )
 

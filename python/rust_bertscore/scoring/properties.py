@@ -85,6 +85,7 @@ class ScorerProperties:
             self.precision,
             self.batch_independent,
             self.options,
+            self._pipeline.runtime.encoder.device,
         )
 
     @property

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from ..embeddings import EmbeddingCache
 from ..errors import warn_user
-from ..models.loading import load_runtime
+from ..models.loading import check_precision, load_runtime
 from ..models.registry import choose_model
 from ..options import ScoringOptions
 from ..rescale import packaged_baseline, rescale
@@ -66,15 +66,21 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     idf_sents : list of str, optional
         Sentences to compute IDF weights from (see :meth:`compute_idf`).
     device : str, optional
-        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it.
+        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it
+        (``onnxruntime-gpu``: docs/gpu.md). The choice made is :attr:`device`, and a scorer on
+        CUDA says ``_cuda`` in :attr:`hash`.
     lang : str, optional
         Language code (``"en"``, ``"zh"``, ...): picks the model and the rescale baseline.
     rescale_with_baseline : bool
         Rescale scores as ``(x - b) / (1 - b)`` with the baseline of model and ``lang``.
     baseline_path : str, optional
         A baseline file of your own (``LAYER,P,R,F``).
-    precision : {"fp32", "int8"}
-        ``"int8"`` runs an int8 encoder (projections with 7-bit weights per output channel
+    precision : {"fp32", "tf32", "fp16", "int8"}
+        ``"fp32"`` is float32 on every device (on CUDA with TF32 off: bert_score's numbers).
+        ``"tf32"`` lets CUDA run float32 GEMMs in TF32 (faster, F within about 1e-2 of fp32 on
+        small models; the CPU has no TF32 and computes fp32). ``"fp16"`` runs a float16 graph
+        with float32 norms, softmax and residual stream (for GPUs; mean |dF| about 1e-5 against
+        fp32 on all-MiniLM-L6-v2, docs/performance.md). ``"int8"`` runs an int8 encoder (projections with 7-bit weights per output channel
         and one activation scale per token; the fused attention stays fp32): about 1.3x
         faster than fp32 end to end on this project's 2-core benchmark machine, with F within
         about 0.003 of fp32 on average (Pearson r 0.9997 over WMT pairs; docs/performance.md).
@@ -177,8 +183,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         self.batch_size = check_batch_size(batch_size)
         self.nthreads = nthreads
         self._model_type = choose_model(model_type, lang)
-        if precision not in ("fp32", "int8"):
-            raise ValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        check_precision(precision)
         runtime = load_runtime(
             self._model_type,
             num_layers,
@@ -186,7 +191,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
             device=device,
             precision=precision,
         )
-        self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
+        self.device = runtime.encoder.device
         self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened, self.options)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:

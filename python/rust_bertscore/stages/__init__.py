@@ -1,0 +1,1 @@
+"""The scoring stages: text, tokenisation, the encoder and its device, embeddings."""
