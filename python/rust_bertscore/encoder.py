@@ -269,9 +269,7 @@ class Encoder:
             if reuse:
                 self._buffers.out = buffer
         out = buffer[:size].reshape(shape)
-        binding.bind_output(
-            self.output_name, "cpu", 0, np.float32, list(shape), out.ctypes.data
-        )
+        binding.bind_output(self.output_name, "cpu", 0, np.float32, list(shape), out.ctypes.data)
         self.session.run_with_iobinding(binding)
         return out
 

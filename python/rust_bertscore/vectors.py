@@ -207,8 +207,9 @@ class VectorSource:
                 data[lo:hi] = found[i]
         if self.cache.max_bytes:
             for j, i in enumerate(order):
-                # A copy: a view would keep the whole round's array alive.
-                self.cache.put(texts[i], _rows(data, offsets[j], offsets[j + 1], all_layers).copy())
+                # A view of the round's array, no copy: the cache counts that array, whole,
+                # while any entry views it (and copies instead when it would crowd the cache).
+                self.cache.put(texts[i], _rows(data, offsets[j], offsets[j + 1], all_layers))
         if self.store is not None and fresh:
             self.store.put_many(
                 [store_keys[int(i)] for i in order],

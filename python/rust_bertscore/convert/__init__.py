@@ -26,9 +26,10 @@ Layout
 ``contract`` (the names above, layer names, layer checks, config field readers), ``graph`` and
 ``blocks`` (the graph builder and the shared layers), ``checkpoint`` (safetensors weights),
 ``families/`` (one module per family), ``registry`` (every ``model_type`` -> its builder, and
-``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``), ``per_token``,
-``fp16`` (``to_fp16``) and ``writer``. The config readers (``load_config``, ``model_family``, ``max_positions``, ...)
-live in ``rust_bertscore.models.configs``, which needs no onnx; they are re-exported here.
+``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``),
+``per_token``, ``fp16`` (``to_fp16``) and ``writer``. The config readers (``load_config``,
+``model_family``, ``max_positions``, ...) live in ``rust_bertscore.models.configs``, which needs
+no onnx; they are re-exported here.
 """
 
 from __future__ import annotations

@@ -119,8 +119,11 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     True
     """
     graph = model.graph
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-           for n in graph.node for a in n.attribute):  # fmt: skip
+    if any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        for n in graph.node
+        for a in n.attribute
+    ):
         raise ValueError("to_fp16: graphs with subgraphs (If, Loop, Scan) are not supported")
     weights = {t.name: t for t in graph.initializer}
     types: dict[str, int] = {t.name: t.data_type for t in graph.initializer}
@@ -132,9 +135,9 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
         dynamic = [x for x in floats if x not in weights]
         if node.op_type in FP32_OPS or node.op_type == "Cast":
             in_half = False
-        elif node.op_type in FP16_OPS:
-            in_half = True
-        elif node.op_type == "Gather" and node.input[0] in weights and floats:
+        elif node.op_type in FP16_OPS or (
+            node.op_type == "Gather" and node.input[0] in weights and floats
+        ):
             in_half = True
         else:  # follow the inputs: float16 only when every float input computed is float16
             in_half = bool(dynamic) and all(half.get(x, False) for x in dynamic)
@@ -157,8 +160,9 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
         values = np.clip(numpy_helper.to_array(weights[name]), -FP16_MAX, FP16_MAX)
         if False in sides:
             renamed[name] = f"{name}/fp16"
-            graph.initializer.append(numpy_helper.from_array(values.astype(np.float16),
-                                                             renamed[name]))  # fmt: skip
+            graph.initializer.append(
+                numpy_helper.from_array(values.astype(np.float16), renamed[name])
+            )
         else:
             weights[name].CopyFrom(numpy_helper.from_array(values.astype(np.float16), name))
             types[name] = _HALF
@@ -169,8 +173,11 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
         key = (name, to_half)
         if key not in casts:
             casts[key] = f"{name}/to_{'fp16' if to_half else 'fp32'}"
-            nodes.append(helper.make_node("Cast", [name], [casts[key]], name=casts[key],
-                                          to=_HALF if to_half else _FLOAT))  # fmt: skip
+            nodes.append(
+                helper.make_node(
+                    "Cast", [name], [casts[key]], name=casts[key], to=_HALF if to_half else _FLOAT
+                )
+            )
         return casts[key]
 
     for node, in_half in plans:
@@ -191,8 +198,9 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
             for node in nodes:
                 node.output[:] = [inner if o == out.name else o for o in node.output]
                 node.input[:] = [inner if i == out.name else i for i in node.input]
-            nodes.append(helper.make_node("Cast", [inner], [out.name], name=f"{out.name}/out",
-                                          to=_FLOAT))  # fmt: skip
+            nodes.append(
+                helper.make_node("Cast", [inner], [out.name], name=f"{out.name}/out", to=_FLOAT)
+            )
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.value_info[:]  # intermediate types changed: ONNX Runtime infers them again

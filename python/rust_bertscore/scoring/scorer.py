@@ -80,8 +80,9 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         ``"tf32"`` lets CUDA run float32 GEMMs in TF32 (faster, F within about 1e-2 of fp32 on
         small models; the CPU has no TF32 and computes fp32). ``"fp16"`` runs a float16 graph
         with float32 norms, softmax and residual stream (for GPUs; mean |dF| about 1e-5 against
-        fp32 on all-MiniLM-L6-v2, docs/performance.md). ``"int8"`` runs an int8 encoder (projections with 7-bit weights per output channel
-        and one activation scale per token; the fused attention stays fp32): about 1.3x
+        fp32 on all-MiniLM-L6-v2, docs/performance.md). ``"int8"`` runs an int8 encoder
+        (projections with 7-bit weights per output channel and one activation scale per
+        token; the fused attention stays fp32): about 1.3x
         faster than fp32 end to end on this project's 2-core benchmark machine, with F within
         about 0.003 of fp32 on average (Pearson r 0.9997 over WMT pairs; docs/performance.md).
         Use it to rank systems or filter data; keep fp32 to report numbers comparable with

@@ -55,6 +55,59 @@ def onnxruntime() -> ModuleType:
     return onnxruntime
 
 
+GPU_INSTALL = (
+    "pip install 'rust-bertscore[gpu]' && pip uninstall -y onnxruntime onnxruntime-gpu && "
+    "pip install onnxruntime-gpu"
+)
+"""The documented way to a CUDA-capable install (docs/gpu.md): the ``[gpu]`` extra pulls
+``onnxruntime-gpu`` beside the CPU ``onnxruntime`` the package requires; the two write the same
+files, so both are removed and the GPU build alone put back."""
+
+
+def onnxruntime_distributions() -> list[str]:
+    """The installed distributions that provide the ``onnxruntime`` module (``onnxruntime``,
+    ``onnxruntime-gpu``, ...), by their metadata.
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.devices import onnxruntime_distributions
+    >>> "onnxruntime" in onnxruntime_distributions()  # this project's test venv: the CPU build
+    True
+    """
+    from importlib import metadata
+
+    names = set()
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith("onnxruntime") and "onnxruntime" in (
+            (dist.read_text("top_level.txt") or "onnxruntime").split()
+        ):
+            names.add(name)
+    return sorted(names)
+
+
+def install_problem(distributions: Sequence[str] | None = None) -> str | None:
+    """What is wrong with the ONNX Runtime install for CUDA, or None: two builds installed
+    together (they overwrite each other's files, and which one wins is luck).
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.devices import install_problem
+    >>> install_problem(["onnxruntime"]) is None
+    True
+    >>> print(install_problem(["onnxruntime", "onnxruntime-gpu"]))  # doctest: +ELLIPSIS
+    onnxruntime and onnxruntime-gpu are both installed ... pip install onnxruntime-gpu
+    """
+    if distributions is None:
+        distributions = onnxruntime_distributions()
+    if len(distributions) > 1:
+        return (
+            f"{' and '.join(distributions)} are both installed and overwrite each other's "
+            f"files; keep one: {GPU_INSTALL.split(' && ', 1)[1]}"
+        )
+    return None
+
+
 def cuda_options(device_id: int | None = None, *, tf32: bool = False) -> dict[str, str]:
     """The CUDA execution provider's options: TF32 off unless ``tf32``.
 
@@ -103,11 +156,12 @@ def select_providers(
         return [CPU_PROVIDER]
     if name == "cuda":
         if CUDA_PROVIDER not in available:
+            problem = install_problem()
             raise DeviceNotAvailableError(
                 f"device={device!r} needs ONNX Runtime's CUDA execution provider, which this "
-                f"onnxruntime build does not offer (it has {available}); install the GPU build "
-                "(`pip uninstall onnxruntime` then `pip install rust-bertscore[gpu]`, "
-                "docs/gpu.md) or use device='cpu'"
+                f"onnxruntime build does not offer (it has {available}); "
+                + (problem or f"install the GPU build ({GPU_INSTALL}; docs/gpu.md)")
+                + ", or use device='cpu'"
             )
         if index and not index.isdigit():
             raise ValueError(f"device {device!r}: expected 'cuda' or 'cuda:N'")
