@@ -204,7 +204,7 @@ def encoder_flops(scorer: BERTScorer, texts: list[str], batch_size: int) -> tupl
     (``L`` layers, hidden ``h``, FFN ``f``): the projections and FFN as multiply-adds, plus
     ``Q K^T`` and ``P V``.
     """
-    from rust_bertscore.encoder import plan_batches
+    from rust_bertscore.stages.encoder import plan_batches
 
     runtime = scorer.runtime
     h, f = runtime.config["hidden_size"], runtime.config["intermediate_size"]
@@ -227,7 +227,7 @@ def token_count(scorer: BERTScorer, texts: list[str]) -> int:
 
 def scorer_on_graph(scorer: BERTScorer, graph: Path) -> BERTScorer:
     """``scorer`` running the ONNX graph ``graph`` (same tokenizer, same padding id)."""
-    from rust_bertscore.encoder import Encoder
+    from rust_bertscore.stages.encoder import Encoder
 
     scorer.use_encoder(Encoder(graph, pad_id=scorer.runtime.encoder.pad_id))
     return scorer

@@ -239,7 +239,7 @@ def conversion_memory(model_dir: Path, layer: int, tmp: Path) -> dict:
 
 def token_counts(model_dir: Path, texts: list[str]) -> int:
     """Tokens the tokenizer of ``model_dir`` makes of ``texts``."""
-    from rust_bertscore.tokenization.tokenizer import TextTokenizer
+    from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer
 
     config = json.loads((model_dir / "config.json").read_text())
     return int(sum(len(t) for t in TextTokenizer(model_dir, config).encode(texts)))

@@ -42,7 +42,7 @@ from benches.common import (
 
 if TYPE_CHECKING:
     from rust_bertscore import BERTScorer
-    from rust_bertscore.tokenization.tokenizer import TextTokenizer
+    from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer
 
 EXAMPLES = ROOT / "examples"
 

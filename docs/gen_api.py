@@ -29,16 +29,16 @@ from types import ModuleType
 MODULES: dict[str, str] = {
     "rust_bertscore": "The top level: `score()`, `BERTScorer`, statistics, the kernel's "
     "common functions, errors.",
-    "rust_bertscore.kernel": "The Rust kernel: BERTScore of precomputed token embeddings, "
+    "rust_bertscore._core": "The Rust kernel: BERTScore of precomputed token embeddings, "
     "IDF, padding floors, rescaling, threads.",
-    "rust_bertscore.stats": "Significance statistics: bootstrap intervals, paired bootstrap, "
-    "paired permutation.",
-    "rust_bertscore.compare": "Comparing systems over the same references.",
-    "rust_bertscore.align": "Token alignments of scored pairs.",
-    "rust_bertscore.similarity": "Token similarity matrices of one pair.",
-    "rust_bertscore.scoring.pipeline": "The scoring pipeline (texts to token ids, vectors, "
+    "rust_bertscore.analyses.stats": "Significance statistics: bootstrap intervals, "
+    "paired bootstrap, paired permutation.",
+    "rust_bertscore.analyses.compare": "Comparing systems over the same references.",
+    "rust_bertscore.analyses.align": "Token alignments of scored pairs.",
+    "rust_bertscore.analyses.similarity": "Token similarity matrices of one pair.",
+    "rust_bertscore.engine.pipeline": "The scoring pipeline (texts to token ids, vectors, "
     "weights and kernel calls) under `BERTScorer`.",
-    "rust_bertscore.models.listing": "The models this package can score with.",
+    "rust_bertscore.catalog.listing": "The models this package can score with.",
     "rust_bertscore.convert": "Torch-free conversion of encoder checkpoints to ONNX graphs.",
     "rust_bertscore.distributed": "Scoring datasets on Ray Data and Apache Spark.",
     "rust_bertscore.errors": "Exceptions and warnings.",
@@ -46,14 +46,14 @@ MODULES: dict[str, str] = {
 
 # Modules without ``__all__`` whose public names are fewer than what they define.
 ONLY: dict[str, tuple[str, ...]] = {
-    "rust_bertscore.scoring.pipeline": ("ScoringPipeline",),
+    "rust_bertscore.engine.pipeline": ("ScoringPipeline",),
 }
 
 # Classes whose every public method needs an example of its own (the fronts users call); the
 # methods of the other classes (results, records) are shown in their class's example.
 METHOD_EXAMPLES: tuple[str, ...] = (
     "rust_bertscore.scoring.scorer.BERTScorer",
-    "rust_bertscore.scoring.pipeline.ScoringPipeline",
+    "rust_bertscore.engine.pipeline.ScoringPipeline",
 )
 
 CORE = "rust_bertscore._core"
@@ -136,7 +136,21 @@ def _constant(value: object) -> str:
     return f": {type(value).__name__}{size}"
 
 
+def _stub_all() -> list[str]:
+    """``_core.pyi``'s ``__all__``: the extension's public names (it has no ``__all__`` itself)."""
+    core = importlib.import_module(CORE)
+    stub = Path(inspect.getfile(core)).with_name("_core.pyi")
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    return []
+
+
 def _public_names(module: ModuleType) -> list[str]:
+    if module.__name__ == CORE:
+        return [n for n in _stub_all() if not n.startswith("__")]
     if module.__name__ in ONLY:
         return list(ONLY[module.__name__])
     names = getattr(module, "__all__", None)

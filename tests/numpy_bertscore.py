@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rust_bertscore.text_embedding import TextEmbedding
+from rust_bertscore.engine.text_embedding import TextEmbedding
 
 
 def numpy_pair_score(

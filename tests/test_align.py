@@ -12,8 +12,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import FAMILIES, REFERENCE, TINY, wmt_pairs
-from rust_bertscore.align import Alignment, floored_sides
-from rust_bertscore.plot import similarity_matrix
+from rust_bertscore.analyses.align import Alignment, floored_sides
+from rust_bertscore.integrations.plot import similarity_matrix
 
 BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
 PAIRS = [

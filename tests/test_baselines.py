@@ -12,8 +12,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import DATA, REFERENCE, TINY, fake_hub_cache
-from rust_bertscore.models.registry import model_for_lang
-from rust_bertscore.rescale import (
+from rust_bertscore.catalog.registry import model_for_lang
+from rust_bertscore.stages.rescale import (
     baseline_values,
     packaged_baseline,
     read_baseline,

@@ -20,7 +20,7 @@ import rust_bertscore as rb
 from conftest import TINY
 from rust_bertscore.convert import writer
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.models import loading as runtime
+from rust_bertscore.models import runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
 REFS = ["the coffee is hot", "she would take the road"]

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 import rust_bertscore as rb
 from conftest import REFERENCE, TINY
+from rust_bertscore.analyses.corpus import document_frequencies, idf_dict
 from rust_bertscore.cli.common import progress_bar
 from rust_bertscore.cli.inputs import looks_like_path
-from rust_bertscore.corpus import document_frequencies, idf_dict
-from rust_bertscore.rescale import read_baseline
+from rust_bertscore.stages.rescale import read_baseline
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

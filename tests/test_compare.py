@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TINY
 from rust_bertscore import BERTScorer, Comparison, paired_bootstrap, paired_permutation
-from rust_bertscore.compare import compare_scores
+from rust_bertscore.analyses.compare import compare_scores
 
 BERT = str(TINY / "bert")
 

@@ -1,11 +1,11 @@
 """ConvBERT and ModernBERT on the reference set's tiny checkpoints (tests/data/reference/tiny/):
-token ids exact, PyTorch's hidden states, bert_score 0.3.13's scores (cases3.json for
-ModernBERT, convbert_cases.json for ConvBERT), int8, all_layers, export and alignment.
+token ids exact, PyTorch's hidden states, bert_score 0.3.13's scores (cases3.json for both,
+convbert_cases.json for ConvBERT too), int8, all_layers, export and alignment.
 
-ConvBERT's cases in cases3.json (batch_size 8) are not compared: in PyTorch a ConvBERT text's
-vectors depend on the padding its batch gives it, and bert_score's batches on PYTHONHASHSEED
-(its own scores of those cases move by up to 0.06 between seeds); the graph gives each text the
-vectors it has alone, which bert_score gives with batch_size=1 (convbert_cases.json).
+ConvBERT's reference cases are bert_score's at batch_size=1: in PyTorch a ConvBERT text's vectors
+depend on the padding its batch gives it, and bert_score's batches on PYTHONHASHSEED (its own
+batch-8 scores move by up to 0.06 between seeds); the graph gives each text the vectors it has
+alone, which bert_score gives with batch_size=1.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rust_bertscore.convert import build_model, export_onnx, int8_fp32_nodes, lo
 from rust_bertscore.convert.checkpoint import WeightStore
 from rust_bertscore.errors import RustBertScoreWarning
 from rust_bertscore.models.export import export_model
-from rust_bertscore.tokenization import TextTokenizer
+from rust_bertscore.stages.tokenization import TextTokenizer
 
 FAMILIES = ("convbert", "modernbert")
 REL_TOL = 1e-4
@@ -111,8 +111,6 @@ def test_modernbert_truncated_output_is_final_normed() -> None:
 
 @pytest.mark.parametrize("case", CASES3, ids=[c["name"] for c in CASES3])
 def test_cases3(case: dict) -> None:
-    if case["model_dir"] == "convbert":
-        pytest.skip("bert_score's batch-dependent ConvBERT padding (module docstring)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RustBertScoreWarning)  # empty texts
         got = rb.score(

@@ -36,7 +36,15 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # address="local": always a fresh single-node Ray of this test's own, never a cluster another
+    # process on the machine started (ray.init() with no address joins one it finds).
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     yield

@@ -43,12 +43,12 @@ def test_the_walk_sees_the_installed_package() -> None:
         "rust_bertscore.score",
         "rust_bertscore.BERTScorer",
         "rust_bertscore.BERTScorer.score",
-        "rust_bertscore.kernel.score_ragged",
-        "rust_bertscore.scoring.pipeline.ScoringPipeline.score_pairs",
+        "rust_bertscore._core.score_ragged",
+        "rust_bertscore.engine.pipeline.ScoringPipeline.score_pairs",
         "rust_bertscore.distributed.score_spark",
         "rust_bertscore.convert.export_onnx",
         "rust_bertscore.distributed.WorkerPythonError",
-        "rust_bertscore.kernel.dot",
+        "rust_bertscore._core.dot",
     ):
         assert expected in names
     assert Path(rust_bertscore.__file__).with_name("_core.pyi").is_file()

@@ -10,8 +10,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY_BERT, wmt_pairs
-from rust_bertscore.embeddings import EmbeddingCache
-from rust_bertscore.scoring.rounds import rounds
+from rust_bertscore.engine.rounds import rounds
+from rust_bertscore.stages.embeddings import EmbeddingCache
 
 BERT = TINY_BERT
 CANDS, REFS = wmt_pairs()

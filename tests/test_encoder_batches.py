@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import rust_bertscore as rb
 from conftest import TINY_BERT, wmt_pairs
-from rust_bertscore import encoder
-from rust_bertscore.models.loading import load_runtime
+from rust_bertscore.models.runtime import load_runtime
+from rust_bertscore.stages import encoder
 
 BERT = TINY_BERT
 CANDS, REFS = wmt_pairs()

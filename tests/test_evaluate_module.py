@@ -20,7 +20,7 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import REFERENCE, TINY
-from rust_bertscore.hf_evaluate import EvaluateBackend
+from rust_bertscore.integrations.hf_evaluate import EvaluateBackend
 
 evaluate = pytest.importorskip("evaluate")
 

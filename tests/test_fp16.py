@@ -14,7 +14,7 @@ import rust_bertscore as rb
 from conftest import MORE, TINY, wmt_pairs
 from rust_bertscore import convert
 from rust_bertscore.models import graph_cache
-from rust_bertscore.models.loading import load_runtime
+from rust_bertscore.models.runtime import load_runtime
 
 CANDS, REFS = wmt_pairs()
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import FAMILIES, TINY
 from rust_bertscore import convert
 from rust_bertscore.models import graph_cache as model_cache
-from rust_bertscore.models.loading import load_runtime
+from rust_bertscore.models.runtime import load_runtime
 
 
 def _session(path: Path) -> ort.InferenceSession:

@@ -15,12 +15,12 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
-from rust_bertscore import encoder as encoder_module
+from rust_bertscore.engine.settings import make_hash
 from rust_bertscore.errors import DeviceNotAvailableError
-from rust_bertscore.models import loading
-from rust_bertscore.models.loading import load_runtime
-from rust_bertscore.scoring.settings import make_hash
+from rust_bertscore.models import runtime as loading
+from rust_bertscore.models.runtime import load_runtime
 from rust_bertscore.stages import devices
+from rust_bertscore.stages import encoder as encoder_module
 
 CANDS, REFS = wmt_pairs()
 CUDA, CPU = devices.CUDA_PROVIDER, devices.CPU_PROVIDER

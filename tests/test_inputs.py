@@ -8,7 +8,7 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY
-from rust_bertscore.text import check_texts, pair_texts
+from rust_bertscore.stages.text import check_texts, pair_texts
 
 BERT = str(TINY / "bert")
 CANDS = ["the coffee was cold", "She took the road north.", "a"]
@@ -104,7 +104,7 @@ def test_lone_surrogate_in_idf_sentences(scorer) -> None:
 
 
 def test_lone_surrogate_in_show() -> None:
-    from rust_bertscore.plot import similarity_matrix
+    from rust_bertscore.integrations.plot import similarity_matrix
 
     with pytest.raises(ValueError, match="candidate cannot be encoded"):
         similarity_matrix("a\ud800", "b", model_type=BERT)

@@ -11,7 +11,7 @@ import onnx
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
 from rust_bertscore import convert
-from rust_bertscore.models.loading import load_runtime
+from rust_bertscore.models.runtime import load_runtime
 
 BERT = TINY_BERT
 CANDS, REFS = wmt_pairs()
@@ -113,7 +113,7 @@ def test_per_token_matmul_matches_numpy(tmp_path: Path) -> None:
 
 def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_path: Path) -> None:
 
-    from rust_bertscore.encoder import Encoder
+    from rust_bertscore.stages.encoder import Encoder
 
     fp32 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
     token = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import kernel_reference as ref
-from rust_bertscore import _core, kernel
+from rust_bertscore import _core
 
 TOL = 1e-5
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -409,8 +409,3 @@ def test_gil_is_released_during_pairwise():
     margin = 0.1 * (end - start)
     inside = [s for s in stamps if start + margin < s < end - margin]
     assert len(inside) >= 10, (len(inside), end - start)
-
-
-def test_kernel_module_reexports_the_extension():
-    for name in kernel.__all__:
-        assert getattr(kernel, name) is getattr(_core, name)

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from rust_bertscore import _core
-from rust_bertscore.corpus import idf_dict
-from rust_bertscore.embeddings import unseen_idf
-from rust_bertscore.encoder import default_threads
-from rust_bertscore.rescale import rescale
-from rust_bertscore.scoring.rules import max_over_groups
+from rust_bertscore.analyses.corpus import idf_dict
+from rust_bertscore.engine.rules import max_over_groups
+from rust_bertscore.stages.embeddings import unseen_idf
+from rust_bertscore.stages.encoder import default_threads
+from rust_bertscore.stages.rescale import rescale
 
 
 def _numpy_rescale(x: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -99,14 +99,14 @@ def _run(code: str, **env: str) -> str:
 def test_the_thread_setting_is_read_by_the_kernel_only() -> None:
     code = (
         "from rust_bertscore import _core, set_num_threads\n"
-        "from rust_bertscore.encoder import default_threads\n"
+        "from rust_bertscore.stages.encoder import default_threads\n"
         "a = default_threads()\n"
         "set_num_threads(2)\n"
         "print(a, default_threads(), _core.get_num_threads())\n"
     )
     assert _run(code, RUST_BERTSCORE_NUM_THREADS="3") == "3 2 2"
     assert _run(code).startswith("None 2 2")
-    bad = "from rust_bertscore.encoder import default_threads\ndefault_threads()\n"
+    bad = "from rust_bertscore.stages.encoder import default_threads\ndefault_threads()\n"
     full = dict(os.environ, RUST_BERTSCORE_NUM_THREADS="0")
     done = subprocess.run([sys.executable, "-c", bad], env=full, capture_output=True, text=True)
     assert done.returncode != 0 and "RUST_BERTSCORE_NUM_THREADS" in done.stderr
@@ -117,7 +117,7 @@ _SCORE = """
 import json
 import numpy as np
 from rust_bertscore import _core
-from rust_bertscore.kernel import pairwise_embeddings, score_embeddings, normalize
+from rust_bertscore._core import pairwise_embeddings, score_embeddings, normalize
 rng = np.random.default_rng(7)
 cands = [rng.normal(size=(n, d)).astype(np.float32) for n, d in [(1, 67), (13, 67), (30, 67)]]
 refs = [rng.normal(size=(n, d)).astype(np.float32) for n, d in [(5, 67), (1, 67), (33, 67)]]

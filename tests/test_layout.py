@@ -1,6 +1,6 @@
-"""The package's layers and its exception hierarchy: the library imports nothing from the CLI or
-the plotting code, data flows one way (no import cycle, imports inside functions included), the
-pipeline sits below the analyses and the analyses below the scorer front, ``import
+"""The package's layers, as data, and the rules that keep them: every module sits in a package
+named for its layer, an import goes only to a layer the table below allows (imports inside
+functions and ``if TYPE_CHECKING:`` ones included), no import cycle exists, ``import
 rust_bertscore`` loads no heavy dependency, no module is over 500 lines, and every public error
 derives from one base."""
 
@@ -16,15 +16,37 @@ import pytest
 import rust_bertscore as rb
 
 PACKAGE = Path(rb.__file__).resolve().parent
-# Integrations sit on top: nothing below them may import them at module level.
-INTEGRATIONS = (
-    "cli",
-    "distributed",
-    "integrations",
-    "plot",
-    "hf_evaluate",
-    "baseline_estimation",
-    "__main__",
+
+# -- the package map ---------------------------------------------------------------------------
+# Each layer, from the bottom up, with the layers it may import (its own modules always). The
+# package root's modules errors, _version and the _core extension are the foundation ("root");
+# the package's __init__ is the public front door and may import any library layer (not the CLI).
+ROOT_MODULES = {"__init__", "__main__", "_version", "errors"}
+FOUNDATION = {"root"}
+LAYERS: dict[str, set[str]] = {
+    "root": set(),
+    "support": FOUNDATION,
+    "catalog": FOUNDATION,
+    "convert": {*FOUNDATION, "support", "catalog"},
+    "stages": {*FOUNDATION, "support", "catalog"},
+    "store": {*FOUNDATION, "support"},
+    "models": {*FOUNDATION, "support", "catalog", "convert", "stages"},
+    "engine": {*FOUNDATION, "support", "catalog", "stages", "store", "models"},
+    "analyses": {*FOUNDATION, "support", "catalog", "stages", "store", "engine"},
+    "scoring": {
+        *FOUNDATION,
+        *("support", "catalog", "stages", "store", "models", "engine", "analyses"),
+    },
+}
+LIBRARY = set(LAYERS)
+LAYERS.update(
+    {
+        "integrations": LIBRARY,
+        "distributed": LIBRARY,
+        "cli": {*LIBRARY, "integrations", "distributed"},
+        "__main__": {"cli"},
+        "": LIBRARY | {"integrations"},  # the front door: public names (integrations lazily)
+    }
 )
 
 
@@ -33,56 +55,22 @@ def _module_name(path: Path) -> str:
     return ".".join(p for p in parts if p != "__init__")
 
 
-def _top_level_imports(path: Path) -> set[str]:
-    """Package modules imported at module level (not inside functions), as dotted names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    here = _module_name(path).split(".")
-    package = here if path.name == "__init__.py" else here[:-1]
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-            target = [p for p in base if p] + ([node.module] if node.module else [])
-            if node.module:
-                found.add(".".join(target))
-            else:
-                found.update(".".join([*target, alias.name]) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rust_bertscore."):
-            found.add(node.module.removeprefix("rust_bertscore."))  # type: ignore[union-attr]
-    return found
-
-
-def _library_modules() -> list[Path]:
-    return [
-        p
-        for p in PACKAGE.rglob("*.py")
-        if not any(_module_name(p).split(".")[0] == top for top in INTEGRATIONS)
-    ]
-
-
-@pytest.mark.parametrize("path", _library_modules(), ids=_module_name)
-def test_library_does_not_import_integrations(path: Path) -> None:
-    for name in _top_level_imports(path):
-        top = name.split(".")[0]
-        assert top not in INTEGRATIONS, f"{_module_name(path)} imports {name} at module level"
-
-
-# -- the whole import graph: imports inside functions count, ``if TYPE_CHECKING:`` ones do not ----
-
-
 def _modules() -> dict[str, Path]:
     """Every module of the installed package by dotted name ("" is the package itself)."""
     return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+def layer_of(module: str) -> str:
+    """The layer a module belongs to: its top-level package, "root" for the foundation."""
+    if module in ("", "__main__"):
+        return module
+    top = module.split(".")[0]
+    return "root" if top in ("errors", "_version", "_core") else top
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Package modules ``name`` imports anywhere (functions included), TYPE_CHECKING left out."""
+def _imports(name: str, path: Path, known: set[str], type_checking: bool) -> set[str]:
+    """Package modules ``name`` imports anywhere (functions included); ``if TYPE_CHECKING:``
+    blocks count when ``type_checking``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     here = name.split(".") if name else []
     package = here if path.name == "__init__.py" else here[:-1]
@@ -91,11 +79,11 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     def add(target: str, names: list[str]) -> None:
         for alias in names:
             sub = f"{target}.{alias}" if target else alias
-            found.add(sub if sub in known else target)
+            found.add(sub if sub in known or sub == "_core" else target)
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
+            if isinstance(child, ast.If) and _is_type_checking(child.test) and not type_checking:
                 for other in child.orelse:
                     visit_one(other)
                 continue
@@ -119,35 +107,91 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
         visit(node)
 
     visit(tree)
-    out = {m for m in found if m in known and m != name}
-    if (
-        path.name == "__init__.py"
-    ):  # a package importing its own submodules is how packages are made
+    known_or_core = known | {"_core"}
+    out = {m for m in found if m in known_or_core and m != name}
+    if path.name == "__init__.py":  # a package importing its own submodules makes the package
         out = {m for m in out if not (m.startswith(f"{name}.") or name == "")}
     return out
 
 
-GRAPH = {name: _imports(name, path, set(_modules())) for name, path in _modules().items()}
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
-def _reachable(start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = list(GRAPH[start])
-    while todo:
-        m = todo.pop()
-        if m not in seen:
-            seen.add(m)
-            todo.extend(GRAPH[m])
-    return seen
+KNOWN = set(_modules())
+# Every import, annotation-only ones included: what the layer rules and the cycle check read.
+GRAPH = {name: _imports(name, path, KNOWN, type_checking=True) for name, path in _modules().items()}
+# Imports that run (TYPE_CHECKING left out): what decides what ``import rust_bertscore`` loads.
+RUNTIME_GRAPH = {
+    name: _imports(name, path, KNOWN, type_checking=False) for name, path in _modules().items()
+}
 
 
-def test_the_graph_sees_imports_inside_functions() -> None:
-    # models.loading imports the graph cache (and through it the converter) inside a function.
-    assert "models.graph_cache" in GRAPH["models.loading"]
-    assert "align" in GRAPH["scoring.analyses"]
+def _violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for name, targets in sorted(graph.items()):
+        layer = layer_of(name)
+        allowed = LAYERS.get(layer)
+        if allowed is None:
+            bad.append(f"{name}: layer {layer!r} is not in the package map")
+            continue
+        bad.extend(
+            f"{name} ({layer}) imports {target} ({layer_of(target)})"
+            for target in sorted(targets)
+            if layer_of(target) != layer and layer_of(target) not in allowed
+        )
+    return bad
 
 
-def _cycles() -> list[list[str]]:
+def test_every_import_goes_down_the_package_map() -> None:
+    bad = _violations(GRAPH)
+    assert not bad, "imports against the package map:\n" + "\n".join(bad)
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    # An analysis naming the front (even only in an annotation) is refused, and so is a stage
+    # importing the engine.
+    graph = {k: set(v) for k, v in GRAPH.items()}
+    graph["analyses.align"].add("scoring.scorer")
+    graph["stages.text"].add("engine.settings")
+    bad = _violations(graph)
+    assert "analyses.align (analyses) imports scoring.scorer (scoring)" in bad
+    assert "stages.text (stages) imports engine.settings (engine)" in bad
+
+
+def test_the_map_is_a_hierarchy() -> None:
+    # No two layers may import each other, directly or through others.
+    def below(layer: str, seen: set[str]) -> set[str]:
+        for other in LAYERS[layer] - seen:
+            seen.add(other)
+            below(other, seen)
+        return seen
+
+    for layer in LAYERS:
+        assert layer not in below(layer, set()), layer
+
+
+def test_the_package_root_holds_only_the_front() -> None:
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    assert modules <= ROOT_MODULES, sorted(modules - ROOT_MODULES)
+    assert len(modules) <= 6
+    assert (PACKAGE / "_core.pyi").is_file() and (PACKAGE / "py.typed").is_file()
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(LAYERS) - {"root", "", "__main__"}, packages
+
+
+def test_the_graph_sees_imports_inside_functions_and_annotations() -> None:
+    # models.runtime imports the graph cache (and through it the converter) inside a function.
+    assert "models.graph_cache" in RUNTIME_GRAPH["models.runtime"]
+    assert "analyses.align" in GRAPH["scoring.methods"]
+    # analyses.seams names the engine's types for annotations only
+    assert "engine.pipeline" in GRAPH["analyses.seams"]
+    assert "engine.pipeline" not in RUNTIME_GRAPH["analyses.seams"]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -159,7 +203,7 @@ def _cycles() -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in sorted(GRAPH[v]):
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 strong(w)
                 low[v] = min(low[v], low[w])
@@ -176,71 +220,35 @@ def _cycles() -> list[list[str]]:
             if len(component) > 1:
                 out.append(sorted(component))
 
-    for v in sorted(GRAPH):
+    for v in sorted(graph):
         if v not in index:
             strong(v)
     return out
 
 
 def test_cycle_finder_finds_a_cycle() -> None:
-    saved = dict(GRAPH)
-    try:
-        GRAPH.update({"text": {*GRAPH["text"], "errors"}, "errors": {*GRAPH["errors"], "text"}})
-        assert ["errors", "text"] in _cycles()
-    finally:
-        GRAPH.clear()
-        GRAPH.update(saved)
+    graph = {k: set(v) for k, v in GRAPH.items()}
+    graph["stages.text"].add("errors")
+    graph["errors"].add("stages.text")
+    assert ["errors", "stages.text"] in _cycles(graph)
 
 
-def test_no_import_cycle() -> None:
-    cycles = _cycles()
-    outside = [c for c in cycles if not all(m.startswith("convert.") for m in c)]
-    assert not outside, "import cycles: " + "; ".join(", ".join(c) for c in outside)
-    if cycles:
-        pytest.xfail(f"convert/ still has an import cycle (issue 19, s19-convert's part): {cycles}")
+def test_no_import_cycle_counting_annotation_only_imports() -> None:
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles: " + "; ".join(", ".join(c) for c in cycles)
 
 
-ANALYSES = (
-    "align",
-    "similarity",
-    "heatmap",
-    "compare",
-    "compare_layout",
-    "stats",
-    "pairwise",
-    "mbr",
-    "text_embedding",
-)
-FRONT = ("scoring.scorer", "scoring.properties", "scoring.analyses", "scoring.api", "scores")
-ENGINE = ("scoring.settings", "scoring.rounds", "scoring.rules", "scoring.pipeline")
-
-
-def _is_integration(name: str) -> bool:
-    return name.split(".")[0] in INTEGRATIONS
-
-
-def test_only_integrations_and_the_package_root_import_integrations() -> None:
-    bad = [
-        f"{name} imports {target}"
-        for name, targets in GRAPH.items()
-        if name and not _is_integration(name)
-        for target in targets
-        if _is_integration(target)
-    ]
-    assert not bad, bad
-
-
-def test_the_pipeline_is_below_the_analyses_and_the_analyses_below_the_front() -> None:
-    for name in ENGINE:
-        above = _reachable(name) & {*FRONT, *ANALYSES}
-        assert not above, f"{name} imports {sorted(above)}"
-    for name in ANALYSES:
-        above = _reachable(name) & set(FRONT)
-        assert not above, f"{name} imports {sorted(above)}"
-    # and the front does use them: its convenience methods call the analyses
-    front_imports = GRAPH["scoring.scorer"] | GRAPH["scoring.analyses"]
-    assert {"align", "similarity", "heatmap", "compare", "pairwise", "mbr"} <= front_imports
-    assert "scoring.pipeline" in GRAPH["scoring.scorer"]
+def test_the_front_uses_the_analyses_and_the_engine() -> None:
+    front_imports = GRAPH["scoring.scorer"] | GRAPH["scoring.methods"]
+    assert {
+        "analyses.align",
+        "analyses.similarity",
+        "analyses.heatmap",
+        "analyses.compare",
+        "analyses.pairwise",
+        "analyses.mbr",
+    } <= front_imports
+    assert "engine.pipeline" in GRAPH["scoring.scorer"]
 
 
 def test_no_module_over_500_lines() -> None:
@@ -271,8 +279,6 @@ def test_import_loads_no_heavy_dependency() -> None:
 
 
 def test_import_loads_no_onnx() -> None:
-    if "convert" in _reachable("tokenization.tokenizer"):
-        pytest.xfail("the tokenizer still imports the converter (issue 19, s19-convert's part)")
     assert _loaded_after_import(("onnx", "onnxruntime", "rust_bertscore.convert")) == []
 
 
@@ -280,7 +286,7 @@ def test_import_loads_neither_cli_nor_plotting() -> None:
     code = (
         "import sys, rust_bertscore\n"
         "bad = [m for m in sys.modules if m.startswith(('rust_bertscore.cli', "
-        "'rust_bertscore.plot', 'matplotlib'))]\n"
+        "'rust_bertscore.integrations', 'matplotlib'))]\n"
         "print(','.join(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -13,8 +13,8 @@ from numpy_bertscore import numpy_pair_score
 import rust_bertscore as rb
 from conftest import MORE, REFERENCE, TINY, assert_scores_match, load_cases
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.models.loading import load_runtime
-from rust_bertscore.windows import WindowSpec, plan_windows, token_sources, window_starts
+from rust_bertscore.models.runtime import load_runtime
+from rust_bertscore.stages.windows import WindowSpec, plan_windows, token_sources, window_starts
 
 WINDOW_CASES = load_cases(REFERENCE / "window_cases.json")
 LINES = [t for c in load_cases(REFERENCE / "cases.json") for t in c["cands"] if len(t) > 40]

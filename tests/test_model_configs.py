@@ -10,8 +10,8 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import MORE, TINY
+from rust_bertscore.catalog import configs
 from rust_bertscore.convert.registry import CONVERTERS, build_model
-from rust_bertscore.models import configs
 
 PACKAGE = str(rb.__path__[0])
 
@@ -25,8 +25,8 @@ def test_configs_listing_and_tokenizer_import_neither_convert_nor_onnx() -> None
         f"pkg.__path__ = [{PACKAGE!r}]\n"
         "sys.modules['rust_bertscore'] = pkg\n"
         "sys.modules['onnx'] = sys.modules['onnxruntime'] = None  # importing either fails\n"
-        "import rust_bertscore.models.configs, rust_bertscore.models.listing\n"
-        "import rust_bertscore.tokenization.tokenizer\n"
+        "import rust_bertscore.catalog.configs, rust_bertscore.catalog.listing\n"
+        "import rust_bertscore.stages.tokenization.tokenizer\n"
         "print(sorted(m for m in sys.modules if m.startswith('rust_bertscore.convert')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

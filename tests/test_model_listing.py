@@ -8,11 +8,11 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import DATA
+from rust_bertscore.catalog import configs
+from rust_bertscore.catalog import listing as model_listing
+from rust_bertscore.catalog.listing import model_type_of
+from rust_bertscore.catalog.registry import MODEL2LAYERS, tuned_layer
 from rust_bertscore.cli import main
-from rust_bertscore.models import configs
-from rust_bertscore.models import listing as model_listing
-from rust_bertscore.models.listing import model_type_of
-from rust_bertscore.models.registry import MODEL2LAYERS, tuned_layer
 
 BERT_SCORE = json.loads((DATA / "bert_score_model2layers.json").read_text())["model2layers"]
 

@@ -23,7 +23,7 @@ import rust_bertscore as rb
 from conftest import REFERENCE, load_cases
 from kernel_reference import as_f64, harmonic, normalize_rows
 from rust_bertscore import _core
-from rust_bertscore.kernel import pad_floor_flags
+from rust_bertscore._core import pad_floor_flags
 
 # The tiny random-weight checkpoints give no negative best cosine on these texts, so the floor
 # never shows with them; MiniLM (the default model) has many on unrelated pairs.
@@ -152,9 +152,9 @@ lengths_and_batch = st.integers(0, 300).flatmap(
 def test_floor_flags_at_positions_equal_the_whole_corpus_flags(case) -> None:
     """``pad_floor_flags_at`` (pieces: streaming CLI, distributed engines) gives the flags of
     ``pad_floor_flags`` (one call), at any positions in any order, and both match NumPy."""
-    from rust_bertscore.align import floored_sides
-    from rust_bertscore.corpus import BatchMaxima
-    from rust_bertscore.kernel import pad_floor_flags_at
+    from rust_bertscore._core import pad_floor_flags_at
+    from rust_bertscore.analyses.align import floored_sides
+    from rust_bertscore.analyses.corpus import BatchMaxima
 
     cands, refs, batch, rnd = case
     lc, lr = np.array(cands, dtype=np.int64), np.array(refs, dtype=np.int64)
@@ -189,7 +189,7 @@ def test_floor_flags_at_positions_equal_the_whole_corpus_flags(case) -> None:
 
 
 def test_pad_floor_flags_at_errors() -> None:
-    from rust_bertscore.kernel import pad_floor_flags_at
+    from rust_bertscore._core import pad_floor_flags_at
 
     with pytest.raises(rb.KernelError, match=r"positions \[0\] = 4 is past the 2 batches"):
         pad_floor_flags_at([4], [1], [1], [4, 5], [2, 9], 2)

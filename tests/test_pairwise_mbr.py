@@ -11,7 +11,7 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import TINY_BERT, wmt_pairs
-from rust_bertscore.mbr import choose, utilities
+from rust_bertscore.analyses.mbr import choose, utilities
 
 CANDS, REFS = wmt_pairs()
 

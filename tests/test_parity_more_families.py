@@ -15,7 +15,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import MORE, MORE_FAMILIES, assert_scores_match, load_cases
 from rust_bertscore.convert import load_config
-from rust_bertscore.tokenization import TextTokenizer
+from rust_bertscore.stages.tokenization import TextTokenizer
 
 TOLERANCE = 1e-5
 CASES = load_cases(MORE / "cases.json")

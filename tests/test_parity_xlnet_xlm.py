@@ -37,7 +37,7 @@ from rust_bertscore.convert import (
     model_depth,
     model_family,
 )
-from rust_bertscore.tokenization import TextTokenizer
+from rust_bertscore.stages.tokenization import TextTokenizer
 
 FAMILIES = ("xlnet", "xlm")
 TOL = 1e-4  # seen: 5.2e-5 (XLNet), 4.9e-5 (XLM), layer 3 of random-weight states of magnitude ~4
@@ -243,7 +243,7 @@ def test_xlm_needs_sacremoses(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_xlm_moses_steps() -> None:
     """Moses splits punctuation and clitics; XLM's table maps full-width punctuation to ASCII,
     then lowercases and drops accents."""
-    from rust_bertscore.tokenization.moses_bpe import XLMIds, replace_unicode_punct
+    from rust_bertscore.stages.tokenization.moses_bpe import XLMIds, replace_unicode_punct
 
     assert replace_unicode_punct("a，b。 c（１）…") == "a,b. c(1)..."
     words = XLMIds(TINY / "xlm", {}, {}).words("Café, DÉJÀ-vu don't")

@@ -10,7 +10,7 @@ import pytest
 
 import rust_bertscore as rb
 from conftest import FAMILIES, REFERENCE, TINY, wmt_pairs
-from rust_bertscore.plot import plot_example, plot_similarity, similarity_matrix
+from rust_bertscore.integrations.plot import plot_example, plot_similarity, similarity_matrix
 
 PAIRS = [
     ("the coffee was cold", "the coffee is hot"),

@@ -19,7 +19,7 @@ import pytest
 import rust_bertscore as rb
 from conftest import TINY
 from rust_bertscore.convert import writer
-from rust_bertscore.models import loading as runtime
+from rust_bertscore.models import runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
 REFS = ["the coffee is hot", "she would take the road"]

@@ -16,10 +16,10 @@ from numpy_bertscore import numpy_pair_score
 
 import rust_bertscore as rb
 from conftest import REFERENCE, TINY, load_cases
+from rust_bertscore.engine.text_embedding import TextEmbedding
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.options import ScoringOptions, f_beta
-from rust_bertscore.text_embedding import TextEmbedding
-from rust_bertscore.token_filter import is_punctuation, strip_word_markers
+from rust_bertscore.stages.options import ScoringOptions, f_beta
+from rust_bertscore.stages.token_filter import is_punctuation, strip_word_markers
 
 MINILM_CASES = load_cases(REFERENCE / "cases.json")
 PAIRS = [

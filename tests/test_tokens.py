@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import REFERENCE, TINY
-from rust_bertscore.tokenization.tokenizer import TextTokenizer
+from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer
 
 
 def _tokenizer(model_dir: Path) -> TextTokenizer:

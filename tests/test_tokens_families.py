@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY
-from rust_bertscore.tokenization.tokenizer import TextTokenizer, has_tokenizer_files
+from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer, has_tokenizer_files
 
 NEW_FAMILIES = [
     "deberta",
@@ -219,7 +219,7 @@ def test_two_token_side_zeroes_p_and_r_but_not_f(monkeypatch: pytest.MonkeyPatch
     import numpy as np
 
     import rust_bertscore as rb
-    from rust_bertscore.tokenization.tokenizer import TextTokenizer as Tok
+    from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer as Tok
 
     monkeypatch.setattr(Tok, "special_ids", property(lambda self: frozenset()))
     model = str(TINY / "bert")

@@ -19,7 +19,20 @@ from ._core import (
     set_num_threads,
 )
 from ._version import __version__
-from .compare import Comparison
+from .analyses.comparison import Comparison
+from .analyses.mbr import MBRResult
+from .analyses.similarity import SimilarityMatrix
+from .analyses.stats import (
+    BootstrapCI,
+    PairedBootstrap,
+    PairedPermutation,
+    bootstrap_ci,
+    paired_bootstrap,
+    paired_permutation,
+)
+from .catalog.listing import ModelInfo, supported_models
+from .catalog.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
+from .engine.text_embedding import TextEmbedding
 from .errors import (
     CheckpointError,
     DeviceNotAvailableError,
@@ -31,22 +44,9 @@ from .errors import (
     RustBertScoreWarning,
     ThreadPoolError,
 )
-from .mbr import MBRResult
-from .models.listing import ModelInfo, supported_models
-from .models.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .scoring.api import score
 from .scoring.scorer import BERTScorer
-from .similarity import SimilarityMatrix
-from .stats import (
-    BootstrapCI,
-    PairedBootstrap,
-    PairedPermutation,
-    bootstrap_ci,
-    paired_bootstrap,
-    paired_permutation,
-)
 from .store import EmbeddingStore
-from .text_embedding import TextEmbedding
 
 if TYPE_CHECKING:
     from .integrations.hf_evaluate import evaluate_module

@@ -160,7 +160,7 @@ def score_embeddings(
     The BERTScore example of the ``reval`` module (github.com/itsubaki/reval), raw dot products:
 
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import score_embeddings
+    >>> from rust_bertscore._core import score_embeddings
     >>> c = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
     >>> r = np.array([[0.1, 0.2, 0.3], [0.7, 0.8, 0.9]])
     >>> P, R, F = score_embeddings([c], [r], normalize=False)
@@ -212,7 +212,7 @@ def pairwise_embeddings(
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import pairwise_embeddings, score_embeddings
+    >>> from rust_bertscore._core import pairwise_embeddings, score_embeddings
     >>> rng = np.random.default_rng(0)
     >>> cands = [rng.normal(size=(n, 8)) for n in (3, 5)]
     >>> refs = [rng.normal(size=(n, 8)) for n in (4, 2, 6)]
@@ -284,7 +284,7 @@ def score_ragged(
     text 2 against text 1:
 
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import score_embeddings, score_ragged
+    >>> from rust_bertscore._core import score_embeddings, score_ragged
     >>> data = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
     >>> P, R, F = score_ragged(data, [0, 2, 5, 7], None, [0, 2], [1, 1])
     >>> F.shape
@@ -325,7 +325,7 @@ def pad_floor_flags(
     --------
     Pairs 0-1 form the first batch (longest reference 6, longest candidate 5), pair 2 the second:
 
-    >>> from rust_bertscore.kernel import pad_floor_flags
+    >>> from rust_bertscore._core import pad_floor_flags
     >>> p, r = pad_floor_flags([5, 3, 4], [2, 6, 6], 2)
     >>> p.tolist(), r.tolist()
     ([True, False, False], [False, True, False])
@@ -373,7 +373,7 @@ def pad_floor_flags_at(
     --------
     The pairs at positions 2 and 0 of the corpus of :func:`pad_floor_flags`' example:
 
-    >>> from rust_bertscore.kernel import pad_floor_flags_at
+    >>> from rust_bertscore._core import pad_floor_flags_at
     >>> p, r = pad_floor_flags_at([2, 0], [4, 5], [6, 2], [5, 4], [6, 6], 2)
     >>> p.tolist(), r.tolist()
     ([False, True], [False, False])
@@ -417,7 +417,7 @@ def pairwise_ragged(
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import pairwise_ragged
+    >>> from rust_bertscore._core import pairwise_ragged
     >>> data = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
     >>> P, R, F = pairwise_ragged(data, [0, 2, 5, 7], None, [0, 1], [0, 1, 2])
     >>> F.shape, round(float(F[0, 0]), 4)
@@ -458,7 +458,7 @@ def multi_ref_max(
     One candidate with two references, then one with one:
 
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import multi_ref_max
+    >>> from rust_bertscore._core import multi_ref_max
     >>> p, r, f = np.array([0.5, 0.7, 0.6]), np.array([0.9, 0.4, 0.3]), np.array([0.6, 0.5, 0.4])
     >>> [x.tolist() for x in multi_ref_max(p, r, f, [0, 2, 3])]  # doctest: +ELLIPSIS
     [[0.69999..., 0.60000...], [0.89999..., 0.30000...], [0.60000..., 0.40000...]]
@@ -487,7 +487,7 @@ def rescale(x: _FloatArray, baseline: float) -> NDArray[np.float32]:
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import rescale
+    >>> from rust_bertscore._core import rescale
     >>> rescale(np.array([0.9, 0.85]), 0.8).round(4)
     array([0.5 , 0.25], dtype=float32)
     """
@@ -513,7 +513,7 @@ def normalize(a: _FloatArray) -> NDArray[np.float32]:
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import normalize
+    >>> from rust_bertscore._core import normalize
     >>> normalize(np.array([3.0, 4.0]))
     array([0.6, 0.8], dtype=float32)
     >>> normalize(np.array([[0.0, 2.0], [0.0, 0.0]]))
@@ -540,7 +540,7 @@ def l2_norm(a: _FloatArray) -> float | NDArray[np.float32]:
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import l2_norm
+    >>> from rust_bertscore._core import l2_norm
     >>> l2_norm(np.array([3.0, 4.0]))
     5.0
     >>> l2_norm(np.array([[3.0, 4.0], [0.0, 1.0]]))
@@ -566,7 +566,7 @@ def dot(a: _FloatArray, b: _FloatArray) -> float | NDArray[np.float32]:
     Examples
     --------
     >>> import numpy as np
-    >>> from rust_bertscore.kernel import dot
+    >>> from rust_bertscore._core import dot
     >>> dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     11.0
     >>> dot(np.eye(2), np.array([[3.0, 4.0], [5.0, 6.0]]))
@@ -609,7 +609,7 @@ def idf_weights(
 
     Examples
     --------
-    >>> from rust_bertscore.kernel import idf_default, idf_weights
+    >>> from rust_bertscore._core import idf_default, idf_weights
     >>> w = idf_weights([[1, 2, 2], [2, 3], [2]])
     >>> round(w[2], 6), round(w[1], 6), round(idf_default(3), 6)
     (0.0, 0.693147, 1.386294)
@@ -632,7 +632,7 @@ def idf_table(
 
     Examples
     --------
-    >>> from rust_bertscore.kernel import idf_table
+    >>> from rust_bertscore._core import idf_table
     >>> ids, weights = idf_table([[1, 2, 2], [2, 3], [2]])
     >>> ids.tolist(), weights.round(6).tolist()
     ([1, 2, 3], [0.693147, 0.0, 0.693147])
@@ -648,7 +648,7 @@ def idf_default(num_docs: int) -> float:
 
     Examples
     --------
-    >>> from rust_bertscore.kernel import idf_default
+    >>> from rust_bertscore._core import idf_default
     >>> round(idf_default(3), 6)
     1.386294
     """
@@ -668,7 +668,7 @@ def set_num_threads(n: int) -> None:
 
     Examples
     --------
-    >>> from rust_bertscore.kernel import get_num_threads, set_num_threads
+    >>> from rust_bertscore._core import get_num_threads, set_num_threads
     >>> n = get_num_threads()
     >>> set_num_threads(n)  # the same size: a no-op
     >>> get_num_threads() == n
@@ -686,7 +686,7 @@ def get_num_threads() -> int:
 
     Examples
     --------
-    >>> from rust_bertscore.kernel import get_num_threads
+    >>> from rust_bertscore._core import get_num_threads
     >>> get_num_threads() >= 1
     True
     """

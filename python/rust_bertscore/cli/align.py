@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..align import Alignment, SideAlignment
+from ..analyses.align import Alignment, SideAlignment
 from ..scoring.scorer import BERTScorer
 from .common import (
     CliError,

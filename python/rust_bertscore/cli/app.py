@@ -207,7 +207,7 @@ def _add_baseline(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_baseline(args: argparse.Namespace) -> int:
     from ..integrations.baseline_estimation import compute_baseline, corpus_lines
-    from ..rescale import write_baseline
+    from ..stages.rescale import write_baseline
 
     path = Path(args.corpus)
     try:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..corpus import BatchMaxima, pair_lengths
+from ..analyses.corpus import BatchMaxima, pair_lengths
+from ..engine.settings import Scores
 from ..scoring.scorer import BERTScorer
-from ..scoring.settings import Scores
 from .inputs import Chunk, Source
 
 

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from ..scoring.scorer import BERTScorer
 
-from ..options import LONG_TEXT_MODES, OPTION_NAMES
+from ..stages.options import LONG_TEXT_MODES, OPTION_NAMES
 
 PROG = "rust-bertscore"
 
@@ -182,7 +182,8 @@ def positive_float(text: str) -> float:
 
 def add_option_flags(parser: argparse._ActionsContainer) -> None:
     """``--long-texts``, ``--window-stride``, ``--exclude-punctuation``,
-    ``--exclude-special-tokens`` and ``--beta`` (``rust_bertscore.options.ScoringOptions``)."""
+    ``--exclude-special-tokens`` and ``--beta``
+    (``rust_bertscore.stages.options.ScoringOptions``)."""
     parser.add_argument(
         "--long-texts",
         choices=LONG_TEXT_MODES,

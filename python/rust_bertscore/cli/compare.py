@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..compare import DEFAULT_SEED, Comparison
+from ..analyses.compare import DEFAULT_SEED, Comparison
 from ..scoring.scorer import BERTScorer
 from .common import (
     CliError,

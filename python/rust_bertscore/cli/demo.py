@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..models.registry import DEFAULT_MODEL
+from ..catalog.registry import DEFAULT_MODEL
 from ..scoring.api import score
 
 BUILT_IN = [

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..models.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
+from ..catalog.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
 from .common import add_common_flags, info
 
 

@@ -16,7 +16,7 @@ from typing import TextIO
 
 import numpy as np
 
-from ..corpus import document_frequencies, idf_dict
+from ..analyses.corpus import document_frequencies, idf_dict
 from ..scoring.scorer import BERTScorer
 from . import ray_cluster as cli_ray
 from .batches import scored_chunks

@@ -28,14 +28,13 @@ Layout
 ``families/`` (one module per family), ``registry`` (every ``model_type`` -> its builder, and
 ``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``),
 ``per_token``, ``fp16`` (``to_fp16``) and ``writer``. The config readers (``load_config``,
-``model_family``, ``max_positions``, ...) live in ``rust_bertscore.models.configs``, which needs
+``model_family``, ``max_positions``, ...) live in ``rust_bertscore.catalog.configs``, which needs
 no onnx; they are re-exported here.
 """
 
 from __future__ import annotations
 
-from ..errors import CheckpointError
-from ..models.configs import (
+from ..catalog.configs import (
     SUPPORTED_FAMILIES,
     SUPPORTED_MODEL_TYPES,
     load_config,
@@ -43,6 +42,7 @@ from ..models.configs import (
     model_depth,
     model_family,
 )
+from ..errors import CheckpointError
 from .checkpoint import weight_files, weights_fingerprint
 from .contract import ATTENTION_MASK, HIDDEN_STATE, HIDDEN_STATES, INPUT_IDS
 from .export import CONVERTER_VERSION, export_onnx

@@ -1,5 +1,5 @@
 """Reading a Hugging Face checkpoint's weights without torch: the safetensors files, their
-fingerprint and :class:`WeightStore` (the config is read by ``rust_bertscore.models.configs``)."""
+fingerprint and :class:`WeightStore` (the config is read by ``rust_bertscore.catalog.configs``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from safetensors import safe_open
 
+from ..catalog.configs import CONFIG_NAME
 from ..errors import CheckpointError
-from ..models.configs import CONFIG_NAME
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"

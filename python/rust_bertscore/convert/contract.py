@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..catalog.configs import float_field, int_field, max_positions, model_depth, model_family
 from ..errors import CheckpointError
-from ..models.configs import float_field, int_field, max_positions, model_depth, model_family
 
 __all__ = [
     "ATTENTION_MASK",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..atomic import write_files_atomic
-from ..models.configs import load_config
+from ..catalog.configs import load_config
+from ..support.atomic import write_files_atomic
 from . import writer
 from .registry import build_model
 

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..atomic import write_files_atomic
+from ..support.atomic import write_files_atomic
 from . import writer
 
 FP16_POLICY = "fp16-v1:matmul-attention-conv-gather-fp16:norms-softmax-residual-fp32"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import onnx
 
-from ..atomic import write_files_atomic
+from ..support.atomic import write_files_atomic
 from . import writer
 from .registry import always_fp32_nodes, ffn_out_nodes
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from ..models.configs import load_config, model_depth, model_family
+from ..catalog.configs import load_config, model_depth, model_family
 from .blocks import BuildRequest
 from .contract import layers_to_build
 from .families import (

@@ -12,7 +12,7 @@ from typing import Any, Union
 import numpy as np
 
 from ..errors import DistributedInputError
-from ..text import check_text
+from ..stages.text import check_text
 
 Batch = Any
 """A pandas DataFrame, a pyarrow Table or a mapping of column name to NumPy array."""

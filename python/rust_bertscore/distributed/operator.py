@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus import pair_lengths
+from ..analyses.corpus import pair_lengths
+from ..engine.settings import SCORE_BATCH_SIZE
 from ..scoring.scorer import BERTScorer
-from ..scoring.settings import SCORE_BATCH_SIZE
 from .columns import (
     Batch,
     DistributedInputError,
@@ -145,7 +145,7 @@ class BERTScoreBatch:
         if self._scorer is None:
             if self.num_threads is not None:
                 from .. import _core
-                from ..encoder import THREADS_ENV
+                from ..stages.encoder import THREADS_ENV
 
                 os.environ[THREADS_ENV] = str(int(self.num_threads))
                 _core.set_num_threads(int(self.num_threads))

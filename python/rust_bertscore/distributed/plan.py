@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
-from ..options import ScoringOptions
-from ..scored_tokens import ScoredTokens
-from ..tokenization.tokenizer import TextTokenizer
+from ..analyses.corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
+from ..stages.options import ScoringOptions
+from ..stages.scored_tokens import ScoredTokens
+from ..stages.tokenization.tokenizer import TextTokenizer
 from .columns import Batch, DistributedInputError, column, ref_groups, texts
 
 
@@ -45,8 +45,8 @@ from .columns import Batch, DistributedInputError, column, ref_groups, texts
 def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
     """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
     (memoised per process, so an engine's worker loads it once)."""
+    from ..catalog.registry import choose_model
     from ..models.files import resolve_model
-    from ..models.registry import choose_model
 
     files = resolve_model(choose_model(model_type, lang))
     return TextTokenizer(files.model_dir, files.config())

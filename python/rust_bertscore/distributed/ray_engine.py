@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..options import ScoringOptions
-from ..scoring.settings import SCORE_BATCH_SIZE
+from ..engine.settings import SCORE_BATCH_SIZE
+from ..stages.options import ScoringOptions
 from .columns import Batch, check_input_columns, column
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..options import ScoringOptions
-from ..scoring.settings import SCORE_BATCH_SIZE
+from ..engine.settings import SCORE_BATCH_SIZE
+from ..stages.options import ScoringOptions
 from .columns import Batch, check_input_columns
 from .operator import SCORE_COLUMNS, BERTScoreBatch, check_options
 from .plan import ROW_INDEX, ScorePlan, first_pass, indexing

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scoring.scorer import BERTScorer
-from ..text import pair_texts
+from ..stages.text import pair_texts
 
 METRIC_SCRIPT = Path(__file__).resolve().parent / "evaluate_metric" / "bertscore.py"
 

@@ -1,6 +1,6 @@
 """The heatmap of one candidate/reference pair (bert_score's ``plot_example`` and
 ``bert-score-show``) from model settings: builds a :class:`BERTScorer` and draws its
-:meth:`BERTScorer.similarity_matrix` (drawing: :mod:`rust_bertscore.heatmap`).
+:meth:`BERTScorer.similarity_matrix` (drawing: :mod:`rust_bertscore.analyses.heatmap`).
 
 Plotting needs matplotlib (``pip install rust-bertscore[plot]``) and uses its Agg renderer,
 without pyplot.
@@ -8,15 +8,15 @@ without pyplot.
 
 from __future__ import annotations
 
-from ..heatmap import (
+from ..analyses.heatmap import (
     ANNOTATE_MAX_TOKENS,
     PLOT_EXTRA_HINT,
     plot_similarity,
     require_matplotlib,
     save_example,
 )
+from ..analyses.similarity import SimilarityMatrix
 from ..scoring.scorer import BERTScorer
-from ..similarity import SimilarityMatrix
 
 __all__ = [
     "ANNOTATE_MAX_TOKENS",

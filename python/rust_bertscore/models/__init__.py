@@ -1,4 +1,4 @@
-"""Models: the registry of bert_score's defaults (``registry``), finding a model's files locally
-or on the Hub (``files``), the converted-graph cache (``graph_cache``), loading a model for
-scoring (``loading``), exporting one (``export``) and the listing of bert_score's table
-(``listing``)."""
+"""Models at run time: finding a model's files locally, in the offline package or on the Hub
+(``files``), the converted-graph cache (``graph_cache``), opening a model's tokenizer and encoder
+for a layer (``runtime``) and exporting one (``export``). What each model is (bert_score's tables,
+``config.json`` facts, the listing) is in :mod:`rust_bertscore.catalog`."""

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from .. import convert
 from .._version import __version__
-from ..atomic import copy_file_atomic, write_text_atomic
+from ..support.atomic import copy_file_atomic, write_text_atomic
 from .files import resolve_model
-from .loading import check_layer, default_layer, export_info_path
+from .runtime import check_layer, default_layer, export_info_path
 
 TOKENIZER_FILES = (
     "tokenizer.json",

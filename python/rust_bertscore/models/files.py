@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog.registry import DEFAULT_MODEL
 from ..errors import ModelNotFoundError
-from .registry import DEFAULT_MODEL
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
 HUB_FILE_PATTERNS = [
@@ -185,7 +185,7 @@ def snapshot_complete(path: Path) -> bool:
     """
     if not (path / "config.json").is_file():
         return False
-    from ..tokenization.tokenizer import has_tokenizer_files
+    from ..stages.tokenization.tokenizer import has_tokenizer_files
 
     if not has_tokenizer_files(path):
         return False

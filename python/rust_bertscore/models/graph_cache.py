@@ -23,8 +23,8 @@ import os
 from pathlib import Path
 
 from .. import convert
-from ..atomic import write_text_atomic
 from ..errors import warn
+from ..support.atomic import write_text_atomic
 from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8", "fp16")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, overload
 
+from ..engine.settings import RefsArg, Scores, check_flag
+from ..stages.text import pair_texts
 from ..store import StoreArg
-from ..text import pair_texts
 from .scorer import BERTScorer
-from .settings import RefsArg, Scores, check_flag
 
 
 @overload

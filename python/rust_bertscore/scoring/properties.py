@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..engine.settings import make_hash
 from ..errors import warn
-from ..rescale import load_baseline
-from ..text import check_texts
-from .settings import make_hash
+from ..stages.rescale import load_baseline
+from ..stages.text import check_texts
 
 if TYPE_CHECKING:
-    from ..embeddings import EmbeddingCache
-    from ..encoder import Encoder
-    from ..models.loading import ModelRuntime
-    from ..options import ScoringOptions
-    from ..scored_tokens import ScoredTokens
+    from ..engine.pipeline import ScoringPipeline
+    from ..models.runtime import ModelRuntime
+    from ..stages.embeddings import EmbeddingCache
+    from ..stages.encoder import Encoder
+    from ..stages.options import ScoringOptions
+    from ..stages.scored_tokens import ScoredTokens
+    from ..stages.tokenization.tokenizer import TextTokenizer
     from ..store import EmbeddingStore
-    from ..tokenization.tokenizer import TextTokenizer
-    from .pipeline import ScoringPipeline
 
 
 class ScorerProperties:
@@ -115,7 +115,7 @@ class ScorerProperties:
     @property
     def scored_tokens(self) -> ScoredTokens:
         """The tokens this scorer scores (ids as encoded, exclusions, windows): see
-        :class:`rust_bertscore.scored_tokens.ScoredTokens`."""
+        :class:`rust_bertscore.stages.scored_tokens.ScoredTokens`."""
         return self._pipeline.tokens
 
     @property

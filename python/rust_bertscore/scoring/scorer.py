@@ -1,8 +1,8 @@
 """The scorer front: :class:`BERTScorer`, bert_score 0.3.13's class on the scoring pipeline.
 
 The front checks arguments, holds the settings (IDF, rescaling, the floor batch, the
-:class:`~rust_bertscore.options.ScoringOptions`) and calls
-:class:`~rust_bertscore.scoring.pipeline.ScoringPipeline`; its convenience methods call the
+:class:`~rust_bertscore.stages.options.ScoringOptions`) and calls
+:class:`~rust_bertscore.engine.pipeline.ScoringPipeline`; its convenience methods call the
 analyses (``align``, ``similarity``, ``heatmap``, ``compare``), which sit between the pipeline
 and this module. Its properties, engine seams and IDF setters are in
 :class:`~rust_bertscore.scoring.properties.ScorerProperties`, its base class. Nothing of the
@@ -12,25 +12,14 @@ package below this module imports it at run time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..embeddings import EmbeddingCache
-from ..errors import warn_user
-from ..models.loading import check_precision, load_runtime
-from ..models.registry import choose_model
-from ..options import ScoringOptions
-from ..rescale import packaged_baseline, rescale
-from ..scored_tokens import warn_truncated
-from ..store import StoreArg, open_store
-from ..text import check_texts, pair_texts
-from ..text_embedding import TextEmbedding, embed_texts
-from .analyses import ScorerAnalyses
-from .pipeline import ScoringPipeline
-from .properties import ScorerProperties
-from .settings import (
+from ..catalog.registry import choose_model
+from ..engine.pipeline import ScoringPipeline
+from ..engine.settings import (
     DEFAULT_CACHE_BYTES,
     SCORE_BATCH_SIZE,
     RefsArg,
@@ -39,6 +28,20 @@ from .settings import (
     check_batch_size,
     check_flag,
 )
+from ..engine.text_embedding import TextEmbedding, embed_texts
+from ..errors import warn_user
+from ..models.runtime import check_precision, load_runtime
+from ..stages.embeddings import EmbeddingCache
+from ..stages.options import ScoringOptions
+from ..stages.rescale import packaged_baseline, rescale
+from ..stages.scored_tokens import warn_truncated
+from ..stages.text import check_texts, pair_texts
+from ..store import StoreArg, open_store
+from .methods import ScorerAnalyses
+from .properties import ScorerProperties
+
+if TYPE_CHECKING:
+    from ..analyses.seams import Scorer
 
 
 class BERTScorer(ScorerProperties, ScorerAnalyses):
@@ -105,7 +108,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         ``"truncate"`` (default, bert_score): texts longer than the model takes are cut, with
         one :class:`~rust_bertscore.errors.RustBertScoreWarning` per call. ``"window"``: they
         are encoded in overlapping windows of the model's maximum length and every token is
-        scored (:mod:`rust_bertscore.windows`); texts that fit score as with ``"truncate"``.
+        scored (:mod:`rust_bertscore.stages.windows`); texts that fit score as with ``"truncate"``.
     window_stride : int, optional
         Content tokens between window starts (default: half a window).
     exclude_punctuation : bool
@@ -278,7 +281,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         pad_floor : (array of bool, array of bool), optional
             Explicit padding-floor flags (precision side, recall side), one per pair after
             multi-reference flattening, in place of those of ``batch_size``'s batches: for
-            engines that score a dataset in pieces (see ``rust_bertscore.kernel.pad_floor_flags``).
+            engines that score a dataset in pieces (see ``rust_bertscore._core.pad_floor_flags``).
 
         Returns
         -------
@@ -329,7 +332,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     def embed(self, texts: Sequence[str], batch_size: int | None = None) -> list[TextEmbedding]:
         """Each text as this scorer scores it: token strings, ids, the special-token and
         excluded-token masks, the layer's vectors (float32, as the encoder gives them) and
-        the weights. See :class:`rust_bertscore.text_embedding.TextEmbedding`.
+        the weights. See :class:`rust_bertscore.engine.text_embedding.TextEmbedding`.
 
         With these, any score can be checked by hand: drop the excluded tokens, normalise the
         rows, take the cosine matrix of a pair, its row and column maxima, and their means
@@ -354,3 +357,10 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         texts = check_texts(texts, "texts")
         batch = batch_size_or(self.batch_size, batch_size)
         return embed_texts(self._pipeline, texts, self._pipeline.weights_for(self._idf), batch)
+
+
+if TYPE_CHECKING:
+
+    def _front_satisfies_the_analyses(scorer: BERTScorer) -> Scorer:
+        # mypy's check that BERTScorer has every seam the analyses call (analyses/seams.py).
+        return scorer

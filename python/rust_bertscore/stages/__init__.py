@@ -1,1 +1,2 @@
-"""The scoring stages: text, tokenisation, the encoder and its device, embeddings."""
+"""The pipeline's stages, text to scores: inputs, tokens, encoder, embeddings, windows, token
+filters, scored tokens, options and baseline rescaling."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_text_atomic
+from ..support.atomic import write_text_atomic
 
 _CHUNK = 8 * 1024 * 1024
 

@@ -342,7 +342,7 @@ class EmbeddingStore:
         self.segments_dir.mkdir(parents=True, exist_ok=True)
         meta = self.directory / "store.json"
         if not meta.is_file():
-            from ..atomic import write_text_atomic
+            from ..support.atomic import write_text_atomic
 
             write_text_atomic(meta, json.dumps({"format": FORMAT}) + "\n")
         self._writer = SegmentWriter(self.segments_dir)

@@ -7,7 +7,7 @@ transformers 4.57 switches the model to ``original_full`` for good (with a warni
 time it sees a batch of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens, since the
 sparse pattern needs more blocks than that. bert_score encodes sentences, so this package runs
 full attention and refuses, at tokenisation, a text longer than that limit
-(``rust_bertscore.models.configs.full_attention_limit``): block-sparse attention (random key
+(``rust_bertscore.catalog.configs.full_attention_limit``): block-sparse attention (random key
 blocks) is not implemented.
 """
 

@@ -1,0 +1,496 @@
+"""The scoring pipeline: texts to token ids, token vectors and weights, then the kernel.
+
+:class:`ScoringPipeline` is the engine behind :class:`~rust_bertscore.BERTScorer` and the public
+seam the analyses (alignments, similarity matrices, system comparison) build on. It holds one
+model at one layer (a :class:`~rust_bertscore.models.runtime.ModelRuntime`), the cache of encoded
+texts and the token weights, and scores pairs with bert_score's rules: the padding floor (the
+kernel's ``pad_floor_flags``), empty and weightless texts, and the multi-reference max; and with
+the options bert_score does not have (:class:`~rust_bertscore.stages.options.ScoringOptions`): long
+texts in sliding windows, tokens left out of matching, F-beta.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import _core
+from ..models.runtime import ModelRuntime
+from ..stages.embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
+from ..stages.options import ScoringOptions, f_beta
+from ..stages.scored_tokens import ScoredTokens
+from ..stages.text import PairedTexts
+from ..stages.token_filter import drop_rows
+from ..store import EmbeddingStore
+from .rounds import block_step, explicit_floors, round_budget, rounds
+from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
+from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
+from .vectors import CallMemo, VectorSource
+
+if TYPE_CHECKING:
+    from ..stages.encoder import Encoder
+    from ..stages.tokenization.tokenizer import TextTokenizer
+
+
+class Progress(Protocol):
+    """What the pipeline calls on a progress bar: ``update(pairs)`` and ``close()``."""
+
+    def update(self, n: int) -> object: ...
+
+    def close(self) -> object: ...
+
+
+def tqdm_progress(total: int) -> Progress:
+    """The default progress bar (tqdm), for ``total`` pairs."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="scoring", unit="pair")  # type: ignore[no-any-return]
+
+
+class ScoringPipeline:
+    """Texts to token ids, vectors and weights, and pairs to P/R/F with the kernel.
+
+    Parameters
+    ----------
+    runtime : ModelRuntime
+        Tokenizer and encoder of one model at one layer (or all layers).
+    cache : EmbeddingCache
+        Encoded texts kept across calls (``max_bytes`` 0: none).
+    store : EmbeddingStore, optional
+        Token vectors kept on disk across processes (see ``rust_bertscore.store``).
+    options : ScoringOptions, optional
+        Long texts, exclusions and beta (default: bert_score's metric).
+
+    Attributes
+    ----------
+    cache : EmbeddingCache
+    options : ScoringOptions
+    tokens : ScoredTokens
+        The tokens scored: ids as encoded (cut, or whole with windows), exclusions, windows.
+    vector_source : VectorSource
+        Where vectors come from: the call's memo, the cache, the store, else the encoder.
+    uniform : TokenWeights
+        bert_score's uniform weights: 1 for every token, 0 for special tokens.
+    idf_weights : TokenWeights or None
+        IDF weights once computed or given (see :meth:`idf_from_sentences`, :meth:`idf_from_dict`).
+    block_pairs : int
+        Pairs tokenised together per block (a multiple of the floor batch when there is one).
+    round_bytes : int
+        About the most bytes of token vectors held at once; a block is scored in rounds.
+    progress_bar : callable
+        ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
+
+    Examples
+    --------
+    The pipeline of a scorer (or ``ScoringPipeline(runtime, EmbeddingCache(max_bytes))``):
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.stages.text import pair_texts
+    >>> pipeline = BERTScorer().pipeline
+    >>> paired = pair_texts(["the cat sat"], ["a cat sat"])
+    >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+    >>> float(F[0]) == float(BERTScorer().score(["the cat sat"], ["a cat sat"])[2][0])
+    True
+    """
+
+    def __init__(
+        self,
+        runtime: ModelRuntime,
+        cache: EmbeddingCache,
+        store: EmbeddingStore | None = None,
+        options: ScoringOptions | None = None,
+    ) -> None:
+        self._runtime = runtime
+        self.cache = cache
+        self.options = options or ScoringOptions()
+        self.tokens = ScoredTokens(runtime.tokenizer, self.options)
+        self.vector_source = VectorSource(runtime, cache, store, self.tokens.window)
+        self.uniform = TokenWeights.uniform(
+            runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
+        )
+        self.idf_weights: TokenWeights | None = None
+        self.block_pairs = PAIRS_PER_CHUNK
+        self.round_bytes = CHUNK_BYTES
+        self.progress_bar: Callable[[int], Progress] = tqdm_progress
+
+    # -- the model ---------------------------------------------------------------------------
+    @property
+    def runtime(self) -> ModelRuntime:
+        """The model: tokenizer, encoder, layer, depth, precision."""
+        return self._runtime
+
+    @property
+    def tokenizer(self) -> TextTokenizer:
+        return self._runtime.tokenizer
+
+    @property
+    def all_layers(self) -> bool:
+        """Vectors of every hidden state (arrays with a leading layer axis)."""
+        return self._runtime.all_layers
+
+    @property
+    def layers(self) -> int:
+        """Layers scored: the model's depth + 1 with ``all_layers``, else 1."""
+        return self._runtime.depth + 1 if self.all_layers else 1
+
+    def use_encoder(self, encoder: Encoder) -> None:
+        """Encode with ``encoder`` from now on (same tokenizer and layer); empties the cache,
+        whose vectors came from the previous encoder.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.use_encoder(pipeline.runtime.encoder)
+        >>> len(pipeline.cache)
+        0
+        """
+        self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
+        self.cache.clear()
+        self.vector_source = VectorSource(
+            self._runtime, self.cache, self.vector_source.store, self.tokens.window
+        )
+
+    # -- texts to token ids, vectors and weights ---------------------------------------------
+    def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of every text, special tokens included (bert_score's ``sent_encode``, cut at
+        the model's maximum length; :attr:`tokens` gives the ids the options score).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.encode_ids(["the cat sat"])
+        [[101, 1996, 4937, 2938, 102]]
+        """
+        return self._runtime.tokenizer.encode(texts)
+
+    @property
+    def store(self) -> EmbeddingStore | None:
+        """The persistent store, or None."""
+        return self.vector_source.store
+
+    def vectors(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[list[int]],
+        batch_size: int,
+        memo: CallMemo | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token vectors of the distinct ``texts`` (token ids ``ids``) packed for the kernel:
+        from the call's ``memo``, the cache or the store where found (with as many ids), else
+        encoded straight into place (``batch_size`` texts per encoder call at most; a text
+        longer than the model takes, in the sliding windows of ``long_texts="window"``); see
+        ``VectorSource.packed``.
+
+        Returns ``(data, offsets, slot)``: text ``i`` is rows ``offsets[slot[i]]:offsets[slot[i]
+        + 1]`` of ``data`` (of its last two axes, for all layers).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> data, offsets, slot = pipeline.vectors(texts, pipeline.encode_ids(texts), 64)
+        >>> data.shape, [int(offsets[s + 1] - offsets[s]) for s in slot]
+        ((9, 384), [5, 4])
+        """
+        return self.vector_source.packed(texts, ids, batch_size, memo)
+
+    def text_vectors(
+        self, texts: Sequence[str], ids: Sequence[list[int]], batch_size: int
+    ) -> list[np.ndarray]:
+        """Token vectors of each text, one (tokens x hidden) array per text (views of
+        :meth:`vectors`' packed array).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> texts = ["the cat sat", "a dog"]
+        >>> [v.shape for v in pipeline.text_vectors(texts, pipeline.encode_ids(texts), 64)]
+        [(5, 384), (4, 384)]
+        """
+        data, offsets, slot = self.vectors(texts, ids, batch_size)
+        return [data[..., offsets[s] : offsets[s + 1], :] for s in slot]
+
+    def weights_for(self, idf: bool) -> TokenWeights:
+        """The weights a scorer with ``idf`` scores with: :attr:`idf_weights` or :attr:`uniform`.
+
+        Raises ValueError when ``idf`` and no IDF weights were computed or given.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.weights_for(False) is pipeline.uniform
+        True
+        """
+        if not idf:
+            return self.uniform
+        if self.idf_weights is None:
+            raise ValueError(
+                "IDF weights are not computed: pass idf_sents or call compute_idf() first"
+            )
+        return self.idf_weights
+
+    def idf_from_sentences(self, sents: Sequence[str]) -> TokenWeights:
+        """bert_score's IDF over ``sents`` (``ln((M+1)/(df+1))`` over token-id sets, unseen ids
+        ``ln(M+1)``), by the kernel's ``idf_table``; over whole texts with
+        ``long_texts="window"``.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> ids = pipeline.encode_ids(["the cat sat"])[0]
+        >>> weights = pipeline.idf_from_sentences(["the cat sat", "the dog ran"])
+        >>> [round(float(w), 4) for w in weights.weights(ids)]  # [CLS], the, cat, sat, [SEP]
+        [0.0, 0.0, 0.4055, 0.4055, 0.0]
+        """
+        docs = self.tokens.encode(sents)
+        ids, values = _core.idf_table(docs)
+        return TokenWeights.from_idf(
+            dict(zip(ids.tolist(), values.tolist())),
+            unseen_idf(len(docs)),
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    def idf_from_dict(self, idf: Mapping[int, float]) -> TokenWeights:
+        """Ready IDF weights ``{token id: weight}`` (a ``defaultdict``'s default for unseen ids;
+        with a plain dict an unseen id weighs NaN, which scoring reports).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from collections import defaultdict
+        >>> weights = pipeline.idf_from_dict(defaultdict(lambda: 1.0, {1996: 0.5, 4937: 2.0}))
+        >>> weights.weights([101, 1996, 4937, 2938, 102]).tolist()
+        [1.0, 0.5, 2.0, 1.0, 1.0]
+        """
+        entries, default = idf_from_dict(idf)
+        return TokenWeights.from_idf(
+            entries,
+            math.nan if default is None else default,
+            self._runtime.tokenizer.vocab_size,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------
+    def score(
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        pad_floor: tuple[ArrayLike, ArrayLike] | None = None,
+        verbose: bool = False,
+        truncated: set[str] | None = None,
+    ) -> Scores:
+        """P, R, F of every candidate of ``paired``: :meth:`score_pairs`, then each candidate's
+        best over its references (the kernel's ``multi_ref_max``) when it has several.
+
+        ``pad_floor`` (explicit floor flags, one per flattened pair) replaces those of
+        ``floor_batch``'s batches; ``truncated`` collects the texts cut to the model's maximum
+        length; see :meth:`score_pairs`.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.stages.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> P, R, F = pipeline.score(paired, pipeline.uniform, batch_size=64, floor_batch=64)
+        >>> F.shape
+        (1,)
+        """
+        floors = explicit_floors(pad_floor, len(paired.cands))
+        if verbose:
+            print("calculating scores...")
+        start = time.perf_counter()
+        prf = self.score_pairs(paired, weights, batch_size, floor_batch, floors, verbose, truncated)
+        if paired.group_offsets is not None:
+            prf = max_over_groups(prf, paired.group_offsets)
+        if verbose:
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            print(f"done in {elapsed:.2f} seconds, {len(paired.refs) / elapsed:.2f} sentences/sec")
+        return prf[0], prf[1], prf[2]
+
+    def score_pairs(
+        self,
+        paired: PairedTexts,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None = None,
+        verbose: bool = False,
+        truncated: set[str] | None = None,
+    ) -> np.ndarray:
+        """Raw P, R, F of every (candidate, reference) pair: shape (3, [layers,] pairs).
+
+        Pairs go in blocks of about :attr:`block_pairs` (a multiple of ``floor_batch``, so
+        that bert_score's scoring batches never straddle two blocks), tokenised together, and
+        each block in rounds of at most :attr:`round_bytes` of token vectors: a round encodes
+        (texts seen before come from the cache) and scores only its own texts, so memory does
+        not grow with the number of pairs. ``floor_batch``: bert_score's padding floor of
+        consecutive batches of that many pairs (the kernel's ``pad_floor_flags``); None: no
+        floor, unless ``floors`` gives explicit flags.
+
+        With :attr:`options`: the tokens are :attr:`tokens`' (whole texts in windows; excluded
+        tokens dropped from both sides, and the padding floor compares the tokens left), F is
+        F-beta. Texts cut to the model's maximum length are added to ``truncated``.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> from rust_bertscore.stages.text import pair_texts
+        >>> paired = pair_texts(["the cat sat"], [["a cat sat", "dogs run"]])
+        >>> pipeline.score_pairs(paired, pipeline.uniform, batch_size=64, floor_batch=64).shape
+        (3, 2)
+        """
+        layers = self.layers
+        hidden = self._runtime.encoder.hidden_size or 1024
+        budget = round_budget(self.round_bytes, hidden, layers)  # token rows per round
+        n = len(paired.cands)
+        out = np.zeros((3, layers, n), dtype=np.float32)
+        warned: set[str] = set()
+        cut: set[str] = set() if truncated is None else truncated
+        progress = self.progress_bar(n) if verbose else None
+        step = block_step(self.block_pairs, floor_batch)
+        # Each distinct text is encoded once a call, while the texts still to come fit in
+        # round_bytes (memory stays within about two rounds); past that, encoded again.
+        memo = CallMemo([*paired.cands, *paired.refs], self.round_bytes)
+        for block in range(0, n, step):
+            block_stop = min(block + step, n)
+            block_floors = (
+                None
+                if floors is None
+                else (floors[0][block:block_stop], floors[1][block:block_stop])
+            )
+            self._score_block(
+                paired,
+                block,
+                block_stop,
+                weights,
+                batch_size,
+                floor_batch,
+                block_floors,
+                budget,
+                out,
+                warned,
+                cut,
+                progress,
+                memo,
+            )
+        if progress is not None:
+            progress.close()
+        return out if self.all_layers else out[:, 0, :]
+
+    def _score_block(
+        self,
+        paired: PairedTexts,
+        block: int,
+        block_stop: int,
+        weights: TokenWeights,
+        batch_size: int,
+        floor_batch: int | None,
+        floors: tuple[np.ndarray, np.ndarray] | None,
+        budget: int,
+        out: np.ndarray,
+        warned: set[str],
+        cut: set[str],
+        progress: Progress | None,
+        memo: CallMemo | None = None,
+    ) -> None:
+        """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
+        texts: dict[str, int] = {}
+        cand_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.cands[block:block_stop]),
+            np.int64,
+            block_stop - block,
+        )
+        ref_idx = np.fromiter(
+            (texts.setdefault(t, len(texts)) for t in paired.refs[block:block_stop]),
+            np.int64,
+            block_stop - block,
+        )
+        unique = list(texts)
+        tokenized = self.tokens.tokenize(unique)
+        ids, keep = tokenized.ids, tokenized.keep
+        cut.update(unique[i] for i in tokenized.cut)
+        warn_empty(tokenized.empty, cand_idx, ref_idx, warned)
+        text_weights = [weights.weights(t) for t in ids]
+        check_weights(text_weights, unique)
+        if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
+            text_weights = [w[k] for w, k in zip(text_weights, keep)]
+        lengths = tokenized.lengths()
+        weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
+        two = tokenized.empty[cand_idx] | tokenized.empty[ref_idx]
+        floor_p: np.ndarray | None = None  # no floor: batch-independent
+        floor_r: np.ndarray | None = None
+        if floors is not None:
+            floor_p, floor_r = floors
+        elif floor_batch is not None:
+            floor_p, floor_r = _core.pad_floor_flags(
+                lengths[cand_idx], lengths[ref_idx], floor_batch
+            )
+        for lo, hi in rounds(lengths[cand_idx] + lengths[ref_idx], budget):
+            needed, inverse = np.unique(
+                np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
+            )
+            round_texts = [unique[i] for i in needed]
+            full, full_offsets, slot = self.vectors(
+                round_texts, [ids[i] for i in needed], batch_size, memo
+            )
+            by_slot = needed[np.argsort(slot)]
+            data, offsets = full, full_offsets
+            if keep is not None:
+                data, offsets = drop_rows(full, full_offsets, [keep[i] for i in by_slot])
+            packed_weights = np.concatenate([text_weights[i] for i in by_slot])
+            local = slot[inverse.reshape(-1)]
+            local_cand, local_ref = local[: hi - lo], local[hi - lo :]
+            round_floors = (
+                None if floor_p is None else floor_p[lo:hi],
+                None if floor_r is None else floor_r[lo:hi],
+            )
+            nan_sides = weightless_sides(
+                weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
+            )
+            unit = None  # the weightless texts' weights set to 1, for score_weightless
+            if nan_sides is not None:
+                flags = np.repeat(weightless[by_slot], np.diff(offsets))
+                unit = np.where(flags, 1.0, packed_weights).astype(np.float32)
+            for layer, vectors in enumerate(data if self.all_layers else data[None]):
+                p, r, f = _core.score_ragged(
+                    vectors,
+                    offsets,
+                    packed_weights,
+                    local_cand,
+                    local_ref,
+                    floor_precision=round_floors[0],
+                    floor_recall=round_floors[1],
+                )
+                if nan_sides is not None and unit is not None:
+                    score_weightless(
+                        (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
+                    )
+                out[0, layer, block + lo : block + hi] = p
+                out[1, layer, block + lo : block + hi] = r
+                out[2, layer, block + lo : block + hi] = f
+            if memo is not None:
+                uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
+                memo.after_round(round_texts, uses, full, full_offsets, slot, self.all_layers)
+            if progress is not None:
+                progress.update(hi - lo)
+        if self.options.beta != 1.0:
+            span = slice(block, block_stop)
+            out[2, :, span] = f_beta(out[0, :, span], out[1, :, span], self.options.beta)
+        # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+        out[:2, :, block + np.flatnonzero(two)] = 0.0

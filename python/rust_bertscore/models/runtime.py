@@ -1,0 +1,202 @@
+"""A loaded model: its files, tokenizer and encoder session, shared by scorers in a process."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..catalog.configs import model_depth, model_family
+from ..catalog.registry import tuned_layer
+from ..errors import ModelLoadError, RustBertScoreError, warn
+from ..stages.encoder import Encoder
+from ..stages.tokenization.tokenizer import TextTokenizer
+from .files import ModelFiles, resolve_model
+
+
+@dataclass(frozen=True)
+class ModelRuntime:
+    """Everything needed to turn texts into token vectors with one model at one layer."""
+
+    files: ModelFiles
+    config: dict
+    depth: int
+    num_layers: int
+    all_layers: bool
+    precision: str
+    tokenizer: TextTokenizer
+    encoder: Encoder
+
+
+PRECISIONS = ("fp32", "tf32", "fp16", "int8")
+"""A scorer's ``precision``: float32 (on CUDA without TF32), float32 with CUDA's TF32 GEMMs
+(the fp32 graph; the CPU has no TF32 and computes fp32), the float16 graph
+(``convert.to_fp16``), the int8 graph (``convert.quantize_int8``)."""
+
+
+def check_precision(precision: object) -> str:
+    """``precision`` if it is one of :data:`PRECISIONS`, else ValueError naming them.
+
+    Examples
+    --------
+    >>> from rust_bertscore.models.runtime import check_precision
+    >>> check_precision("fp16")
+    'fp16'
+    """
+    if precision not in PRECISIONS:
+        names = ", ".join(repr(p) for p in PRECISIONS)
+        raise ValueError(f"precision must be one of {names}, got {precision!r}")
+    return str(precision)
+
+
+UNTUNED_FAMILIES = ("modernbert",)
+"""``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
+figure): their default, the last layer, comes with a :class:`RustBertScoreWarning`."""
+
+
+def default_layer(model_type: str, depth: int, config: dict | None = None) -> int:
+    """bert_score's tuned layer for ``model_type`` if it has one, else the model's last layer
+    (with a warning for the :data:`UNTUNED_FAMILIES`, read from ``config``)."""
+    layer = tuned_layer(model_type)
+    if layer is not None:
+        return layer
+    family = (config or {}).get("model_type")
+    if family in UNTUNED_FAMILIES:
+        warn(
+            f"{model_type}: no tuned layer is known for {family} models (bert_score has none); "
+            f"using the last layer, {depth}. Pass num_layers to choose one."
+        )
+    return depth
+
+
+def check_layer(model_type: str, num_layers: object, depth: int) -> int:
+    """Validate ``num_layers`` against the model's depth and return it as int."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int):
+        raise TypeError(f"num_layers must be an int, got {type(num_layers).__name__}")
+    if not 0 <= num_layers <= depth:
+        raise ValueError(
+            f"Invalid num_layers: num_layers should be between 0 and {depth} for "
+            f"{model_type}, got {num_layers}"
+        )
+    return num_layers
+
+
+_load_lock = threading.Lock()
+
+
+def load_runtime(
+    model_type: str,
+    num_layers: int | None,
+    *,
+    all_layers: bool = False,
+    device: str | None = None,
+    precision: str = "fp32",
+) -> ModelRuntime:
+    """Resolve, convert (once, cached on disk) and load ``model_type``.
+
+    Loaded runtimes are memoised per process, so repeated ``score()`` calls pay the load once.
+    """
+    check_precision(precision)
+    with _load_lock:
+        return _load_runtime(model_type, num_layers, all_layers, device, precision)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_runtime(
+    model_type: str,
+    num_layers: int | None,
+    all_layers: bool,
+    device: str | None,
+    precision: str,
+) -> ModelRuntime:
+    files = resolve_model(model_type)
+    config = files.config()
+    model_family(config)  # an unsupported family fails here, before any work
+    depth = model_depth(config)
+    exported = _export_info(files)
+    if num_layers is None:
+        num_layers = (
+            exported["num_layers"]
+            if "num_layers" in exported
+            else default_layer(model_type, depth, config)
+        )
+    elif exported.get("num_layers", num_layers) != num_layers and not all_layers:
+        raise ValueError(
+            f"{files.onnx_path} was exported at layer {exported['num_layers']}, "
+            f"but num_layers={num_layers}"
+        )
+    layer = check_layer(model_type, num_layers, depth)
+    if files.onnx_path is not None:
+        # An exported graph is what it is: its precision names it in the hash (an fp32 graph
+        # may run with TF32).
+        graph_kind = str(exported.get("precision", precision))
+        if not (graph_kind == "fp32" and precision == "tf32"):
+            precision = graph_kind
+    tf32 = precision == "tf32"
+    fp16 = precision == "fp16"
+    tokenizer = TextTokenizer(files.model_dir, config)
+    check_vocabulary(tokenizer, config)
+    if files.onnx_path is not None:
+        graph = files.onnx_path
+        encoder = Encoder(graph, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+        if encoder.all_layers != all_layers:
+            raise ValueError(
+                f"{graph} outputs {'all hidden states' if encoder.all_layers else 'one layer'}, "
+                f"but all_layers={all_layers}"
+            )
+    else:
+        # The converter (and onnx) load here, for a checkpoint's graph: not at import.
+        from . import graph_cache as model_cache
+
+        # A cached file, or the graph converted in memory when the cache cannot be written.
+        kind = model_cache.graph_precision(precision)
+        source = model_cache.encoder_graph(
+            files, config, layer, all_layers=all_layers, precision=kind
+        )
+        try:
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+        except RustBertScoreError:
+            # A damaged cache entry: drop it and convert again, once.
+            model_cache.invalidate(source)
+            source = model_cache.encoder_graph(
+                files, config, layer, all_layers=all_layers, precision=kind
+            )
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+    return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
+
+
+def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
+    """``ModelLoadError`` when the tokenizer has ids past the model's embedding table (a
+    tokenizer from another model: its ids would index rows that do not exist)."""
+    rows = config.get("vocab_size")
+    if isinstance(rows, int) and rows > 0 and tokenizer.base_vocab_size > rows:
+        raise ModelLoadError(
+            f"the tokenizer in {tokenizer.model_dir} has {tokenizer.base_vocab_size} tokens but "
+            f"the model's embedding table has {rows} rows (config.json vocab_size): the "
+            "tokenizer does not belong to this model"
+        )
+
+
+def export_info_path(graph: Path) -> Path:
+    """The JSON file ``rust-bertscore export`` writes beside a graph (layer, model, precision)."""
+    return graph.with_name(graph.name + ".json")
+
+
+def _export_info(files: ModelFiles) -> dict:
+    if files.onnx_path is None:
+        return {}
+    path = export_info_path(files.onnx_path)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {e}") from e
+    return info if isinstance(info, dict) else {}
+
+
+def _pad_id(config: dict) -> int:
+    pad = config.get("pad_token_id")
+    return int(pad) if isinstance(pad, int) and pad >= 0 else 0

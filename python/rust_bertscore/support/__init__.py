@@ -1,0 +1,1 @@
+"""Helpers below every stage: atomic file writes."""
