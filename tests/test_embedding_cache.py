@@ -93,6 +93,13 @@ def test_cache_keeps_views_of_the_packed_array_not_copies() -> None:
     fresh = rb.BERTScorer(model_type=BERT, cache_bytes=0)
     for g, w in zip(scorer.score(CANDS, REFS), fresh.score(CANDS, REFS)):
         np.testing.assert_array_equal(g, w)
+    # A second system against the same references: its round holds the references' rows as
+    # hits, which the cache must not keep twice; every byte it counts is an entry's.
+    system_b = [" ".join(c.split()[::-1]) for c in CANDS]
+    scorer.score(system_b, REFS)
+    values = list(scorer.cache._items.values())
+    assert len(values) > len(set(CANDS) | set(REFS))
+    assert scorer.cache.nbytes == sum(v.nbytes for v in values)
 
 
 def test_cache_counts_a_viewed_array_once_and_frees_it_with_its_last_view() -> None:
