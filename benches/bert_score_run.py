@@ -7,7 +7,11 @@ references (one per line), loads a ``bert_score.BERTScorer`` and scores a few pa
 then times one ``score`` call over all of them and writes the F values (float64, ``.npy``) and
 a JSON line with the seconds, the versions and torch's thread count to stdout.
 
-Usage: ``python bert_score_run.py MODEL_DIR NUM_LAYERS CANDS REFS OUT_NPY [--batch-size N]``.
+With ``--device cuda`` it runs on the GPU (PyTorch's defaults: TF32 off for matmuls) and the JSON
+line adds the peak GPU memory PyTorch allocated (``peak_gpu_mib``).
+
+Usage: ``python bert_score_run.py MODEL_DIR NUM_LAYERS CANDS REFS OUT_NPY [--batch-size N]
+[--device cpu|cuda]``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ def main() -> int:
     parser.add_argument("refs")
     parser.add_argument("out_npy")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
     import bert_score
@@ -46,12 +51,14 @@ def main() -> int:
         model_type=args.model_dir,
         num_layers=args.num_layers,
         batch_size=args.batch_size,
-        device="cpu",
+        device=args.device,
     )
     scorer.score(cands[:16], refs[:16], batch_size=args.batch_size)
     load = time.perf_counter() - t0
     t0 = time.perf_counter()
     _, _, F = scorer.score(cands, refs, batch_size=args.batch_size)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     np.save(args.out_npy, F.numpy().astype(np.float64))
     info = {
@@ -62,7 +69,11 @@ def main() -> int:
         "transformers": transformers.__version__,
         "bert_score": getattr(bert_score, "__version__", "?"),
         "torch_threads": torch.get_num_threads(),
+        "device": args.device,
     }
+    if args.device.startswith("cuda"):
+        info["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
+        info["gpu"] = torch.cuda.get_device_name()
     print(json.dumps(info))
     return 0
 

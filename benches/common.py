@@ -316,13 +316,20 @@ def bert_score_python(python: str | None, bench: str) -> str | None:
 
 
 def bert_score_once(
-    python: str, model_dir: Path, layer: int, cands: Path, refs: Path, tmp: Path
+    python: str,
+    model_dir: Path,
+    layer: int,
+    cands: Path,
+    refs: Path,
+    tmp: Path,
+    device: str = "cpu",
 ) -> tuple[float, np.ndarray, dict]:
     """(seconds, F, info) of one bert_score 0.3.13 run in the interpreter ``python``, on the
-    candidate and reference files ``cands`` and ``refs`` (one text a line)."""
+    candidate and reference files ``cands`` and ``refs`` (one text a line), on ``device``."""
     out_npy = tmp / "bert_score_F.npy"
     args = [str(BERT_SCORE_RUNNER), str(model_dir), str(layer), str(cands), str(refs)]
-    proc = subprocess.run([python, *args, str(out_npy)], capture_output=True, text=True)
+    args += [str(out_npy), "--device", device]
+    proc = subprocess.run([python, *args], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"bert_score run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])

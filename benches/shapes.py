@@ -351,3 +351,33 @@ def qwen3_embedding_shape(root: Path, texts: Sequence[str], seed: int = 0) -> Pa
     tokenizer = (QWEN2_SPECIAL, QWEN2_ORDER, "Qwen2Tokenizer")
     name = "qwen3-embedding-0.6b-shape"
     return random_shape(root, name, QWEN3_EMBEDDING_06B, specs, texts, tokenizer, seed)
+
+
+MINILM_TOKENIZER_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
+
+
+def minilm_random_shape(root: Path, minilm_dir: Path, seed: int = 0) -> Path:
+    """all-MiniLM-L6-v2's config and tokenizer (copied from ``minilm_dir``) with random
+    weights (BERT's tensor names, which RobertaModel shares), under ``root/minilm-random``."""
+    import shutil
+
+    model_dir = root / "minilm-random"
+    done = model_dir / "DONE"
+    if done.is_file():
+        return model_dir
+    model_dir.mkdir(parents=True, exist_ok=True)
+    for name in MINILM_TOKENIZER_FILES:
+        if (minilm_dir / name).is_file():
+            shutil.copy(minilm_dir / name, model_dir / name)
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    config.setdefault("pad_token_id", 0)
+    specs = list(roberta_tensors(config))
+    write_random_safetensors(model_dir / "model.safetensors", config, specs, seed)
+    done.write_text("random weights, all-MiniLM-L6-v2's config\n")
+    return model_dir

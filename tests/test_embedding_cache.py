@@ -76,9 +76,46 @@ def test_scorer_cache_stays_within_its_bound() -> None:
     scorer = rb.BERTScorer(model_type=BERT, cache_bytes=bound)
     scorer.score(CANDS, REFS)
     assert 0 < scorer.cache.nbytes <= bound
-    # Entries own their memory: none is a view pinning a whole round's array.
+    # A round's array larger than a quarter of the bound is not pinned: its texts are copies.
     assert all(v.base is None for v in scorer.cache._items.values())
     assert scorer.cache.nbytes == sum(v.nbytes for v in scorer.cache._items.values())
+
+
+def test_cache_keeps_views_of_the_packed_array_not_copies() -> None:
+    scorer = rb.BERTScorer(model_type=BERT)  # the default bound, 512 MiB
+    scorer.score(CANDS, REFS)
+    values = list(scorer.cache._items.values())
+    bases = {id(b): b for b in map(EmbeddingCache._base, values)}
+    # No per-text copy: every entry is a read-only view of a round's packed array.
+    assert all(v.base is not None and not v.flags.writeable for v in values)
+    assert len(bases) < len(values) / 10
+    assert scorer.cache.nbytes == sum(b.nbytes for b in bases.values())
+    fresh = rb.BERTScorer(model_type=BERT, cache_bytes=0)
+    for g, w in zip(scorer.score(CANDS, REFS), fresh.score(CANDS, REFS)):
+        np.testing.assert_array_equal(g, w)
+    # A second system against the same references: its round holds the references' rows as
+    # hits, which the cache must not keep twice; every byte it counts is an entry's.
+    system_b = [" ".join(c.split()[::-1]) for c in CANDS]
+    scorer.score(system_b, REFS)
+    values = list(scorer.cache._items.values())
+    assert len(values) > len(set(CANDS) | set(REFS))
+    assert scorer.cache.nbytes == sum(v.nbytes for v in values)
+
+
+def test_cache_counts_a_viewed_array_once_and_frees_it_with_its_last_view() -> None:
+    cache = EmbeddingCache(4000)
+    block = np.zeros((10, 10), np.float32)  # 400 bytes
+    for k in range(5):
+        cache.put(f"t{k}", block[2 * k : 2 * k + 2])
+    assert cache.nbytes == 400 and len(cache) == 5
+    cache.put("t0", np.ones(20, np.float32))  # replaced by an array of its own
+    assert cache.nbytes == 480
+    for k in range(1, 5):
+        cache.put(f"t{k}", np.ones(1, np.float32))  # the last views go: the block is freed
+    assert cache.nbytes == 80 + 4 * 4
+    big = np.zeros((40, 10), np.float32)  # 1,600 bytes: more than a quarter of the bound
+    cache.put("big", big[:2])
+    assert cache.get("big").base is None  # kept as a copy, not pinning ``big``
 
 
 # ---- bounded memory -----------------------------------------------------------------------------

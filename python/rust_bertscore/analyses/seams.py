@@ -43,6 +43,7 @@ class Scorer(Protocol):
     all_layers: bool
     batch_size: int
     batch_independent: bool
+    device: str
     options: ScoringOptions
     use_custom_baseline: bool
 

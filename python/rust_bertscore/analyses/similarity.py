@@ -198,6 +198,7 @@ def compute_similarity_matrix(scorer: Scorer, candidate: str, reference: str) ->
             scorer.precision,
             options=scorer.options,
             use_fast_tokenizer=scorer.use_fast_tokenizer,
+            device=scorer.device,
         ),
     )
 

@@ -171,9 +171,9 @@ def _add_export(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT.onnx", help="graph to write")
     p.add_argument(
         "--precision",
-        choices=("fp32", "int8"),
+        choices=("fp32", "fp16", "int8"),
         default="fp32",
-        help="int8 writes the scorer's int8 graph, per-token scales (default: fp32)",
+        help="fp16 or int8 write the scorer's float16 or int8 graph (default: fp32)",
     )
     p.add_argument(
         "--force",

@@ -139,9 +139,10 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
     if precision:
         parser.add_argument(
             "--precision",
-            choices=("fp32", "int8"),
+            choices=("fp32", "tf32", "fp16", "int8"),
             default="fp32",
-            help="encoder precision; int8 quantises projections per token (default: fp32)",
+            help="encoder precision: fp32 (on CUDA without TF32), tf32 (CUDA's TF32 GEMMs), "
+            "fp16 (float16 graph, float32 norms), int8 (projections per token); default fp32",
         )
 
 

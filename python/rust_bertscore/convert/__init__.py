@@ -26,9 +26,10 @@ Layout
 ``contract`` (the names above, layer names, layer checks, config field readers), ``graph`` and
 ``blocks`` (the graph builder and the shared layers), ``checkpoint`` (safetensors weights),
 ``families/`` (one module per family), ``registry`` (every ``model_type`` -> its builder, and
-``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``), ``per_token``
-and ``writer``. The config readers (``load_config``, ``model_family``, ``max_positions``, ...)
-live in ``rust_bertscore.catalog.configs``, which needs no onnx; they are re-exported here.
+``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``),
+``per_token``, ``fp16`` (``to_fp16``) and ``writer``. The config readers (``load_config``,
+``model_family``, ``max_positions``, ...) live in ``rust_bertscore.catalog.configs``, which needs
+no onnx; they are re-exported here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..errors import CheckpointError
 from .checkpoint import weight_files, weights_fingerprint
 from .contract import ATTENTION_MASK, HIDDEN_STATE, HIDDEN_STATES, INPUT_IDS
 from .export import CONVERTER_VERSION, export_onnx
+from .fp16 import FP16_POLICY, convert_fp16, to_fp16
 from .graph import OPSET
 from .int8 import (
     INT8_ACTIVATIONS,
@@ -60,6 +62,7 @@ __all__ = [
     "ATTENTION_MASK",
     "CONVERTER_VERSION",
     "EXTERNAL_DATA_THRESHOLD",
+    "FP16_POLICY",
     "HIDDEN_STATE",
     "HIDDEN_STATES",
     "INPUT_IDS",
@@ -71,6 +74,7 @@ __all__ = [
     "SUPPORTED_MODEL_TYPES",
     "CheckpointError",
     "build_model",
+    "convert_fp16",
     "export_onnx",
     "int8_fp32_nodes",
     "load_config",
@@ -78,6 +82,7 @@ __all__ = [
     "model_depth",
     "model_family",
     "quantize_int8",
+    "to_fp16",
     "weight_files",
     "weights_fingerprint",
 ]

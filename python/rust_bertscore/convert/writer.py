@@ -11,6 +11,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..errors import InputValueError
+
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 """Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
 
@@ -51,7 +53,7 @@ class ExternalDataFile:
     def tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
         """Append ``array`` (little-endian) and return the initializer ``name`` referring to it."""
         if self._handle is None:
-            raise ValueError(f"{self.path} is closed")
+            raise InputValueError(f"{self.path} is closed")
         array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
         offset = -(-self.bytes_written // 4096) * 4096
         if offset > self.bytes_written:
@@ -112,7 +114,7 @@ def inline_external(model: onnx.ModelProto) -> None:
                 handle.seek(offset)
                 raw = handle.read(length)
             if len(raw) != length:
-                raise ValueError(f"{path}: external data of {tensor.name!r} is truncated")
+                raise InputValueError(f"{path}: external data of {tensor.name!r} is truncated")
             tensor.raw_data = raw
             tensor.data_location = onnx.TensorProto.DEFAULT
             del tensor.external_data[:]
@@ -200,7 +202,9 @@ def _tensor_parts(
     info = {e.key: e.value for e in tensor.external_data}
     path = Path(info["location"])
     if not path.is_absolute():
-        raise ValueError(f"tensor {tensor.name!r}: external data location {path} is not absolute")
+        raise InputValueError(
+            f"tensor {tensor.name!r}: external data location {path} is not absolute"
+        )
     offset = int(info.get("offset", 0))
     length = int(info["length"]) if "length" in info else path.stat().st_size - offset
     inline = onnx.TensorProto()
@@ -220,7 +224,7 @@ def _copy_range(source: tuple[Path, int, int], out: BinaryIO) -> None:
         while left:
             chunk = handle.read(min(left, 1 << 20))
             if not chunk:
-                raise ValueError(f"{path}: external data ends {left} bytes early")
+                raise InputValueError(f"{path}: external data ends {left} bytes early")
             out.write(chunk)
             left -= len(chunk)
 

@@ -152,7 +152,7 @@ ERROR_COLUMN = "error"
 def check_on_error(on_error: str) -> str:
     """``on_error`` itself, or a ``ValueError`` naming the allowed values."""
     if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
+        raise InputValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
     return on_error
 
 

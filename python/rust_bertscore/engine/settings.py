@@ -68,9 +68,20 @@ def make_hash(
     batch_independent: bool = False,
     options: ScoringOptions | None = None,
     use_fast_tokenizer: bool = False,
+    device: str = "cpu",
 ) -> str:
-    """The settings string bert_score prints, naming this package and its version, and the
-    options other than bert_score's (:meth:`ScoringOptions.hash_suffix`)."""
+    """The settings string bert_score prints, naming this package and its version, the
+    precision when not fp32, the device when CUDA (``_cuda``: ``device=None`` may pick it), and
+    the options other than bert_score's (:meth:`ScoringOptions.hash_suffix`).
+
+    Examples
+    --------
+    >>> from rust_bertscore.engine.settings import make_hash
+    >>> make_hash("roberta-large", 17, False, False, False, "fp16", device="cuda").endswith(
+    ...     "(rust-bertscore)_fp16_cuda"
+    ... )
+    True
+    """
     msg = (
         f"{model_type}_L{num_layers}{'_idf' if idf else '_no-idf'}"
         f"_version={__version__}(rust-bertscore)"
@@ -81,6 +92,8 @@ def make_hash(
         msg += "_fast-tokenizer"  # bert_score's get_hash
     if precision != "fp32":
         msg += f"_{precision}"
+    if device == "cuda":
+        msg += "_cuda"
     if batch_independent:
         msg += "_batch-independent"
     if options is not None:

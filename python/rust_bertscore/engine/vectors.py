@@ -214,10 +214,16 @@ class VectorSource:
                 data[:, lo:hi] = found[i]
             else:
                 data[lo:hi] = found[i]
-        if self.cache.max_bytes:
+        if self.cache.max_bytes and fresh:
+            # Views, not one copy per text: of the round's array itself when it holds only the
+            # texts just encoded, else of one copy of their rows (the hits' rows are in the
+            # cache already). The cache counts that array once, whole, while any entry views it.
+            block = data
+            if hits:
+                rows = int(offsets[fresh])
+                block = (data[:, :rows] if all_layers else data[:rows]).copy()
             for j, i in enumerate(order):
-                # A copy: a view would keep the whole round's array alive.
-                self.cache.put(texts[i], _rows(data, offsets[j], offsets[j + 1], all_layers).copy())
+                self.cache.put(texts[i], _rows(block, offsets[j], offsets[j + 1], all_layers))
         if self.store is not None and fresh:
             self.store.put_many(
                 [store_keys[int(i)] for i in order],

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputTypeError, InputValueError
 from ..scoring.scorer import BERTScorer
 from ..stages.text import as_list, check_text
 
@@ -44,11 +45,11 @@ def completion_text(completion: object, index: int) -> str:
         for message in reversed(completion):
             if isinstance(message, Mapping) and message.get("role") == "assistant":
                 return _content(message.get("content"), f"{where}'s last assistant message")
-        raise ValueError(
+        raise InputValueError(
             f"{where} is a conversation without an assistant message: the reward scores the "
             "last message with role 'assistant'"
         )
-    raise TypeError(
+    raise InputTypeError(
         f"{where} must be a str or a list of messages ({{'role', 'content'}}), got "
         f"{type(completion).__name__}: {completion!r:.60}"
     )
@@ -64,7 +65,7 @@ def _content(content: object, where: str) -> str:
                 continue  # images and other non-text parts carry no text to score
             parts.append(check_text(part["text"], f"{where} content part {k}"))
         return "".join(parts)
-    raise TypeError(
+    raise InputTypeError(
         f"{where} has content of type {type(content).__name__}: expected a str or a list of parts"
     )
 
@@ -72,7 +73,7 @@ def _content(content: object, where: str) -> str:
 def _references(value: object, n: int, key: str) -> list[list[str]]:
     items = as_list(value, key, "a list with one reference (a str or a list of str) per completion")
     if len(items) != n:
-        raise ValueError(
+        raise InputValueError(
             f"{key} has {len(items)} entries for {n} completions: give one reference (or a "
             "list of references) per completion"
         )
@@ -83,7 +84,7 @@ def _references(value: object, n: int, key: str) -> list[list[str]]:
             continue
         group = as_list(item, f"{key}[{i}]", "a str or a list of str")
         if not group:
-            raise ValueError(f"{key}[{i}] is an empty list of references: give at least one")
+            raise InputValueError(f"{key}[{i}] is an empty list of references: give at least one")
         out.append([check_text(t, f"{key}[{i}][{j}]") for j, t in enumerate(group)])
     return out
 
@@ -203,9 +204,9 @@ def bertscore_reward(
     [0.907, 0.722]
     """
     if metric not in METRICS:
-        raise ValueError(f"metric must be one of 'P', 'R', 'F', got {metric!r}")
+        raise InputValueError(f"metric must be one of 'P', 'R', 'F', got {metric!r}")
     if not isinstance(reference_key, str):
-        raise TypeError(f"reference_key must be a str, got {type(reference_key).__name__}")
+        raise InputTypeError(f"reference_key must be a str, got {type(reference_key).__name__}")
     scorer_options.setdefault("batch_independent", True)
     scorer = BERTScorer(model_type=model_type, num_layers=num_layers, lang=lang, **scorer_options)
     return BERTScoreReward(scorer, metric, reference_key)

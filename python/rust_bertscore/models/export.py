@@ -39,7 +39,7 @@ TOKENIZER_FILES = (
 )
 """Tokenizer files copied beside the graph when the checkpoint has them."""
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "fp16", "int8")
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,11 @@ def export_model(
     num_layers : int, optional
         Layer whose output the graph returns (0 = embeddings). Default: bert_score's tuned layer
         for the model, else its last layer.
-    precision : {"fp32", "int8"}
+    precision : {"fp32", "fp16", "int8"}
         ``"int8"`` quantises the projections to int8 with per-token activation scales (as
-        ``score(precision="int8")``).
+        ``score(precision="int8")``); ``"fp16"`` writes the float16 graph of
+        ``score(precision="fp16")``. (TF32 is a CUDA setting, not a graph: run an fp32 export
+        with ``precision="tf32"``.)
     force : bool
         Write into a directory that already holds another model's ``config.json``.
 
@@ -105,7 +107,7 @@ def export_model(
         When ``model`` cannot be found.
     """
     if precision not in PRECISIONS:
-        raise InputValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        raise InputValueError(f"precision must be 'fp32', 'fp16' or 'int8', got {precision!r}")
     out = Path(out_path)
     if out.suffix != ".onnx":
         raise InputValueError(f"the output must be an .onnx file name, got {str(out)!r}")
@@ -136,7 +138,10 @@ def export_model(
         with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out_dir) as tmp:
             # From the fused graph, as the scorer's own int8 graph is (its attention stays fp32).
             fp32 = convert.export_onnx(files.model_dir, Path(tmp) / "fp32.onnx", layer, fused=True)
-            convert.quantize_int8(fp32, out, activations=convert.INT8_ACTIVATIONS)
+            if precision == "fp16":
+                convert.convert_fp16(fp32, out)
+            else:
+                convert.quantize_int8(fp32, out, activations=convert.INT8_ACTIVATIONS)
     for name in ("config.json", *TOKENIZER_FILES):
         src = files.model_dir / name
         if src.is_file():

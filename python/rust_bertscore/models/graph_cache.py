@@ -27,7 +27,21 @@ from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
 from .files import ModelFiles
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "int8", "fp16")
+"""The graphs the cache holds. ``precision="tf32"`` runs the fp32 graph (TF32 is a CUDA provider
+option, not a graph): :func:`graph_precision`."""
+
+
+def graph_precision(precision: str) -> str:
+    """The cached graph a scorer's ``precision`` runs: the fp32 graph for ``"tf32"``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.models.graph_cache import graph_precision
+    >>> graph_precision("tf32"), graph_precision("fp16")
+    ('fp32', 'fp16')
+    """
+    return "fp32" if precision == "tf32" else precision
 
 
 def cache_root() -> Path:
@@ -68,7 +82,11 @@ GRAPH_VARIANT = "fused-attention"
 
 def precision_policy(precision: str) -> str:
     """What a cached graph of ``precision`` is, beyond the converter version: part of its key."""
-    return GRAPH_VARIANT if precision == "fp32" else f"{GRAPH_VARIANT}|{convert.INT8_POLICY}"
+    if precision == "fp32":
+        return GRAPH_VARIANT
+    if precision == "fp16":
+        return f"{GRAPH_VARIANT}|{convert.FP16_POLICY}"
+    return f"{GRAPH_VARIANT}|{convert.INT8_POLICY}"
 
 
 def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str:
@@ -107,10 +125,11 @@ def converted_graph(
         Keep layers 1..num_layers; ignored with ``all_layers``.
     all_layers : bool
         Output every hidden state of the whole model.
-    precision : {"fp32", "int8"}
+    precision : {"fp32", "int8", "fp16"}
         ``"int8"`` quantises the fp32 graph's projections to int8 with one activation scale
-        per token (``convert.INT8_ACTIVATIONS``, ``convert.INT8_POLICY``); it is cached under
-        its own key.
+        per token (``convert.INT8_ACTIVATIONS``, ``convert.INT8_POLICY``); ``"fp16"`` rewrites
+        the fp32 graph in float16 with float32 norms, softmax and residual stream
+        (``convert.to_fp16``, ``convert.FP16_POLICY``). Each is cached under its own key.
     """
     if precision not in PRECISIONS:
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -125,6 +144,9 @@ def converted_graph(
     entry.mkdir(parents=True, exist_ok=True)
     if precision == "fp32":
         convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
+    elif precision == "fp16":
+        source = converted_graph(files, config, num_layers, all_layers=all_layers)
+        convert.convert_fp16(source, graph)
     else:
         source = converted_graph(files, config, num_layers, all_layers=all_layers)
         convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
@@ -188,7 +210,8 @@ def graph_in_memory(
     files: ModelFiles, num_layers: int, *, all_layers: bool = False, precision: str = "fp32"
 ) -> bytes:
     """The graph :func:`converted_graph` would cache, built in memory and serialised: the same
-    fused fp32 graph, or its per-token int8 rewrite (``convert.INT8_ACTIVATIONS``)."""
+    fused fp32 graph, its per-token int8 rewrite (``convert.INT8_ACTIVATIONS``) or its float16
+    rewrite (``convert.to_fp16``)."""
     if precision not in PRECISIONS:
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     model = convert.build_model(files.model_dir, num_layers, all_layers=all_layers, fused=True)
@@ -198,6 +221,8 @@ def graph_in_memory(
         if convert.INT8_ACTIVATIONS != "per-token":  # pragma: no cover - a policy change
             raise NotImplementedError(f"in-memory int8 for {convert.INT8_ACTIVATIONS!r}")
         per_token_matmuls(model, ())
+    elif precision == "fp16":
+        convert.to_fp16(model)
     try:
         return model.SerializeToString()
     except ValueError as error:  # protobuf's 2 GB limit

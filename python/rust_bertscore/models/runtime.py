@@ -30,6 +30,27 @@ class ModelRuntime:
     encoder: Encoder
 
 
+PRECISIONS = ("fp32", "tf32", "fp16", "int8")
+"""A scorer's ``precision``: float32 (on CUDA without TF32), float32 with CUDA's TF32 GEMMs
+(the fp32 graph; the CPU has no TF32 and computes fp32), the float16 graph
+(``convert.to_fp16``), the int8 graph (``convert.quantize_int8``)."""
+
+
+def check_precision(precision: object) -> str:
+    """``precision`` if it is one of :data:`PRECISIONS`, else ValueError naming them.
+
+    Examples
+    --------
+    >>> from rust_bertscore.models.runtime import check_precision
+    >>> check_precision("fp16")
+    'fp16'
+    """
+    if precision not in PRECISIONS:
+        names = ", ".join(repr(p) for p in PRECISIONS)
+        raise InputValueError(f"precision must be one of {names}, got {precision!r}")
+    return str(precision)
+
+
 UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text")
 """``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
 figure): their default, the last layer, comes with a :class:`RustBertScoreWarning`."""
@@ -80,6 +101,7 @@ def load_runtime(
     ``use_fast_tokenizer``: tokenise with the model's fast tokenizer, as bert_score's
     ``use_fast_tokenizer=True`` (see :class:`TextTokenizer`).
     """
+    check_precision(precision)
     with _load_lock:
         return _load_runtime(
             model_type, num_layers, all_layers, device, precision, use_fast_tokenizer
@@ -113,13 +135,18 @@ def _load_runtime(
         )
     layer = check_layer(model_type, num_layers, depth)
     if files.onnx_path is not None:
-        # An exported graph is what it is: its precision names it in the hash.
-        precision = str(exported.get("precision", precision))
+        # An exported graph is what it is: its precision names it in the hash (an fp32 graph
+        # may run with TF32).
+        graph_kind = str(exported.get("precision", precision))
+        if not (graph_kind == "fp32" and precision == "tf32"):
+            precision = graph_kind
+    tf32 = precision == "tf32"
+    fp16 = precision == "fp16"
     tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
     check_vocabulary(tokenizer, config)
     if files.onnx_path is not None:
         graph = files.onnx_path
-        encoder = Encoder(graph, device=device, pad_id=_pad_id(config))
+        encoder = Encoder(graph, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
         if encoder.all_layers != all_layers:
             raise InputValueError(
                 f"{graph} outputs {'all hidden states' if encoder.all_layers else 'one layer'}, "
@@ -130,18 +157,19 @@ def _load_runtime(
         from . import graph_cache as model_cache
 
         # A cached file, or the graph converted in memory when the cache cannot be written.
+        kind = model_cache.graph_precision(precision)
         source = model_cache.encoder_graph(
-            files, config, layer, all_layers=all_layers, precision=precision
+            files, config, layer, all_layers=all_layers, precision=kind
         )
         try:
-            encoder = Encoder(source, device=device, pad_id=_pad_id(config))
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
         except RustBertScoreError:
             # A damaged cache entry: drop it and convert again, once.
             model_cache.invalidate(source)
             source = model_cache.encoder_graph(
-                files, config, layer, all_layers=all_layers, precision=precision
+                files, config, layer, all_layers=all_layers, precision=kind
             )
-            encoder = Encoder(source, device=device, pad_id=_pad_id(config))
+            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
     return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
 
 

@@ -188,8 +188,9 @@ def score(
     use_fast_tokenizer : bool
         Tokenise with the model's fast tokenizer (``tokenizer.json``), as bert_score's
         ``use_fast_tokenizer=True``; the hash ends in ``_fast-tokenizer``.
-    precision : {"fp32", "int8"}
-        Encoder precision.
+    precision : {"fp32", "tf32", "fp16", "int8"}
+        Encoder precision (see :class:`BERTScorer`): fp32 is float32 everywhere (TF32 off on
+        CUDA).
     batch_independent : bool
         False (default): bert_score's numbers, batch padding floor included (a token's best
         match counts ``max(best, 0)`` when the other side of its pair is shorter than the

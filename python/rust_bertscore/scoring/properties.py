@@ -95,6 +95,7 @@ class ScorerProperties:
             self.batch_independent,
             self.options,
             use_fast_tokenizer=self.use_fast_tokenizer,
+            device=self._pipeline.runtime.encoder.device,
         )
 
     @property

@@ -30,7 +30,7 @@ from ..engine.settings import (
 )
 from ..engine.text_embedding import TextEmbedding, embed_texts
 from ..errors import InputValueError, ModelNotFoundError, warn_user
-from ..models.runtime import load_runtime
+from ..models.runtime import check_precision, load_runtime
 from ..stages.embeddings import EmbeddingCache
 from ..stages.options import ScoringOptions
 from ..stages.rescale import packaged_baseline, rescale
@@ -69,7 +69,9 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     idf_sents : list of str, optional
         Sentences to compute IDF weights from (see :meth:`compute_idf`).
     device : str, optional
-        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it.
+        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None picks CUDA when ONNX Runtime offers it
+        (``onnxruntime-gpu``: docs/gpu.md). The choice made is :attr:`device`, and a scorer on
+        CUDA says ``_cuda`` in :attr:`hash`.
     lang : str, optional
         Language code (``"en"``, ``"zh"``, ...): picks the model (unless ``model_type`` is
         given) and the rescale baseline. A code bert_score does not know warns and falls back
@@ -85,9 +87,14 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         prefix space), and :attr:`hash` ends in ``_fast-tokenizer``. Families with no fast
         tokenizer (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) raise
         :class:`~rust_bertscore.errors.InputValueError`.
-    precision : {"fp32", "int8"}
-        ``"int8"`` runs an int8 encoder (projections with 7-bit weights per output channel
-        and one activation scale per token; the fused attention stays fp32): about 1.3x
+    precision : {"fp32", "tf32", "fp16", "int8"}
+        ``"fp32"`` is float32 on every device (on CUDA with TF32 off: bert_score's numbers).
+        ``"tf32"`` lets CUDA run float32 GEMMs in TF32 (faster, F within about 1e-2 of fp32 on
+        small models; the CPU has no TF32 and computes fp32). ``"fp16"`` runs a float16 graph
+        with float32 norms, softmax and residual stream (for GPUs; mean |dF| about 1e-5 against
+        fp32 on all-MiniLM-L6-v2, docs/performance.md). ``"int8"`` runs an int8 encoder
+        (projections with 7-bit weights per output channel and one activation scale per
+        token; the fused attention stays fp32): about 1.3x
         faster than fp32 end to end on this project's 2-core benchmark machine, with F within
         about 0.003 of fp32 on average (Pearson r 0.9997 over WMT pairs; docs/performance.md).
         Use it to rank systems or filter data; keep fp32 to report numbers comparable with
@@ -193,8 +200,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         self.batch_size = check_batch_size(batch_size)
         self.nthreads = nthreads
         self._model_type = choose_model(model_type, lang)
-        if precision not in ("fp32", "int8"):
-            raise InputValueError(f"precision must be 'fp32' or 'int8', got {precision!r}")
+        check_precision(precision)
         fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
         try:
             runtime = load_runtime(
@@ -212,7 +218,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 f"{e} (lang={lang!r} picks {self._model_type}, as in bert_score; to keep "
                 f"another model, pass it with lang: lang={lang!r}, model_type=...)"
             ) from e
-        self.device = "cuda" if "CUDAExecutionProvider" in runtime.encoder.providers else "cpu"
+        self.device = runtime.encoder.device
         self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened, self.options)
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:

@@ -112,8 +112,9 @@ class EmbeddingCache:
 
     Keys are texts, values their token vectors. Only the arrays' bytes count toward the bound
     (a text's key and bookkeeping are small beside its vectors: 1.5 KB a token at hidden size
-    384). Values are stored as given: pass arrays that own their memory, not views of a larger
-    one, or the bound will not hold.
+    384). A value may be a view of a larger array (the packed array of the round that encoded
+    it: no per-text copy): such an array counts once, whole, for as long as any entry views it,
+    and is freed with the last one. Views are kept read-only.
 
     Parameters
     ----------
@@ -124,6 +125,17 @@ class EmbeddingCache:
     ----------
     hits, misses : int
         Look-ups that found a text, and that did not, since creation or :meth:`clear`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.stages.embeddings import EmbeddingCache
+    >>> cache = EmbeddingCache(1000)
+    >>> block = np.zeros((10, 4), np.float32)  # 160 bytes: two texts' vectors
+    >>> cache.put("a", block[:6])
+    >>> cache.put("b", block[6:])
+    >>> cache.nbytes, len(cache)  # the block counts once
+    (160, 2)
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -133,6 +145,7 @@ class EmbeddingCache:
             raise InputValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._bases: dict[int, list] = {}  # id(base) -> [base, entries viewing it]
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -140,7 +153,7 @@ class EmbeddingCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held now."""
+        """Bytes held now (an array that entries view counts once, whole)."""
         return self._bytes
 
     def __len__(self) -> int:
@@ -157,25 +170,57 @@ class EmbeddingCache:
                 self._items.move_to_end(key)
             return value
 
+    @staticmethod
+    def _base(value: np.ndarray) -> np.ndarray:
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return base
+
+    def _hold(self, value: np.ndarray) -> None:
+        base = self._base(value)
+        held = self._bases.get(id(base))
+        if held is None:
+            self._bases[id(base)] = [base, 1]
+            self._bytes += base.nbytes
+        else:
+            held[1] += 1
+
+    def _release(self, value: np.ndarray) -> None:
+        base = self._base(value)
+        held = self._bases[id(base)]
+        held[1] -= 1
+        if held[1] == 0:
+            del self._bases[id(base)]
+            self._bytes -= base.nbytes
+
     def put(self, key: str, value: np.ndarray) -> None:
         """Keep ``value`` for ``key``, evicting the least recently used entries to stay within
-        :attr:`max_bytes`; a value larger than the whole bound is not kept."""
-        size = value.nbytes
-        if size > self.max_bytes:
+        :attr:`max_bytes`. A view whose array is larger than a quarter of the bound is kept as
+        a copy (it would crowd out the rest); a value larger than the whole bound is not kept.
+        """
+        if value.nbytes > self.max_bytes:
             return
+        base = self._base(value)
+        if base is not value and base.nbytes > self.max_bytes // 4:
+            value = value.copy()
+        elif base is not value:
+            value = value.view()
+            value.flags.writeable = False
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self._bytes -= old.nbytes
+                self._release(old)
             self._items[key] = value
-            self._bytes += size
+            self._hold(value)
             while self._bytes > self.max_bytes:
                 _, evicted = self._items.popitem(last=False)
-                self._bytes -= evicted.nbytes
+                self._release(evicted)
 
     def clear(self) -> None:
         """Drop every entry and reset the counters."""
         with self._lock:
             self._items.clear()
+            self._bases.clear()
             self._bytes = 0
             self.hits = self.misses = 0

@@ -3,33 +3,30 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _core
-from ..errors import (
-    DeviceNotAvailableError,
-    InputTypeError,
-    InputValueError,
-    ModelLoadError,
-    RustBertScoreError,
+from ..errors import InputValueError, ModelLoadError, RustBertScoreError
+from . import devices
+from .devices import (  # noqa: F401 - CPU_PROVIDER, CUDA_PROVIDER: re-exported
+    CPU_PROVIDER,
+    CUDA_PROVIDER,
+    onnxruntime,
+    select_providers,
 )
 
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-CUDA_PROVIDER = "CUDAExecutionProvider"
-CPU_PROVIDER = "CPUExecutionProvider"
-
-DEFAULT_MAX_TOKENS = 4096
-"""Padded tokens (rows x width) per encoder call. Texts are sorted longest first and cut into
-batches of at most ``batch_size`` texts and this many tokens: short texts go many to a call,
-long ones few, so GEMMs keep a useful size and activation memory stays bounded."""
+DEFAULT_MAX_TOKENS = devices.DEFAULT_MAX_TOKENS
+"""Padded tokens per encoder call on the CPU (see ``stages.devices``; CUDA's budget is
+``devices.CUDA_MAX_TOKENS``)."""
 
 MIN_FILL = 0.9
 """A batch takes a text only if it is at least this fraction of the batch's longest text (its
@@ -45,44 +42,13 @@ DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 """ONNX Runtime fusions left out: its CPU SkipLayerNormalization kernel ran 5-10x slower than the
 Add + LayerNormalization it replaces (onnxruntime 1.32, measured in docs/performance.md)."""
 
+FP16_DISABLED_OPTIMIZERS = ("NchwcTransformer",)
+"""Also left out for float16 graphs (``Encoder(fp16=True)``): the CPU provider's NCHWc layout
+transformer crashed (segmentation fault, onnxruntime 1.32) building a session for the float16
+DeBERTa graphs of ``convert.to_fp16``."""
+
 THREADS_ENV = _core.NUM_THREADS_ENV
 """The package's thread setting (see ``_core``); also sizes the encoder's intra-op pool."""
-
-
-def onnxruntime() -> ModuleType:
-    """The ``onnxruntime`` module, imported on first use (when a session is made or providers
-    are listed), so that ``import rust_bertscore`` does not load it."""
-    import onnxruntime
-
-    return onnxruntime
-
-
-def select_providers(device: str | None) -> list[str | tuple[str, dict]]:
-    """ONNX Runtime execution providers for ``device``.
-
-    ``None`` picks CUDA when this onnxruntime build offers it, else the CPU; ``"cuda"`` or
-    ``"cuda:N"`` require CUDA; ``"cpu"`` forces the CPU.
-    """
-    available = onnxruntime().get_available_providers()
-    if device is None:
-        return [CUDA_PROVIDER, CPU_PROVIDER] if CUDA_PROVIDER in available else [CPU_PROVIDER]
-    if not isinstance(device, str):
-        raise InputTypeError(f"device must be None, 'cpu' or 'cuda[:N]', got {device!r}")
-    name, _, index = device.strip().lower().partition(":")
-    if name == "cpu":
-        return [CPU_PROVIDER]
-    if name == "cuda":
-        if CUDA_PROVIDER not in available:
-            raise DeviceNotAvailableError(
-                f"device={device!r} needs ONNX Runtime's CUDA execution provider, which this "
-                f"onnxruntime build does not offer (it has {available}); install onnxruntime-gpu "
-                "(`pip install onnxruntime-gpu`) or use device='cpu'"
-            )
-        if index and not index.isdigit():
-            raise InputValueError(f"device {device!r}: expected 'cuda' or 'cuda:N'")
-        options = {"device_id": int(index)} if index else {}
-        return [(CUDA_PROVIDER, options), CPU_PROVIDER]
-    raise InputValueError(f"unknown device {device!r}: expected None, 'cpu', 'cuda' or 'cuda:N'")
 
 
 @dataclass(frozen=True)
@@ -172,14 +138,28 @@ class Encoder:
         The ``.onnx`` file, or a serialised graph (what the model cache hands over when it
         cannot write to disk).
     device : str or None
-        See :func:`select_providers`.
+        See :func:`~rust_bertscore.stages.devices.select_providers`.
     num_threads : int or None
         ONNX Runtime's intra-op threads; None reads ``RUST_BERTSCORE_NUM_THREADS``, else uses
         one per physical core.
     pad_id : int
         The id written into padding positions (masked out, so any valid id will do).
-    max_tokens : int
-        Padded tokens per encoder call (see :data:`DEFAULT_MAX_TOKENS`).
+    max_tokens : int, optional
+        Padded tokens per encoder call; None: the device's budget
+        (:func:`~rust_bertscore.stages.devices.default_max_tokens`).
+    tf32 : bool
+        Let CUDA run float32 MatMul/GEMM in TF32 (``precision="tf32"``); off by default.
+    io_binding : bool, optional
+        Run batches through ONNX Runtime's IO binding, the output written into a buffer reused
+        from batch to batch; None: on CUDA only.
+    fp16 : bool
+        The graph is a float16 rewrite (``convert.to_fp16``): leave
+        :data:`FP16_DISABLED_OPTIMIZERS` out as well.
+
+    Attributes
+    ----------
+    provider_options : list
+        The providers as passed to ONNX Runtime (with the CUDA options).
     """
 
     def __init__(
@@ -189,7 +169,10 @@ class Encoder:
         device: str | None = None,
         num_threads: int | None = None,
         pad_id: int = 0,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
+        tf32: bool = False,
+        io_binding: bool | None = None,
+        fp16: bool = False,
     ) -> None:
         if num_threads is None:
             num_threads = default_threads()
@@ -202,7 +185,13 @@ class Encoder:
             "sha256:" + hashlib.sha256(graph).hexdigest() if isinstance(graph, bytes) else None
         )
         options = session_options(num_threads)
-        providers = select_providers(device)
+        providers = select_providers(device, tf32=tf32)
+        self.provider_options = providers
+        devices.prepare_tf32(providers, tf32=tf32)
+        if max_tokens is None:
+            max_tokens = devices.default_max_tokens(providers)
+        if max_tokens < 1:
+            raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.
         where = "the graph converted in memory" if isinstance(graph, bytes) else str(graph)
         try:
@@ -210,7 +199,10 @@ class Encoder:
                 graph if isinstance(graph, bytes) else str(graph),
                 options,
                 providers=providers,
-                disabled_optimizers=list(DISABLED_OPTIMIZERS),
+                disabled_optimizers=[
+                    *DISABLED_OPTIMIZERS,
+                    *(FP16_DISABLED_OPTIMIZERS if fp16 else ()),
+                ],
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
             raise ModelLoadError(f"ONNX Runtime cannot load {where}: {e}") from e
@@ -224,20 +216,29 @@ class Encoder:
                 f"{where} is not a rust-bertscore encoder graph: it has outputs {outputs}, "
                 "expected 'hidden_state' or 'hidden_states'"
             )
-        if max_tokens < 1:
-            raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         self.pad_id = int(pad_id)
         self.max_tokens = int(max_tokens)
         self.providers = self.session.get_providers()
+        self.tf32 = bool(tf32) and devices.uses_cuda(self.providers)
+        self.io_binding = devices.uses_cuda(self.providers) if io_binding is None else io_binding
         width = self.session.get_outputs()[0].shape[-1]
         self.hidden_size: int | None = width if isinstance(width, int) and width > 0 else None
         """The graph's hidden size, when it declares it (the converter's graphs do)."""
+        self._buffers = threading.local()
 
-    def _run(self, input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Run the graph on one padded batch; out-of-memory errors name the batch."""
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
+    @property
+    def device(self) -> str:
+        """``"cuda"`` when the session runs on CUDA, else ``"cpu"``."""
+        return "cuda" if devices.uses_cuda(self.providers) else "cpu"
+
+    def _run(self, input_ids: np.ndarray, mask: np.ndarray, *, reuse: bool = False) -> np.ndarray:
+        """Run the graph on one padded batch; out-of-memory errors name the batch. ``reuse``:
+        with IO binding, the output may live in a buffer the next ``reuse`` run overwrites."""
         rows, width = input_ids.shape
         try:
+            if self.io_binding:
+                return self._run_bound(input_ids, mask, reuse)
+            feeds = {"input_ids": input_ids, "attention_mask": mask}
             (out,) = self.session.run([self.output_name], feeds)
         except MemoryError:
             raise MemoryError(
@@ -252,6 +253,39 @@ class Encoder:
                 ) from e
             raise RustBertScoreError(f"ONNX Runtime failed on a batch: {e}") from e
         return out
+
+    def _run_bound(self, input_ids: np.ndarray, mask: np.ndarray, reuse: bool) -> np.ndarray:
+        """One batch through IO binding: inputs copied to the device once, the output written
+        into a host buffer (reused across batches of one thread when ``reuse``)."""
+        binding = self.session.io_binding()
+        binding.bind_cpu_input("input_ids", np.ascontiguousarray(input_ids))
+        binding.bind_cpu_input("attention_mask", np.ascontiguousarray(mask))
+        shape = self._output_shape(*input_ids.shape)
+        if shape is None:  # the graph does not declare its output's size: ORT allocates
+            binding.bind_output(self.output_name, "cpu")
+            self.session.run_with_iobinding(binding)
+            return binding.copy_outputs_to_cpu()[0]
+        size = int(np.prod(shape))
+        buffer = getattr(self._buffers, "out", None) if reuse else None
+        if buffer is None or buffer.size < size:
+            buffer = np.empty(size, dtype=np.float32)
+            if reuse:
+                self._buffers.out = buffer
+        out = buffer[:size].reshape(shape)
+        binding.bind_output(self.output_name, "cpu", 0, np.float32, list(shape), out.ctypes.data)
+        self.session.run_with_iobinding(binding)
+        return out
+
+    def _output_shape(self, rows: int, width: int) -> tuple[int, ...] | None:
+        """The output's shape for a ``rows x width`` batch, when the graph declares its sizes."""
+        if self.hidden_size is None:
+            return None
+        if not self.all_layers:
+            return (rows, width, self.hidden_size)
+        states = self.session.get_outputs()[0].shape[0]
+        if not isinstance(states, int) or states < 1:
+            return None
+        return (states, rows, width, self.hidden_size)
 
     def run(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
         """Encode one padded batch; returns the graph's float32 output."""
@@ -273,8 +307,10 @@ class Encoder:
 
         Texts are encoded longest first in batches of at most ``batch_size`` texts and
         :attr:`max_tokens` padded tokens, and each batch's real tokens are written straight to
-        their place in the output. ``extra_rows`` uninitialised token rows are added at the end
-        (room for texts the caller has from elsewhere, such as a cache).
+        their place in the output (the one copy a token's vector makes). ``extra_rows``
+        uninitialised token rows are added at the end (room for texts the caller has from
+        elsewhere, such as a cache). On CUDA, a batch that runs out of device memory is split
+        and :attr:`max_tokens` halved for the batches left.
         """
         if batch_size < 1:
             raise InputValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -290,13 +326,27 @@ class Encoder:
             else np.zeros(0, np.int64)
         )
         data: np.ndarray | None = None
-        for start, stop in plan_batches(sorted_lengths, batch_size, self.max_tokens):
+        spans = plan_batches(sorted_lengths, batch_size, self.max_tokens)
+        k = 0
+        while k < len(spans):
+            start, stop = spans[k]
             rows = sorted_lengths[start:stop]
             mask = np.arange(max(int(rows[0]), 1)) < rows[:, None]
             input_ids = np.full(mask.shape, self.pad_id, dtype=np.int64)
             lo, hi = offsets[start], offsets[stop]
             input_ids[mask] = flat[lo:hi]
-            out = self._run(input_ids, mask.astype(np.int64))
+            try:
+                out = self._run(input_ids, mask.astype(np.int64), reuse=True)
+            except MemoryError:
+                if stop - start < 2 or not devices.uses_cuda(self.providers):
+                    raise
+                # Device memory is what it is: halve the budget and re-plan what is left.
+                self.max_tokens = max(1, mask.size // 2)
+                spans = spans[:k] + [
+                    (a + start, b + start)
+                    for a, b in plan_batches(sorted_lengths[start:], batch_size, self.max_tokens)
+                ]
+                continue
             if self.on_batch is not None:
                 self.on_batch(stop - start)
             if data is None:
@@ -309,6 +359,7 @@ class Encoder:
                 else:
                     data[lo:end] = out[row, :n_tokens]
                 lo = end
+            k += 1
         if data is None:  # no texts: learn the output's shape from a one-token run
             out = self._run(np.full((1, 1), self.pad_id, np.int64), np.ones((1, 1), np.int64))
             data = self._packed_array(out, int(extra_rows))

@@ -31,6 +31,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from ...errors import InputValueError
 from ...scoring.scorer import BERTScorer
 from ...stages.text import pair_texts
 
@@ -163,9 +164,9 @@ class Batcher:
 
     def __init__(self, scorer: RequestScorer, max_batch: int = 32, max_wait: float = 0.005):
         if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+            raise InputValueError(f"max_batch must be at least 1, got {max_batch}")
         if not max_wait >= 0:
-            raise ValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
+            raise InputValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
         self.scorer = scorer
         self.max_batch = max_batch
         self.max_wait = max_wait

@@ -354,7 +354,7 @@ def _flag(tok_config: dict, key: str) -> bool:
     """A true/false option of tokenizer_config.json (ValueError naming it otherwise)."""
     value = tok_config.get(key)
     if not isinstance(value, bool):
-        raise ValueError(f"tokenizer_config.json {key} must be true or false, got {value!r}")
+        raise InputValueError(f"tokenizer_config.json {key} must be true or false, got {value!r}")
     return value
 
 

@@ -1,0 +1,231 @@
+"""The GPU path without a GPU: CUDA provider options as passed to ONNX Runtime (TF32 off unless
+precision="tf32"), device token budgets, IO binding on the CPU provider, the out-of-memory split,
+the GPU install's checks, and the device in the hash. GPU-only checks skip without CUDA."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import onnxruntime
+import pytest
+
+import rust_bertscore as rb
+from conftest import TINY, TINY_BERT, wmt_pairs
+from rust_bertscore.engine.settings import make_hash
+from rust_bertscore.errors import DeviceNotAvailableError
+from rust_bertscore.models import runtime as loading
+from rust_bertscore.models.runtime import load_runtime
+from rust_bertscore.stages import devices
+from rust_bertscore.stages import encoder as encoder_module
+
+CANDS, REFS = wmt_pairs()
+CUDA, CPU = devices.CUDA_PROVIDER, devices.CPU_PROVIDER
+HAS_CUDA = CUDA in onnxruntime.get_available_providers()
+
+
+# ---- provider options -----------------------------------------------------------------------
+
+
+def test_cuda_provider_options_turn_tf32_off_unless_asked() -> None:
+    both = [CUDA, CPU]
+    assert devices.select_providers(None, available=both) == [(CUDA, {"use_tf32": "0"}), CPU]
+    assert devices.select_providers("cuda", available=both) == [(CUDA, {"use_tf32": "0"}), CPU]
+    assert devices.select_providers("cuda:2", tf32=True, available=both) == [
+        (CUDA, {"device_id": "2", "use_tf32": "1"}),
+        CPU,
+    ]
+    assert devices.select_providers(None, available=[CPU]) == [CPU]
+    assert devices.select_providers("cpu", tf32=True, available=both) == [CPU]
+    with pytest.raises(ValueError, match="cuda:N"):
+        devices.select_providers("cuda:x", available=both)
+    with pytest.raises(DeviceNotAvailableError, match=r"rust-bertscore\[gpu\]"):
+        devices.select_providers("cuda", available=[CPU])
+
+
+class SessionSpy:
+    """Stands in for ``onnxruntime.InferenceSession``: records what it is given, runs on the
+    CPU provider."""
+
+    calls: ClassVar[list[dict]] = []
+
+    def __init__(self, graph, options, providers, disabled_optimizers=()):
+        SessionSpy.calls.append(
+            {
+                "providers": providers,
+                "disabled": list(disabled_optimizers),
+                "tf32_env": os.environ.get(devices.TF32_OVERRIDE_ENV),
+            }
+        )
+        self.inner = REAL_SESSION(
+            graph, options, providers=[CPU], disabled_optimizers=disabled_optimizers
+        )
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+REAL_SESSION = onnxruntime.InferenceSession
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch: pytest.MonkeyPatch):
+    """onnxruntime that offers CUDA and records the sessions asked for; NVIDIA_TF32_OVERRIDE
+    unset (and restored after)."""
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: [CUDA, CPU])
+    monkeypatch.setattr(onnxruntime, "InferenceSession", SessionSpy)
+    monkeypatch.setenv(devices.TF32_OVERRIDE_ENV, "unset")
+    monkeypatch.delenv(devices.TF32_OVERRIDE_ENV)
+    SessionSpy.calls = []
+    yield SessionSpy.calls
+    loading._load_runtime.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("precision", "tf32", "env"), [("fp32", "0", "0"), ("tf32", "1", None), ("fp16", "0", "0")]
+)
+def test_scorer_passes_the_cuda_options(fake_cuda, precision: str, tf32: str, env) -> None:
+    scorer = rb.BERTScorer(model_type=TINY_BERT, device="cuda", precision=precision)
+    (call,) = fake_cuda
+    assert call["providers"] == [(CUDA, {"use_tf32": tf32}), CPU]
+    # Set before the session (the CUDA provider's cuBLAS/cuDNN) starts, for float32 only.
+    assert call["tf32_env"] == env
+    assert ("NchwcTransformer" in call["disabled"]) == (precision == "fp16")
+    assert scorer.precision == precision
+    assert scorer.hash.endswith("" if precision == "fp32" else f"_{precision}")
+
+
+def test_tf32_override_left_alone_when_set(fake_cuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(devices.TF32_OVERRIDE_ENV, "1")
+    rb.BERTScorer(model_type=TINY_BERT, device="cuda")
+    assert fake_cuda[0]["tf32_env"] == "1"
+    assert not devices.prepare_tf32([(CUDA, {})])
+
+
+def test_precision_is_checked_and_named() -> None:
+    with pytest.raises(ValueError, match="'fp32', 'tf32', 'fp16', 'int8'"):
+        rb.BERTScorer(model_type=TINY_BERT, precision="bf16")
+    fp32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0)
+    tf32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0, precision="tf32")
+    assert fp32.device == tf32.device == "cpu"
+    assert tf32.hash == fp32.hash + "_tf32"
+    # The CPU has no TF32: the same graph, the same numbers.
+    for a, b in zip(fp32.score(CANDS[:20], REFS[:20]), tf32.score(CANDS[:20], REFS[:20])):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_device_is_named_in_the_hash() -> None:
+    cpu = make_hash("m", 3, False, False, False)
+    assert make_hash("m", 3, False, False, False, device="cuda") == cpu + "_cuda"
+    assert make_hash("m", 3, False, False, False, "fp16", device="cuda").endswith("_fp16_cuda")
+    scorer = rb.BERTScorer(model_type=TINY_BERT)  # device=None: CUDA only where ORT offers it
+    assert scorer.device == ("cuda" if HAS_CUDA else "cpu")
+    assert scorer.hash.endswith("_cuda") == HAS_CUDA
+
+
+# ---- the GPU install --------------------------------------------------------------------------
+
+
+def test_gpu_extra_and_install_checks() -> None:
+    if sys.version_info < (3, 11):
+        pytest.skip("tomllib")
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(r.startswith("onnxruntime-gpu") for r in project["optional-dependencies"]["gpu"])
+    assert "pip uninstall -y onnxruntime onnxruntime-gpu" in devices.GPU_INSTALL
+    assert "rust-bertscore[gpu]" in (root / "docs" / "gpu.md").read_text(encoding="utf-8")
+    assert devices.install_problem(["onnxruntime-gpu"]) is None
+    problem = devices.install_problem(["onnxruntime", "onnxruntime-gpu"])
+    assert problem is not None and "pip uninstall -y onnxruntime" in problem
+    # This venv has the CPU build alone.
+    assert devices.onnxruntime_distributions() == ["onnxruntime"]
+
+
+# ---- token budgets ----------------------------------------------------------------------------
+
+
+def test_token_budget_by_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(devices.MAX_TOKENS_ENV, raising=False)
+    assert devices.default_max_tokens([CPU]) == devices.DEFAULT_MAX_TOKENS == 4096
+    assert devices.default_max_tokens([(CUDA, {}), CPU]) == devices.CUDA_MAX_TOKENS
+    assert devices.CUDA_MAX_TOKENS >= 8 * devices.DEFAULT_MAX_TOKENS
+    monkeypatch.setenv(devices.MAX_TOKENS_ENV, "1000")
+    assert devices.default_max_tokens([(CUDA, {}), CPU]) == 1000
+    monkeypatch.setenv(devices.MAX_TOKENS_ENV, "lots")
+    with pytest.raises(ValueError, match=devices.MAX_TOKENS_ENV):
+        devices.default_max_tokens([CPU])
+
+
+def test_cuda_session_gets_the_cuda_budget(fake_cuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(devices.MAX_TOKENS_ENV, raising=False)
+    scorer = rb.BERTScorer(model_type=TINY_BERT, device="cuda")
+    # The budget follows the providers asked for (the spy's session then runs on the CPU).
+    assert scorer.runtime.encoder.max_tokens == devices.CUDA_MAX_TOKENS
+    assert scorer.runtime.encoder.provider_options[0] == (CUDA, {"use_tf32": "0"})
+
+
+# ---- IO binding and the out-of-memory split, on the CPU provider ------------------------------
+
+
+@pytest.mark.parametrize("all_layers", [False, True])
+def test_io_binding_gives_the_same_vectors(all_layers: bool) -> None:
+    runtime = load_runtime(TINY_BERT, None, all_layers=all_layers)
+    graph = runtime.encoder.graph
+    plain = encoder_module.Encoder(graph, device="cpu", io_binding=False, max_tokens=64)
+    bound = encoder_module.Encoder(graph, device="cpu", io_binding=True, max_tokens=64)
+    assert bound.io_binding and not plain.io_binding
+    ids = runtime.tokenizer.encode(CANDS[:30])
+    a, b = plain.embed_packed(ids, 8, extra_rows=3), bound.embed_packed(ids, 8, extra_rows=3)
+    rows = int(a.offsets[-1])
+    np.testing.assert_array_equal(a.offsets, b.offsets)
+    np.testing.assert_array_equal(a.data[..., :rows, :], b.data[..., :rows, :])
+    # run() hands back its own array, not the reused buffer.
+    first = bound.run(ids[:2])
+    kept = first.copy()
+    bound.run(ids[2:4])
+    np.testing.assert_array_equal(first, kept)
+
+
+def test_cuda_out_of_memory_splits_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = load_runtime(TINY_BERT, None)
+    enc = encoder_module.Encoder(runtime.encoder.graph, device="cpu", max_tokens=4096)
+    ids = runtime.tokenizer.encode(CANDS[:40])
+    want = enc.embed_packed(ids, 64)
+    session = enc.session
+    limit = 300  # padded tokens the "device" holds
+
+    class SmallDevice:
+        def __getattr__(self, name):
+            return getattr(session, name)
+
+        def run(self, names, feeds):
+            if feeds["input_ids"].size > limit:
+                raise RuntimeError("[ONNXRuntimeError] : 6 : CUDA failure 2: out of memory")
+            return session.run(names, feeds)
+
+    monkeypatch.setattr(enc, "session", SmallDevice())
+    with pytest.raises(MemoryError, match="batch of"):  # the CPU does not split
+        enc.embed_packed(ids, 64)
+    monkeypatch.setattr(enc, "providers", [CUDA, CPU])
+    got = enc.embed_packed(ids, 64)
+    assert enc.max_tokens <= limit
+    np.testing.assert_array_equal(got.order, want.order)
+    np.testing.assert_allclose(got.data, want.data, atol=2e-5)
+
+
+# ---- GPU only -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs onnxruntime-gpu and a CUDA device")
+@pytest.mark.parametrize("family", ["bert", "t5", "convbert"])
+def test_cuda_fp32_matches_the_cpu(family: str) -> None:
+    model = str(TINY / family)
+    cpu = rb.BERTScorer(model_type=model, device="cpu", cache_bytes=0)
+    cuda = rb.BERTScorer(model_type=model, device="cuda", cache_bytes=0)
+    for a, b in zip(cpu.score(CANDS, REFS), cuda.score(CANDS, REFS)):
+        np.testing.assert_allclose(a, b, atol=1e-5)  # TF32 would be ~1e-2 off (issue 28)
