@@ -21,7 +21,7 @@ import rust_bertscore as rb
 from conftest import REFERENCE, TINY
 from rust_bertscore.analyses.corpus import document_frequencies, idf_dict
 from rust_bertscore.cli.common import progress_bar
-from rust_bertscore.cli.inputs import looks_like_path
+from rust_bertscore.cli.text_files import looks_like_path
 from rust_bertscore.stages.rescale import read_baseline
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from .common import (
     scorer_options,
     scorer_settings,
 )
-from .inputs import text_or_line
+from .text_files import text_or_line
 
 EPILOG = """\
 examples:

@@ -49,7 +49,7 @@ from .common import (
     progress_bar,
     warning_line,
 )
-from .inputs import text_or_line
+from .text_files import text_or_line
 
 SUBCOMMANDS = (
     "score",

@@ -24,7 +24,7 @@ from .common import (
     scorer_options,
     scorer_settings,
 )
-from .inputs import read_lines
+from .text_files import read_lines
 
 EPILOG = """\
 examples:

@@ -7,18 +7,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, Union
+from typing import Union
 
-from ..stages.text import check_text
 from .common import CliError
+from .text_files import (
+    bad_text,
+    count_lines,
+    decoding,
+    looks_like_path,
+    not_a_file,
+    open_text,
+    strip_newline,
+)
 
 Refs = Union[list[str], list[list[str]]]
-
-_PATH_SUFFIX = re.compile(r"[^./\\]\.[A-Za-z0-9]{2,6}$")
 
 
 @dataclass(frozen=True)
@@ -106,68 +111,6 @@ class Source:
         raise NotImplementedError
 
 
-def looks_like_path(text: str) -> bool:
-    """True for a value that is surely meant as a file name (no spaces; a slash or a suffix)."""
-    if not text or any(c.isspace() for c in text):
-        return False
-    return "/" in text or os.sep in text or bool(_PATH_SUFFIX.search(text))
-
-
-def _open_text(path: Path, errors: str = "strict") -> TextIO:
-    # errors="surrogateescape": invalid UTF-8 bytes become lone surrogates, which check_text
-    # reports line by line (--on-error null).
-    try:
-        return open(path, encoding="utf-8", errors=errors)
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CliError(f"{path}: is a directory, expected a file of one text per line") from None
-    except PermissionError:
-        raise CliError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise CliError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
-def _first_bad_utf8_line(path: Path) -> int:
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
-    return 0
-
-
-@contextlib.contextmanager
-def _decoding(path: Path) -> Iterator[None]:
-    """Turn a UTF-8 error while reading ``path`` into a message naming its line."""
-    try:
-        yield
-    except UnicodeDecodeError as e:
-        line = _first_bad_utf8_line(path)
-        where = f"{path}:{line}" if line else str(path)
-        raise CliError(f"{where}: not valid UTF-8 text ({e.reason})") from None
-
-
-def _strip_newline(line: str) -> str:
-    return line[:-1] if line.endswith("\n") else line
-
-
-def count_lines(path: Path, errors: str = "strict") -> int:
-    """Lines of a text file as Python iterates them (a last line without newline counts)."""
-    with _open_text(path, errors) as f, _decoding(path):
-        return sum(1 for _ in f)
-
-
-def _bad_text(text: str, where: str) -> str | None:
-    """``where: problem`` when ``text`` cannot be encoded, else None."""
-    try:
-        check_text(text, "the text")
-    except (TypeError, ValueError) as e:
-        return f"{where}: {e}"
-    return None
-
-
 class LineFiles(Source):
     """A candidate file and one or more reference files, one text per line, in step.
 
@@ -199,14 +142,14 @@ class LineFiles(Source):
             yield from _chunked_with_errors(self._checked_lines(), size)
             return
         with contextlib.ExitStack() as stack:
-            files = [stack.enter_context(_open_text(p)) for p in [self.cand, *self.refs]]
+            files = [stack.enter_context(open_text(p)) for p in [self.cand, *self.refs]]
             single = len(files) == 2
             pairs = (
                 (
-                    _strip_newline(lines[0]),
-                    _strip_newline(lines[1])
+                    strip_newline(lines[0]),
+                    strip_newline(lines[1])
                     if single
-                    else [_strip_newline(line) for line in lines[1:]],
+                    else [strip_newline(line) for line in lines[1:]],
                 )
                 for lines in zip(*files)
             )
@@ -222,14 +165,14 @@ class LineFiles(Source):
         """(candidate, reference(s), problem) of every line; a bad line's texts are empty."""
         paths = [self.cand, *self.refs]
         with contextlib.ExitStack() as stack:
-            files = [stack.enter_context(_open_text(p, self._errors)) for p in paths]
+            files = [stack.enter_context(open_text(p, self._errors)) for p in paths]
             for number, lines in enumerate(zip(*files), start=1):
-                texts = [_strip_newline(line) for line in lines]
+                texts = [strip_newline(line) for line in lines]
                 problem = next(
                     (
                         bad
                         for path, text in zip(paths, texts)
-                        if (bad := _bad_text(text, f"{path}:{number}")) is not None
+                        if (bad := bad_text(text, f"{path}:{number}")) is not None
                     ),
                     None,
                 )
@@ -243,10 +186,10 @@ class LineFiles(Source):
             yield from _good_ref_chunks(self, size)
             return
         for path in self.refs:
-            with _open_text(path) as f:
+            with open_text(path) as f:
                 chunk: list[str] = []
                 for line in f:
-                    chunk.append(_strip_newline(line))
+                    chunk.append(strip_newline(line))
                     if len(chunk) == size:
                         yield chunk
                         chunk = []
@@ -305,7 +248,7 @@ class JsonlFile(Source):
             yield record
 
     def _numbered(self) -> Iterator[tuple[int, tuple[str, list[str]]]]:
-        with _open_text(self.path) as f, _decoding(self.path):
+        with open_text(self.path) as f, decoding(self.path):
             for number, line in enumerate(f, start=1):
                 if line.strip():
                     yield number, self._parse(line, number)
@@ -315,7 +258,7 @@ class JsonlFile(Source):
         line (not JSON, fields missing or of the wrong type, text not encodable) gives empty
         texts and its problem instead of a ``CliError``."""
         errors = "surrogateescape" if self.on_error == "null" else "strict"
-        with _open_text(self.path, errors) as f, _decoding(self.path):
+        with open_text(self.path, errors) as f, decoding(self.path):
             for number, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -324,7 +267,7 @@ class JsonlFile(Source):
                     continue
                 where = f"{self.path}:{number}"
                 try:
-                    bad = _bad_text(line, where)
+                    bad = bad_text(line, where)
                     if bad is not None:
                         raise CliError(bad)
                     cand, refs = self._parse(line, number)
@@ -332,7 +275,7 @@ class JsonlFile(Source):
                         (self.cand_field, cand),
                         *((self.ref_field, r) for r in refs),
                     ]:
-                        bad = _bad_text(text, f"{where}: field {what!r}")
+                        bad = bad_text(text, f"{where}: field {what!r}")
                         if bad is not None:
                             raise CliError(bad)
                 except CliError as e:
@@ -491,54 +434,15 @@ def open_source(
     if os.path.isfile(cand):
         for ref in refs:
             if not os.path.isfile(ref):
-                raise CliError(_not_a_file(ref, "reference"))
+                raise CliError(not_a_file(ref, "reference"))
         return LineFiles(Path(cand), [Path(r) for r in refs], on_error)
     ref_files = [r for r in refs if os.path.isfile(r)]
     if ref_files:
         raise CliError(
-            _not_a_file(cand, "candidate")
+            not_a_file(cand, "candidate")
             + f" (-r names the file {ref_files[0]}, so -c must name one too)"
         )
     for text, role in [(cand, "candidate"), *((r, "reference") for r in refs)]:
         if os.path.isdir(text) or looks_like_path(text):
-            raise CliError(_not_a_file(text, role))
+            raise CliError(not_a_file(text, role))
     return TextPair(cand, refs)
-
-
-def _not_a_file(path: str, role: str) -> str:
-    if os.path.isdir(path):
-        return f"{role} file {path}: is a directory"
-    return f"{role} file {path}: no such file"
-
-
-def read_lines(path: Path) -> list[str]:
-    """Every line of a UTF-8 text file, without newlines (errors name the file and line)."""
-    with _open_text(path) as f, _decoding(path):
-        return [_strip_newline(line) for line in f]
-
-
-def text_or_line(value: str, role: str, flag: str, line: int | None) -> str:
-    """One text for ``align``/``show``: ``value`` itself, or, when it names an existing file
-    (one text per line, as ``score`` reads it), its only line or line ``line`` (``--line N``).
-
-    A file of several lines without ``--line``, a line out of range, or a value that looks like
-    a path but names no file are usage errors naming the file.
-    """
-    if os.path.isfile(value):
-        lines = read_lines(Path(value))
-        if not lines:
-            raise CliError(f"{role} file {value}: empty file, no text to use")
-        if line is not None:
-            if not 1 <= line <= len(lines):
-                raise CliError(f"--line {line}: {role} file {value} has lines 1..{len(lines)}")
-            return lines[line - 1]
-        if len(lines) > 1:
-            raise CliError(
-                f"{role} file {value} has {len(lines)} lines; this command takes one pair: pick "
-                f"one with --line N (1..{len(lines)}), or score every line with "
-                f"`rust-bertscore score -c FILE -r FILE`"
-            )
-        return lines[0]
-    if os.path.isdir(value) or looks_like_path(value):
-        raise CliError(_not_a_file(value, role) + f" (given as {flag})")
-    return value
