@@ -53,6 +53,15 @@ class FastIds:
         return self.tokenizer.id_to_token(token_id)
 
 
+def read_tokenizer_json(path: Path) -> Tokenizer:
+    """``path`` (a ``tokenizer.json``) as a ``tokenizers.Tokenizer``; InputValueError naming the
+    file when the library cannot read it."""
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # the Rust side raises a plain Exception
+        raise InputValueError(f"cannot load {path}: {e}") from e
+
+
 def load_fast_tokenizer(
     model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
 ) -> Tokenizer:
@@ -65,10 +74,7 @@ def load_fast_tokenizer(
             return qwen2
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
-        try:
-            tokenizer = Tokenizer.from_file(str(tokenizer_json))
-        except Exception as e:  # the Rust side raises a plain Exception
-            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
+        tokenizer = read_tokenizer_json(tokenizer_json)
         no_builtin_prefix_space(tokenizer)
         wordpiece_unknown_as_added_token(tokenizer)
         return tokenizer
@@ -131,10 +137,7 @@ def load_use_fast_tokenizer(
         )
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
-        try:
-            tokenizer = Tokenizer.from_file(str(tokenizer_json))
-        except Exception as e:  # the Rust side raises a plain Exception
-            raise InputValueError(f"cannot load {tokenizer_json}: {e}") from e
+        tokenizer = read_tokenizer_json(tokenizer_json)
     elif cls.sentencepiece is not None:
         raise InputValueError(
             f"use_fast_tokenizer=True needs the fast tokenizer of {model_dir} (tokenizer.json), "
