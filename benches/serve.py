@@ -15,9 +15,10 @@
    in-process scorer's (they must be equal).
 
 Run: ``python -m benches.serve [--bert-score-python .venv-bench/bin/python] [--requests N]
-[--clients N] [--pairs N] [--single N] [--json PATH]``. Needs the WMT files (skips without)
-and the extra ``[serve]``.
-"""
+[--clients N] [--pairs N] [--single N] [--device cuda] [--precision fp16] [--json PATH]``
+(``make bench-serve``). Needs the WMT files (skips without) and the extra ``[serve]``. On a GPU
+host, ``--device cuda`` runs ours, the servers and bert_score (torch with CUDA in the bench venv)
+on the GPU."""
 
 from __future__ import annotations
 
@@ -35,17 +36,25 @@ from typing import Any
 
 import numpy as np
 
-from benches.common import default_model_dir, load_average, print_rows, wmt_pairs
+from benches.common import (
+    default_model_dir,
+    encoder_flops,
+    load_average,
+    print_rows,
+    sgemm_rate,
+    wmt_pairs,
+)
 
 BERT_SCORE_LOOP = r"""
 import json, sys, time
 import bert_score, numpy as np
 model, layers, path, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+device = sys.argv[5]
 if threads:
     import torch
     torch.set_num_threads(threads)
 pairs = json.load(open(path, encoding="utf-8"))
-scorer = bert_score.BERTScorer(model_type=model, num_layers=layers, device="cpu")
+scorer = bert_score.BERTScorer(model_type=model, num_layers=layers, device=device)
 for c, r in pairs[:10]:
     scorer.score([c], [r])
 times = []
@@ -57,11 +66,21 @@ print(json.dumps({"times": times}))
 """
 
 
-def one_pair_times(cands: list[str], refs: list[str]) -> list[float]:
+def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``BERTScorer`` keywords of ``--device`` and ``--precision``."""
+    return {"device": args.device, "precision": args.precision}
+
+
+def server_flags(args: argparse.Namespace) -> list[str]:
+    """``rust-bertscore serve`` flags of ``--device`` and ``--precision``."""
+    return [*(["--device", args.device] if args.device else []), "--precision", args.precision]
+
+
+def one_pair_times(cands: list[str], refs: list[str], **options: Any) -> list[float]:
     """Seconds of each ``score([c], [r])`` call of a reused scorer (after 10 warm-up calls)."""
     from rust_bertscore import BERTScorer
 
-    scorer = BERTScorer()
+    scorer = BERTScorer(**options)
     for c, r in zip(cands[:10], refs[:10]):
         scorer.score([c], [r])
     times = []
@@ -72,11 +91,11 @@ def one_pair_times(cands: list[str], refs: list[str]) -> list[float]:
     return times
 
 
-def cached_pair_time(cand: str, ref: str, calls: int = 200) -> float:
+def cached_pair_time(cand: str, ref: str, calls: int = 200, **options: Any) -> float:
     """Median seconds of scoring the same pair again with a reused scorer (cache hits)."""
     from rust_bertscore import BERTScorer
 
-    scorer = BERTScorer()
+    scorer = BERTScorer(**options)
     scorer.score([cand], [ref])
     times = []
     for _ in range(calls):
@@ -87,15 +106,15 @@ def cached_pair_time(cand: str, ref: str, calls: int = 200) -> float:
 
 
 def bert_score_one_pair(
-    python: str, cands: list[str], refs: list[str], threads: int
+    python: str, cands: list[str], refs: list[str], threads: int, device: str = "cpu"
 ) -> list[float] | None:
     """bert_score's seconds per one-pair call, in the bench venv (``threads`` torch threads, 0:
-    torch's default); None when it cannot run."""
+    torch's default; ``device``: torch's); None when it cannot run."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pairs.json"
         path.write_text(json.dumps(list(zip(cands, refs))), encoding="utf-8")
         model = str(default_model_dir())
-        cmd = [python, "-c", BERT_SCORE_LOOP, model, "6", str(path), str(threads)]
+        cmd = [python, "-c", BERT_SCORE_LOOP, model, "6", str(path), str(threads), device]
         env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
     if out.returncode != 0:
@@ -104,11 +123,27 @@ def bert_score_one_pair(
     return list(json.loads(out.stdout.strip().splitlines()[-1])["times"])
 
 
+def arithmetic_floor(
+    args: argparse.Namespace, requests: list[tuple[list[str], list[str]]]
+) -> tuple[float, float] | None:
+    """(seconds per request, NumPy's sgemm FLOP/s): the encoder's arithmetic over each request's
+    real tokens (``encoder_flops``), at the float32 GEMM peak measured now: no float32 CPU
+    encoder does a request in less. None on a GPU or at another precision."""
+    if (args.device or "cpu") != "cpu" or args.precision != "fp32":
+        return None
+    from rust_bertscore import BERTScorer
+
+    scorer = BERTScorer()
+    peak = sgemm_rate(2.0)
+    flops = [encoder_flops(scorer, [*c, *r], 64)[0] for c, r in requests]
+    return float(np.mean(flops)) / peak, peak
+
+
 # -- the server ---------------------------------------------------------------------------------
 
 
-def start_server(max_batch: int) -> tuple[subprocess.Popen, int]:
-    cmd = [sys.executable, "-m", "rust_bertscore", "serve", "--port", "0", "-q"]
+def start_server(max_batch: int, flags: list[str]) -> tuple[subprocess.Popen, int]:
+    cmd = [sys.executable, "-m", "rust_bertscore", "serve", "--port", "0", "-q", *flags]
     proc = subprocess.Popen(
         [*cmd, "--max-batch", str(max_batch)],
         stdout=subprocess.DEVNULL,
@@ -198,7 +233,7 @@ def serve_rows(args: argparse.Namespace, cands: list[str], refs: list[str]) -> d
     warm = [{"cands": cands[-k:], "refs": refs[-k:]}]
     results: dict[str, Any] = {}
     # In-process: one reused scorer, the same requests one after another.
-    scorer = BERTScorer()
+    scorer = BERTScorer(**scorer_options(args))
     scorer.score(warm[0]["cands"], warm[0]["refs"])
     latencies, expected = [], []
     t0 = time.perf_counter()
@@ -208,7 +243,7 @@ def serve_rows(args: argparse.Namespace, cands: list[str], refs: list[str]) -> d
         latencies.append(time.perf_counter() - t1)
     results["in-process BERTScorer, request by request"] = (time.perf_counter() - t0, latencies)
     for label, max_batch in (("server, batching off", 1), ("server, batching on", 32)):
-        proc, port = start_server(max_batch)
+        proc, port = start_server(max_batch, server_flags(args))
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             post(conn, warm[0])
@@ -239,12 +274,22 @@ def main() -> int:
         default=0,
         help="threads for the one-pair figures, ours and torch's (0: each library's default)",
     )
+    parser.add_argument(
+        "--device", default=None, help="cpu or cuda, ours and bert_score's (default: ours picks)"
+    )
+    parser.add_argument(
+        "--precision", default="fp32", choices=("fp32", "tf32", "fp16", "int8"), help="ours"
+    )
     args = parser.parse_args()
     loaded = wmt_pairs("serve", args.requests * args.pairs + args.pairs + args.single + 10)
     if loaded is None:
         return 0
     cands, refs = loaded
-    out: dict[str, Any] = {"load_average_start": load_average()}
+    out: dict[str, Any] = {
+        "load_average_start": load_average(),
+        "device": args.device or "default",
+        "precision": args.precision,
+    }
 
     # 1. One pair at a time (pairs from the end of the file: not those of the load test).
     sc, sr = cands[-(args.single + 10) :], refs[-(args.single + 10) :]
@@ -252,11 +297,13 @@ def main() -> int:
         import rust_bertscore
 
         rust_bertscore.set_num_threads(args.threads)
-    ours = one_pair_times(sc, sr)
+    options = scorer_options(args)
+    ours = one_pair_times(sc, sr, **options)
     theirs = None
     if args.bert_score_python:
-        theirs = bert_score_one_pair(args.bert_score_python, sc, sr, args.threads)
-    ours += one_pair_times(sc, sr)
+        torch_device = "cuda" if (args.device or "cpu").startswith("cuda") else "cpu"
+        theirs = bert_score_one_pair(args.bert_score_python, sc, sr, args.threads, torch_device)
+    ours += one_pair_times(sc, sr, **options)
     threads = f"{args.threads} thread(s)" if args.threads else "default threads"
     out["one_pair_threads"] = args.threads
     rows = [("one pair, reused BERTScorer (median)", f"{1000 * np.median(ours):.2f} ms", threads)]
@@ -266,7 +313,22 @@ def main() -> int:
         rows.append(("bert_score 0.3.13, same pairs", f"{1000 * np.median(theirs):.2f} ms", ""))
         rows.append(("bert_score / ours", f"{ratio:.2f}x", "target >= 3x"))
         out["bert_score_one_pair_ms"] = 1000 * float(np.median(theirs))
-    cached = cached_pair_time(sc[0], sr[0])
+    floor = arithmetic_floor(args, [([c], [r]) for c, r in zip(sc[10:], sr[10:])])
+    if floor is not None:
+        seconds, peak = floor
+        rows.append(
+            (
+                "one pair's arithmetic at NumPy's sgemm peak",
+                f"{1000 * seconds:.2f} ms",
+                f"{peak / 1e9:.0f} GFLOP/s; no fp32 encoder here is faster",
+            )
+        )
+        out["one_pair_floor_ms"] = 1000 * seconds
+        out["sgemm_gflops"] = peak / 1e9
+        if theirs:
+            best = np.median(theirs) / seconds
+            rows.append(("bert_score / that floor", f"{best:.2f}x", "the most any fp32 run shows"))
+    cached = cached_pair_time(sc[0], sr[0], **options)
     rows.append(("the same pair again (cache)", f"{1000 * cached:.3f} ms", ""))
     out["cached_pair_ms"] = 1000 * cached
     print_rows(rows)
@@ -287,6 +349,21 @@ def main() -> int:
     if base:
         on = out["server, batching on"]["requests_per_s"]
         table.append(("batching on / off", f"{on / base:.2f}x", "target >= 3x"))
+        k = args.pairs
+        floor = arithmetic_floor(
+            args,
+            [(cands[i * k : (i + 1) * k], refs[i * k : (i + 1) * k]) for i in range(args.requests)],
+        )
+        if floor is not None:
+            most = 1 / floor[0]
+            table.append(
+                (
+                    "requests/s at NumPy's sgemm peak",
+                    f"{most:.1f} req/s",
+                    f"{most / base:.2f}x the unbatched server: batching's ceiling here",
+                )
+            )
+            out["floor_requests_per_s"] = most
     print(
         f"\n{args.requests} requests of {args.pairs} WMT pairs, {args.clients} concurrent "
         "clients, loopback"
