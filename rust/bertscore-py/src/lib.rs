@@ -4,20 +4,26 @@
 //! through [`errors::detach`] for the work, and returns NumPy arrays. Core errors become
 //! `KernelError`, a `ValueError` (a thread-pool failure `ThreadPoolError`, a `RuntimeError`),
 //! both subclasses of the package's `RustBertScoreError` (see [`errors`]); wrong dtypes are
-//! `TypeError`. The
-//! signatures and docs seen from Python are in `python/rust_bertscore/_core.pyi`.
+//! `TypeError`. The signatures and docs seen from Python are in
+//! `python/rust_bertscore/_core.pyi`.
+//!
+//! The scoring functions (one-to-one, pairwise, ragged, the padding floor, the multi-reference
+//! max, rescaling) and the thread settings are here; [`vectors`] has `l2_norm`, `normalize`
+//! and `dot`, [`idf`] the IDF weights, [`stats`] the significance tests, and [`arrays`] reads
+//! the NumPy and sequence arguments.
 
 mod arrays;
 mod errors;
+mod idf;
 mod stats;
+mod vectors;
 
 use bertscore_core as core;
 use bertscore_core::{EmbeddedText, Ragged, ScoreOptions};
-use ndarray::{Array, ArrayView1, ArrayView2, Dimension, Ix1, Ix2, IxDyn};
+use ndarray::{Array, Dimension, Ix1, Ix2, IxDyn};
 use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyUntypedArrayMethods};
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use crate::arrays::{flag_array, float_array, index_array, items, FloatArray, PyTexts};
 use crate::errors::{detach, threads_arg};
@@ -28,8 +34,6 @@ type Triple<'py, D> = (
     Bound<'py, PyArray<f32, D>>,
     Bound<'py, PyArray<f32, D>>,
 );
-
-type IdfTable<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>);
 
 /// Hands precision, recall and F1 (of `Scores` or of a `ScoreMatrix`) to NumPy without a copy.
 fn prf_to_py<D: Dimension>(py: Python<'_>, [p, r, f]: [Array<f32, D>; 3]) -> Triple<'_, D> {
@@ -49,12 +53,6 @@ fn detach_texts<T: Send>(
         let (c, r) = (cv.into_f32(), rv.into_f32());
         work(&c.texts(), &r.texts())
     })
-}
-
-/// `num_docs` from Python as a count, rejecting negative values.
-fn num_docs_arg(num_docs: i64) -> PyResult<usize> {
-    usize::try_from(num_docs)
-        .map_err(|_| crate::errors::invalid(format!("num_docs must be >= 0, got {num_docs}")))
 }
 
 fn options(normalize: bool, num_threads: Option<i64>) -> PyResult<ScoreOptions> {
@@ -355,200 +353,6 @@ fn rescale<'py>(
     Ok(y.into_pyarray(py))
 }
 
-/// A 1-D or 2-D float array, as the vector functions take.
-fn vector_or_rows<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<FloatArray<'py, IxDyn>> {
-    let a = float_array::<IxDyn>(obj, &|| what.to_owned())?;
-    let ndim = match &a {
-        FloatArray::F32(a) => a.ndim(),
-        FloatArray::F64(a) => a.ndim(),
-    };
-    if ndim == 1 || ndim == 2 {
-        Ok(a)
-    } else {
-        Err(crate::errors::invalid(format!(
-            "{what} must be a 1-D vector or a 2-D array of rows, got {ndim}-D"
-        )))
-    }
-}
-
-/// Result of a vector function: a float for a vector, an array for rows.
-enum Reduced {
-    Scalar(f32),
-    Rows(ndarray::Array1<f32>),
-}
-
-impl Reduced {
-    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        match self {
-            Reduced::Scalar(x) => Ok(f64::from(x).into_pyobject(py)?.into_any()),
-            Reduced::Rows(a) => Ok(a.into_pyarray(py).into_any()),
-        }
-    }
-}
-
-fn as_1d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ArrayView1<'_, f32>> {
-    a.into_dimensionality::<Ix1>().ok()
-}
-
-fn as_2d(a: ndarray::ArrayViewD<'_, f32>) -> Option<ArrayView2<'_, f32>> {
-    a.into_dimensionality::<Ix2>().ok()
-}
-
-/// Reads the argument `a` (see [`vector_or_rows`]) and, with the GIL released, runs `vector`
-/// on it if it is 1-D or `rows` if it is 2-D (float64 converted to float32 first).
-fn detach_vector_or_rows<T: Send>(
-    py: Python<'_>,
-    a: &Bound<'_, PyAny>,
-    vector: impl FnOnce(ArrayView1<'_, f32>) -> T + Send,
-    rows: impl FnOnce(ArrayView2<'_, f32>) -> T + Send,
-) -> PyResult<T> {
-    let a = vector_or_rows(a, "a")?;
-    let av = a.view();
-    detach(py, move || {
-        let a = av.into_f32();
-        let v = a.view();
-        match (as_1d(v.view()), as_2d(v.view())) {
-            (Some(x), _) => Ok(vector(x)),
-            (_, Some(x)) => Ok(rows(x)),
-            // vector_or_rows has let through only 1-D and 2-D arrays.
-            _ => Err(core::KernelError::InvalidArgument {
-                what: "a",
-                problem: format!(
-                    "must be a 1-D vector or a 2-D array of rows, got {}-D",
-                    v.ndim()
-                ),
-            }),
-        }
-    })
-}
-
-/// Euclidean norm of a vector (float) or of each row (array).
-#[pyfunction]
-fn l2_norm<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    detach_vector_or_rows(
-        py,
-        a,
-        |x| Reduced::Scalar(core::l2_norm(x)),
-        |x| Reduced::Rows(core::l2_norm_rows(x)),
-    )?
-    .into_py(py)
-}
-
-/// A vector, or each row, divided by its norm (zero vectors unchanged).
-#[pyfunction]
-fn normalize<'py>(py: Python<'py>, a: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-    let out = detach_vector_or_rows(
-        py,
-        a,
-        |x| core::normalize(x).into_dyn(),
-        |x| core::normalize_rows(x).into_dyn(),
-    )?;
-    Ok(out.into_pyarray(py))
-}
-
-/// Dot product of two vectors (float), or row-wise of two 2-D arrays (array).
-#[pyfunction]
-fn dot<'py>(
-    py: Python<'py>,
-    a: &Bound<'py, PyAny>,
-    b: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (a, b) = (vector_or_rows(a, "a")?, vector_or_rows(b, "b")?);
-    let (av, bv) = (a.view(), b.view());
-    let out = detach(py, move || {
-        let (a, b) = (av.into_f32(), bv.into_f32());
-        let (a, b) = (a.view(), b.view());
-        match (
-            as_1d(a.view()),
-            as_1d(b.view()),
-            as_2d(a.view()),
-            as_2d(b.view()),
-        ) {
-            (Some(x), Some(y), _, _) => core::dot(x, y).map(Reduced::Scalar),
-            (_, _, Some(x), Some(y)) => core::dot_rows(x, y).map(Reduced::Rows),
-            _ => Err(core::KernelError::LengthMismatch {
-                what: "the numbers of dimensions of a and b (both 1-D or both 2-D)",
-                left: a.ndim(),
-                right: b.ndim(),
-            }),
-        }
-    })?;
-    out.into_py(py)
-}
-
-/// One document's token ids as int64.
-fn doc_ids(obj: &Bound<'_, PyAny>, d: usize) -> PyResult<Vec<i64>> {
-    if obj.cast::<numpy::PyUntypedArray>().is_ok() {
-        return Ok(index_array(obj, &format!("docs[{d}]"))?.as_array().to_vec());
-    }
-    obj.extract::<Vec<i64>>().map_err(|_| {
-        crate::errors::wrong_type(format!(
-            "docs[{d}] must be a sequence of int token ids or a 1-D integer array"
-        ))
-    })
-}
-
-/// Reads the documents and computes their IDF weights with the GIL released.
-fn compute_idf(
-    py: Python<'_>,
-    docs: &Bound<'_, PyAny>,
-    num_docs: Option<i64>,
-    num_threads: Option<i64>,
-) -> PyResult<core::Idf<i64>> {
-    let threads = threads_arg(num_threads)?;
-    let num_docs = num_docs.map(num_docs_arg).transpose()?;
-    let docs: Vec<Vec<i64>> = items(docs, "docs")?
-        .iter()
-        .enumerate()
-        .map(|(d, doc)| doc_ids(doc, d))
-        .collect::<PyResult<_>>()?;
-    detach(py, move || {
-        let views: Vec<&[i64]> = docs.iter().map(Vec::as_slice).collect();
-        core::idf_weights(&views, num_docs, threads)
-    })
-}
-
-/// IDF weights `{id: ln((M + 1) / (df + 1))}` over token-id documents.
-#[pyfunction]
-#[pyo3(signature = (docs, num_docs=None, *, num_threads=None))]
-fn idf_weights<'py>(
-    py: Python<'py>,
-    docs: &Bound<'py, PyAny>,
-    num_docs: Option<i64>,
-    num_threads: Option<i64>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let idf = compute_idf(py, docs, num_docs, num_threads)?;
-    let out = PyDict::new(py);
-    for (id, w) in idf.weights {
-        out.set_item(id, w)?;
-    }
-    Ok(out)
-}
-
-/// The same IDF weights as two arrays: token ids (int64, ascending) and their weights (float64).
-#[pyfunction]
-#[pyo3(signature = (docs, num_docs=None, *, num_threads=None))]
-fn idf_table<'py>(
-    py: Python<'py>,
-    docs: &Bound<'py, PyAny>,
-    num_docs: Option<i64>,
-    num_threads: Option<i64>,
-) -> PyResult<IdfTable<'py>> {
-    let idf = compute_idf(py, docs, num_docs, num_threads)?;
-    let (ids, values) = detach(py, move || {
-        let mut entries: Vec<(i64, f64)> = idf.weights.into_iter().collect();
-        entries.sort_unstable_by_key(|&(id, _)| id);
-        Ok(entries.into_iter().unzip::<_, _, Vec<i64>, Vec<f64>>())
-    })?;
-    Ok((ids.into_pyarray(py), values.into_pyarray(py)))
-}
-
-/// IDF of a token seen in none of `num_docs` documents: `ln(num_docs + 1)`.
-#[pyfunction]
-fn idf_default(num_docs: i64) -> PyResult<f64> {
-    num_docs_arg(num_docs).map(core::idf_default)
-}
-
 /// The thread count the user set (set_num_threads, else RUST_BERTSCORE_NUM_THREADS), or None.
 #[pyfunction]
 fn requested_num_threads(py: Python<'_>) -> PyResult<Option<usize>> {
@@ -559,29 +363,6 @@ fn requested_num_threads(py: Python<'_>) -> PyResult<Option<usize>> {
 #[pyfunction]
 fn active_isa() -> &'static str {
     core::active_isa()
-}
-
-/// `ln((num_docs + 1) / (df + 1))` for each document frequency `df`.
-#[pyfunction]
-fn idf_from_frequencies<'py>(
-    py: Python<'py>,
-    df: &Bound<'py, PyAny>,
-    num_docs: i64,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let m = num_docs_arg(num_docs)?;
-    let df = index_array(df, "df")?;
-    let values = df
-        .as_array()
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| match usize::try_from(n) {
-            Ok(n) if n <= m => Ok(core::idf_value(n, m)),
-            _ => Err(crate::errors::invalid(format!(
-                "df[{i}] must be in 0..={m} (num_docs), got {n}"
-            ))),
-        })
-        .collect::<PyResult<Vec<f64>>>()?;
-    Ok(values.into_pyarray(py))
 }
 
 /// Sets the size of the shared thread pool.
@@ -610,12 +391,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pad_floor_flags_at, m)?)?;
     m.add_function(wrap_pyfunction!(multi_ref_max, m)?)?;
     m.add_function(wrap_pyfunction!(rescale, m)?)?;
-    m.add_function(wrap_pyfunction!(l2_norm, m)?)?;
-    m.add_function(wrap_pyfunction!(normalize, m)?)?;
-    m.add_function(wrap_pyfunction!(dot, m)?)?;
-    m.add_function(wrap_pyfunction!(idf_weights, m)?)?;
-    m.add_function(wrap_pyfunction!(idf_table, m)?)?;
-    m.add_function(wrap_pyfunction!(idf_default, m)?)?;
+    m.add_function(wrap_pyfunction!(vectors::l2_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(vectors::normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(vectors::dot, m)?)?;
+    m.add_function(wrap_pyfunction!(idf::idf_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(idf::idf_table, m)?)?;
+    m.add_function(wrap_pyfunction!(idf::idf_default, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(stats::bootstrap_ci, m)?)?;
@@ -624,7 +405,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NUM_THREADS_ENV", core::NUM_THREADS_ENV)?;
     m.add_function(wrap_pyfunction!(requested_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(active_isa, m)?)?;
-    m.add_function(wrap_pyfunction!(idf_from_frequencies, m)?)?;
+    m.add_function(wrap_pyfunction!(idf::idf_from_frequencies, m)?)?;
     m.add("ISA_ENV", core::ISA_ENV)?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Bindings of `bertscore_core::stats`: bootstrap intervals, paired bootstrap and paired
 //! approximate randomisation over float64 segment scores. The typed wrappers and result
-//! dataclasses are in `python/rust_bertscore/stats.py`.
+//! dataclasses are in `python/rust_bertscore/analyses/stats.py`.
 
 use bertscore_core::stats::{self, Resampling};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
