@@ -27,7 +27,6 @@ thread count; ``seed=None`` draws a fresh seed, reported in the result.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, Union, overload
@@ -35,7 +34,7 @@ from typing import TypeVar, Union, overload
 import numpy as np
 
 from .. import _core
-from ..errors import InputTypeError, KernelError
+from .stats_checks import check_count, check_paired, check_resampling, check_scores, check_seed
 
 ScoresLike = Union[np.ndarray, Sequence[float]]
 SystemsLike = Union[ScoresLike, Sequence[Sequence[float]], Mapping[str, ScoresLike]]
@@ -157,103 +156,6 @@ class PairedPermutation:
     seed: int
 
 
-# -- argument checks -------------------------------------------------------------------------------
-
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{name} must be an int >= 1, got {value!r}")
-    if value < 1:
-        raise KernelError(f"{name} must be at least 1, got {value}")
-    return int(value)
-
-
-def _seed(seed: object) -> int:
-    if seed is None:
-        return secrets.randbits(64)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InputTypeError(f"seed must be None or an int in [0, 2**64), got {seed!r}")
-    if not 0 <= seed < 2**64:
-        raise KernelError(f"seed must be None or an int in [0, 2**64), got {seed}")
-    return int(seed)
-
-
-def _confidence(confidence: object) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
-        raise InputTypeError(f"confidence must be a float in (0, 1), got {confidence!r}")
-    value = float(confidence)
-    if not 0.0 < value < 1.0:  # also rejects NaN
-        raise KernelError(f"confidence must be strictly between 0 and 1, got {value}")
-    return value
-
-
-def _vector(name: str, scores: object) -> np.ndarray:
-    try:
-        x = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputTypeError(
-            f"{name} must be a 1-D array of numbers, got {type(scores).__name__}"
-        ) from None
-    if x.ndim != 1:
-        raise KernelError(f"{name} must be a 1-D array of segment scores, got shape {x.shape}")
-    return np.ascontiguousarray(x)
-
-
-def _row_lengths(scores: object) -> list[int] | None:
-    """Lengths of the rows of a sequence of sequences (None if it is not one)."""
-    if isinstance(scores, (str, bytes)) or not isinstance(scores, Sequence):
-        return None
-    try:
-        return [len(row) for row in scores]
-    except TypeError:
-        return None
-
-
-def _systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
-    """``b`` as a (systems x segments) float64 array, its names (for a mapping) and whether it
-    was a single system."""
-    if isinstance(scores, Mapping):
-        if not scores:
-            raise KernelError("b is an empty mapping: give at least one system")
-        names = [str(k) for k in scores]
-        rows = [_vector(f"b[{k!r}]", v) for k, v in scores.items()]
-        lengths = {len(r) for r in rows}
-        if len(lengths) > 1:
-            sizes = ", ".join(f"{n}: {len(r)}" for n, r in zip(names, rows))
-            raise KernelError(f"the systems of b must have the same number of segments ({sizes})")
-        return np.ascontiguousarray(np.stack(rows)), names, False
-    try:
-        x = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):
-        row_lengths = _row_lengths(scores)
-        if row_lengths is not None and len(set(row_lengths)) > 1:
-            raise KernelError(
-                f"the systems (rows) of b must have the same number of segments, got {row_lengths}"
-            ) from None
-        raise InputTypeError(
-            f"b must be a 1-D or 2-D array of numbers or a mapping, got {type(scores).__name__}"
-        ) from None
-    if x.ndim == 1:
-        return np.ascontiguousarray(x[None, :]), None, True
-    if x.ndim == 2:
-        if x.shape[0] == 0:
-            raise KernelError("b has no systems (rows): give at least one")
-        return np.ascontiguousarray(x), None, False
-    raise KernelError(
-        f"b must be 1-D (one system) or 2-D (systems x segments), got shape {x.shape}"
-    )
-
-
-def _resampling(confidence: object, n_resamples: object, seed: object) -> tuple[float, int, int]:
-    """The checked ``(confidence, n_resamples, seed)`` of a bootstrap (a fresh seed for None)."""
-    return _confidence(confidence), _count("n_resamples", n_resamples), _seed(seed)
-
-
-def _paired(a: object, b: object) -> tuple[np.ndarray, np.ndarray, list[str] | None, bool]:
-    """Baseline ``a`` as a vector, then ``b`` as :func:`_systems` gives it."""
-    return (_vector("a", a), *_systems(b))
-
-
 _R = TypeVar("_R")
 
 
@@ -303,8 +205,8 @@ def bootstrap_ci(
     >>> round(ci.mean, 4), round(ci.ci_low, 2), round(ci.ci_high, 2)
     (0.5383, 0.51, 0.57)
     """
-    x = _vector("scores", scores)
-    conf, n, s = _resampling(confidence, n_resamples, seed)
+    x = check_scores("scores", scores)
+    conf, n, s = check_resampling(confidence, n_resamples, seed)
     mean, lo, hi = _core.bootstrap_ci(x, conf, n, s, num_threads=num_threads)
     return BootstrapCI(mean, lo, hi, conf, n, s)
 
@@ -371,8 +273,8 @@ def paired_bootstrap(
     >>> round(r["better"].delta, 6), r["better"].p_value < 0.01, r["same"].p_value > 0.5
     (0.1, True, True)
     """
-    x, ys, names, single = _paired(a, b)
-    conf, n, s = _resampling(confidence, n_resamples, seed)
+    x, ys, names, single = check_paired(a, b)
+    conf, n, s = check_resampling(confidence, n_resamples, seed)
     (_, alo, ahi), rows = _core.paired_bootstrap(x, ys, conf, n, s, num_threads=num_threads)
     out = [
         PairedBootstrap(ma, mb, d, lo, hi, p, alo, ahi, blo, bhi, conf, n, s)
@@ -435,8 +337,8 @@ def paired_permutation(
     >>> [r.p_value < 0.05 for r in paired_permutation(a, [a + 0.1, a - 0.1], seed=1)]
     [True, True]
     """
-    x, ys, names, single = _paired(a, b)
-    n, s = _count("n_trials", n_trials), _seed(seed)
+    x, ys, names, single = check_paired(a, b)
+    n, s = check_count("n_trials", n_trials), check_seed(seed)
     rows = _core.paired_permutation(x, ys, n, s, num_threads=num_threads)
     out = [PairedPermutation(ma, mb, d, p, n, s) for ma, mb, d, p in rows]
     return _as_given(out, names, single)

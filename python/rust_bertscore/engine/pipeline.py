@@ -15,7 +15,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,27 +24,19 @@ from .. import _core
 from ..errors import InputValueError
 from ..models.runtime import ModelRuntime
 from ..stages.embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
-from ..stages.options import ScoringOptions, f_beta
+from ..stages.options import ScoringOptions
 from ..stages.scored_tokens import ScoredTokens
 from ..stages.text import PairedTexts
-from ..stages.token_filter import drop_rows
 from ..store import EmbeddingStore
-from .rounds import block_step, explicit_floors, round_budget, rounds
-from .rules import check_weights, max_over_groups, score_weightless, warn_empty, weightless_sides
+from .blocks import BlockScorer, Progress
+from .rounds import block_step, explicit_floors, round_budget
+from .rules import max_over_groups
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
 from .vectors import CallMemo, VectorSource
 
 if TYPE_CHECKING:
     from ..stages.encoder import Encoder
     from ..stages.tokenization.tokenizer import TextTokenizer
-
-
-class Progress(Protocol):
-    """What the pipeline calls on a progress bar: ``update(pairs)`` and ``close()``."""
-
-    def update(self, n: int) -> object: ...
-
-    def close(self) -> object: ...
 
 
 def tqdm_progress(total: int) -> Progress:
@@ -358,16 +350,27 @@ class ScoringPipeline:
         """
         layers = self.layers
         hidden = self._runtime.encoder.hidden_size or 1024
-        budget = round_budget(self.round_bytes, hidden, layers)  # token rows per round
         n = len(paired.cands)
         out = np.zeros((3, layers, n), dtype=np.float32)
-        warned: set[str] = set()
-        cut: set[str] = set() if truncated is None else truncated
         progress = self.progress_bar(n) if verbose else None
         step = block_step(self.block_pairs, floor_batch)
-        # Each distinct text is encoded once a call, while the texts still to come fit in
-        # round_bytes (memory stays within about two rounds); past that, encoded again.
-        memo = CallMemo([*paired.cands, *paired.refs], self.round_bytes)
+        blocks = BlockScorer(
+            self.tokens,
+            self.vectors,
+            self.all_layers,
+            self.options.beta,
+            paired,
+            weights,
+            batch_size,
+            floor_batch,
+            budget=round_budget(self.round_bytes, hidden, layers),  # token rows per round
+            out=out,
+            cut=set() if truncated is None else truncated,
+            progress=progress,
+            # Each distinct text is encoded once a call, while the texts still to come fit in
+            # round_bytes (memory stays within about two rounds); past that, encoded again.
+            memo=CallMemo([*paired.cands, *paired.refs], self.round_bytes),
+        )
         for block in range(0, n, step):
             block_stop = min(block + step, n)
             block_floors = (
@@ -375,123 +378,7 @@ class ScoringPipeline:
                 if floors is None
                 else (floors[0][block:block_stop], floors[1][block:block_stop])
             )
-            self._score_block(
-                paired,
-                block,
-                block_stop,
-                weights,
-                batch_size,
-                floor_batch,
-                block_floors,
-                budget,
-                out,
-                warned,
-                cut,
-                progress,
-                memo,
-            )
+            blocks.score(block, block_stop, block_floors)
         if progress is not None:
             progress.close()
         return out if self.all_layers else out[:, 0, :]
-
-    def _score_block(
-        self,
-        paired: PairedTexts,
-        block: int,
-        block_stop: int,
-        weights: TokenWeights,
-        batch_size: int,
-        floor_batch: int | None,
-        floors: tuple[np.ndarray, np.ndarray] | None,
-        budget: int,
-        out: np.ndarray,
-        warned: set[str],
-        cut: set[str],
-        progress: Progress | None,
-        memo: CallMemo | None = None,
-    ) -> None:
-        """Score pairs ``[block, block_stop)`` into ``out`` (see :meth:`score_pairs`)."""
-        texts: dict[str, int] = {}
-        cand_idx = np.fromiter(
-            (texts.setdefault(t, len(texts)) for t in paired.cands[block:block_stop]),
-            np.int64,
-            block_stop - block,
-        )
-        ref_idx = np.fromiter(
-            (texts.setdefault(t, len(texts)) for t in paired.refs[block:block_stop]),
-            np.int64,
-            block_stop - block,
-        )
-        unique = list(texts)
-        tokenized = self.tokens.tokenize(unique)
-        ids, keep = tokenized.ids, tokenized.keep
-        cut.update(unique[i] for i in tokenized.cut)
-        warn_empty(tokenized.empty, cand_idx, ref_idx, warned)
-        text_weights = [weights.weights(t) for t in ids]
-        check_weights(text_weights, unique)
-        if keep is not None:  # excluded tokens: dropped from both sides (token_filter)
-            text_weights = [w[k] for w, k in zip(text_weights, keep)]
-        lengths = tokenized.lengths()
-        weightless = np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(ids))
-        two = tokenized.empty[cand_idx] | tokenized.empty[ref_idx]
-        floor_p: np.ndarray | None = None  # no floor: batch-independent
-        floor_r: np.ndarray | None = None
-        if floors is not None:
-            floor_p, floor_r = floors
-        elif floor_batch is not None:
-            floor_p, floor_r = _core.pad_floor_flags(
-                lengths[cand_idx], lengths[ref_idx], floor_batch
-            )
-        for lo, hi in rounds(lengths[cand_idx] + lengths[ref_idx], budget):
-            needed, inverse = np.unique(
-                np.concatenate([cand_idx[lo:hi], ref_idx[lo:hi]]), return_inverse=True
-            )
-            round_texts = [unique[i] for i in needed]
-            full, full_offsets, slot = self.vectors(
-                round_texts, [ids[i] for i in needed], batch_size, memo
-            )
-            by_slot = needed[np.argsort(slot)]
-            data, offsets = full, full_offsets
-            if keep is not None:
-                data, offsets = drop_rows(full, full_offsets, [keep[i] for i in by_slot])
-            packed_weights = np.concatenate([text_weights[i] for i in by_slot])
-            local = slot[inverse.reshape(-1)]
-            local_cand, local_ref = local[: hi - lo], local[hi - lo :]
-            round_floors = (
-                None if floor_p is None else floor_p[lo:hi],
-                None if floor_r is None else floor_r[lo:hi],
-            )
-            nan_sides = weightless_sides(
-                weightless[cand_idx[lo:hi]], weightless[ref_idx[lo:hi]], two[lo:hi]
-            )
-            unit = None  # the weightless texts' weights set to 1, for score_weightless
-            if nan_sides is not None:
-                flags = np.repeat(weightless[by_slot], np.diff(offsets))
-                unit = np.where(flags, 1.0, packed_weights).astype(np.float32)
-            for layer, vectors in enumerate(data if self.all_layers else data[None]):
-                p, r, f = _core.score_ragged(
-                    vectors,
-                    offsets,
-                    packed_weights,
-                    local_cand,
-                    local_ref,
-                    floor_precision=round_floors[0],
-                    floor_recall=round_floors[1],
-                )
-                if nan_sides is not None and unit is not None:
-                    score_weightless(
-                        (p, r, f), nan_sides, vectors, offsets, unit, local, round_floors
-                    )
-                out[0, layer, block + lo : block + hi] = p
-                out[1, layer, block + lo : block + hi] = r
-                out[2, layer, block + lo : block + hi] = f
-            if memo is not None:
-                uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
-                memo.after_round(round_texts, uses, full, full_offsets, slot, self.all_layers)
-            if progress is not None:
-                progress.update(hi - lo)
-        if self.options.beta != 1.0:
-            span = slice(block, block_stop)
-            out[2, :, span] = f_beta(out[0, :, span], out[1, :, span], self.options.beta)
-        # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
-        out[:2, :, block + np.flatnonzero(two)] = 0.0
