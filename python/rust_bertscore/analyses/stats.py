@@ -126,10 +126,8 @@ class PairedPermutation:
 
     Attributes
     ----------
-    mean_a, mean_b : float
-        Corpus means of A and B.
-    delta : float
-        ``mean_b - mean_a``.
+    mean_a, mean_b, delta : float
+        As in :class:`PairedBootstrap`: the corpus means of A and B, ``mean_b - mean_a``.
     p_value : float
         Two-sided p-value of "A and B score the same": ``(#{trials with |delta*| >= |delta|} +
         1) / (n_trials + 1)``. Small: they differ (the sign of ``delta`` says which is better).

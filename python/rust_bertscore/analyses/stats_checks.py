@@ -46,7 +46,7 @@ def check_count(name: str, value: object) -> int:
     >>> check_count("n_trials", 0)
     Traceback (most recent call last):
     ...
-    rust_bertscore.errors.KernelError: n_trials must be at least 1, got 0
+    rust_bertscore.KernelError: n_trials must be at least 1, got 0
     """
     count = _integer(name, value, "an int >= 1")
     if count < 1:
@@ -84,7 +84,7 @@ def check_confidence(confidence: object) -> float:
     >>> check_confidence(1.0)
     Traceback (most recent call last):
     ...
-    rust_bertscore.errors.KernelError: confidence must be strictly between 0 and 1, got 1.0
+    rust_bertscore.KernelError: confidence must be strictly between 0 and 1, got 1.0
     """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
         raise InputTypeError(f"confidence must be a float in (0, 1), got {confidence!r}")
@@ -106,7 +106,7 @@ def check_scores(name: str, scores: object) -> np.ndarray:
     >>> check_scores("a", [[0.5, 0.75]])
     Traceback (most recent call last):
     ...
-    rust_bertscore.errors.KernelError: a must be a 1-D array of segment scores, got shape (1, 2)
+    rust_bertscore.KernelError: a must be a 1-D array of segment scores, got shape (1, 2)
     """
     try:
         x = np.asarray(scores, dtype=np.float64)
@@ -142,7 +142,7 @@ def check_systems(scores: object) -> tuple[np.ndarray, list[str] | None, bool]:
     >>> check_systems({})
     Traceback (most recent call last):
     ...
-    rust_bertscore.errors.KernelError: b is an empty mapping: give at least one system
+    rust_bertscore.KernelError: b is an empty mapping: give at least one system
     """
     if isinstance(scores, Mapping):
         if not scores:

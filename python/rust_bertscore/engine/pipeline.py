@@ -6,7 +6,8 @@ model at one layer (a :class:`~rust_bertscore.models.runtime.ModelRuntime`), the
 texts and the token weights, and scores pairs with bert_score's rules: the padding floor (the
 kernel's ``pad_floor_flags``), empty and weightless texts, and the multi-reference max; and with
 the options bert_score does not have (:class:`~rust_bertscore.stages.options.ScoringOptions`): long
-texts in sliding windows, tokens left out of matching, F-beta.
+texts in sliding windows, tokens left out of matching, F-beta. Each block of pairs is scored by a
+:class:`~rust_bertscore.engine.blocks.BlockScorer` (``engine/blocks.py``).
 """
 
 from __future__ import annotations
