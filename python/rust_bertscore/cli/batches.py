@@ -19,7 +19,7 @@ import numpy as np
 from ..analyses.corpus import BatchMaxima, pair_lengths
 from ..engine.settings import Scores
 from ..scoring.scorer import BERTScorer
-from .inputs import Chunk, Source
+from .chunks import Chunk, Source
 
 
 def aligned_chunk_size(size: int, group_size: int, batch_size: int) -> int:

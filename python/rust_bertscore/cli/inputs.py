@@ -1,5 +1,8 @@
 """Inputs of ``rust-bertscore score``: files of one text per line, a JSONL file, or texts given on
 the command line, checked up front and then read in chunks so that memory stays flat.
+
+Each input kind is a :class:`~rust_bertscore.cli.chunks.Source` (module :mod:`.chunks`, with
+the :class:`~rust_bertscore.cli.chunks.Chunk` it yields); :func:`open_source` picks the kind.
 """
 
 from __future__ import annotations
@@ -7,11 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Union
 
+from .chunks import Chunk, Source, chunked, chunked_with_errors, good_ref_chunks
 from .common import CliError
 from .text_files import (
     bad_text,
@@ -22,93 +24,6 @@ from .text_files import (
     open_text,
     strip_newline,
 )
-
-Refs = Union[list[str], list[list[str]]]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Consecutive candidates and their references, in the shape ``score()`` takes, and the
-    input line of each candidate (None where the input has no lines)."""
-
-    cands: list[str]
-    refs: Refs
-    lines: list[int] | None = None
-    errors: list[str | None] = field(default_factory=list)
-    """With ``--on-error null``: each candidate's problem (``FILE:LINE: ...``), None when it is
-    good; a bad line's texts are placeholders (empty). Empty when every line is good."""
-
-    def good(self) -> Chunk:
-        """The chunk without its bad lines (errors dropped)."""
-        if not any(e is not None for e in self.errors):
-            return Chunk(self.cands, self.refs, lines=self.lines)
-        keep = [i for i, e in enumerate(self.errors) if e is None]
-        lines = None if self.lines is None else [self.lines[i] for i in keep]
-        return Chunk(
-            [self.cands[i] for i in keep],
-            [self.refs[i] for i in keep],  # type: ignore[arg-type]
-            lines=lines,
-        )
-
-
-class Source:
-    """Where candidates and references come from.
-
-    Attributes
-    ----------
-    num_cands : int
-        Number of candidates.
-    num_refs : int
-        Number of reference sentences, all references of all candidates counted (the ``M`` of
-        IDF's ``ln((M+1)/(df+1))``).
-    description : str
-        For messages.
-    """
-
-    num_cands: int
-    num_refs: int
-    description: str
-    idf_allowed: bool = True
-    group_size: int | None = None
-    """References per candidate when every candidate has the same number (None: not known)."""
-    on_error: str = "raise"
-    """``"null"``: a bad line becomes a chunk row with an error instead of a ``CliError``."""
-
-    warn: Callable[[str], None] | None = None
-    """Set by the command line: called with one message per empty text (naming its line)."""
-    _reported: set[tuple[int, int]]
-
-    def chunks(self, size: int) -> Iterator[Chunk]:
-        """Candidates and references, ``size`` candidates at a time."""
-        raise NotImplementedError
-
-    def where(self, line: int | None, ref: int | None) -> str:
-        """Where a text comes from, for messages (``ref``: None for the candidate, else the
-        position of the reference)."""
-        return "candidate text" if ref is None else "reference text"
-
-    def report_empty(self, chunk: Chunk) -> None:
-        """Call :attr:`warn` once for each empty (or all-whitespace) text of ``chunk``."""
-        if self.warn is None:
-            return
-        reported = self.__dict__.setdefault("_reported", set())
-        for k, (cand, ref) in enumerate(zip(chunk.cands, chunk.refs)):
-            line = None if chunk.lines is None else chunk.lines[k]
-            group = [ref] if isinstance(ref, str) else list(ref)
-            texts = [(cand, None), *((r, j) for j, r in enumerate(group))]
-            for text, j in texts:
-                key = (line if line is not None else k, -1 if j is None else j)
-                if not text.strip() and key not in reported:
-                    reported.add(key)
-                    role = "candidate" if j is None else "reference"
-                    self.warn(
-                        f"{self.where(line, j)}: empty {role}: its P, R and F1 are 0 (as "
-                        "bert_score)"
-                    )
-
-    def ref_chunks(self, size: int) -> Iterator[list[str]]:
-        """Every reference sentence (flattened), up to ``size`` at a time."""
-        raise NotImplementedError
 
 
 class LineFiles(Source):
@@ -139,7 +54,7 @@ class LineFiles(Source):
 
     def chunks(self, size: int) -> Iterator[Chunk]:
         if self.on_error == "null":
-            yield from _chunked_with_errors(self._checked_lines(), size)
+            yield from chunked_with_errors(self._checked_lines(), size)
             return
         with contextlib.ExitStack() as stack:
             files = [stack.enter_context(open_text(p)) for p in [self.cand, *self.refs]]
@@ -153,7 +68,7 @@ class LineFiles(Source):
                 )
                 for lines in zip(*files)
             )
-            for chunk in _chunked(pairs, size, first_line=1):
+            for chunk in chunked(pairs, size, first_line=1):
                 self.report_empty(chunk)
                 yield chunk
 
@@ -183,7 +98,7 @@ class LineFiles(Source):
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         if self.on_error == "null":
-            yield from _good_ref_chunks(self, size)
+            yield from good_ref_chunks(self, size)
             return
         for path in self.refs:
             with open_text(path) as f:
@@ -313,7 +228,7 @@ class JsonlFile(Source):
 
     def chunks(self, size: int) -> Iterator[Chunk]:
         if self.on_error == "null":
-            yield from _chunked_with_errors(self._checked_records(), size)
+            yield from chunked_with_errors(self._checked_records(), size)
             return
         numbers: list[int] = []
 
@@ -322,7 +237,7 @@ class JsonlFile(Source):
                 numbers.append(number)
                 yield record
 
-        for chunk in _chunked(records(), size):
+        for chunk in chunked(records(), size):
             chunk = Chunk(chunk.cands, chunk.refs, lines=numbers[-len(chunk.cands) :])
             numbers.clear()
             self.report_empty(chunk)
@@ -334,7 +249,7 @@ class JsonlFile(Source):
 
     def ref_chunks(self, size: int) -> Iterator[list[str]]:
         if self.on_error == "null":
-            yield from _good_ref_chunks(self, size)
+            yield from good_ref_chunks(self, size)
             return
         chunk: list[str] = []
         for _, group in self._records():
@@ -344,55 +259,6 @@ class JsonlFile(Source):
                 chunk = []
         if chunk:
             yield chunk
-
-
-def _chunked(
-    pairs: Iterable[tuple[str, object]], size: int, first_line: int | None = None
-) -> Iterator[Chunk]:
-    """Group (candidate, reference or reference list) pairs into chunks of ``size`` pairs
-    (numbered as lines from ``first_line`` when given)."""
-    cands: list[str] = []
-    refs: list = []
-    start = first_line
-
-    def chunk() -> Chunk:
-        lines = None if start is None else list(range(start, start + len(cands)))
-        return Chunk(cands, refs, lines=lines)
-
-    for cand, ref in pairs:
-        cands.append(cand)
-        refs.append(ref)
-        if len(cands) == size:
-            yield chunk()
-            start = None if start is None else start + len(cands)
-            cands, refs = [], []
-    if cands:
-        yield chunk()
-
-
-def _chunked_with_errors(
-    rows: Iterable[tuple[str, object, str | None]], size: int
-) -> Iterator[Chunk]:
-    """:func:`_chunked` for (candidate, reference(s), problem) rows: chunks with ``errors``."""
-    cands: list[str] = []
-    refs: list = []
-    errors: list[str | None] = []
-    for cand, ref, problem in rows:
-        cands.append(cand)
-        refs.append(ref)
-        errors.append(problem)
-        if len(cands) == size:
-            yield Chunk(cands, refs, errors=errors)
-            cands, refs, errors = [], [], []
-    if cands:
-        yield Chunk(cands, refs, errors=errors)
-
-
-def _good_ref_chunks(source: Source, size: int) -> Iterator[list[str]]:
-    """The references of ``source``'s good lines (for IDF), about ``size`` at a time."""
-    for chunk in source.chunks(size):
-        good = chunk.good()
-        yield [r for g in good.refs for r in ([g] if isinstance(g, str) else g)]
 
 
 def _json_type(value: object) -> str:

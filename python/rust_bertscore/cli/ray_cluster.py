@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .chunks import Source
 from .common import CliError, debug, positive_int, scorer_options
-from .inputs import Source
 
 ROWS_PER_BLOCK = 4096
 """Input rows per Ray block."""

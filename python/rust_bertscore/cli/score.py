@@ -21,6 +21,7 @@ from ..analyses.corpus import document_frequencies, idf_dict
 from ..scoring.scorer import BERTScorer
 from . import ray_cluster as cli_ray
 from .batches import scored_chunks, scored_chunks_keeping_bad_lines
+from .chunks import Source
 from .common import (
     CliError,
     add_common_flags,
@@ -35,7 +36,7 @@ from .common import (
     scorer_settings,
     warning_line,
 )
-from .inputs import Source, open_source
+from .inputs import open_source
 
 DEFAULT_CHUNK_LINES = 1024
 """Candidates read and scored per round."""

@@ -8,6 +8,7 @@
 * :func:`score_dataset`, :func:`summarize`, :func:`plan_dataset`: Ray Data.
 * :func:`score_spark`, :func:`summarize_spark`, :func:`plan_spark`, :func:`map_in_pandas`: Spark.
 * :mod:`.plan`: the engine-independent first pass (IDF document frequencies, padding floors).
+* :mod:`.passes`: the per-batch work of that pass, run on the workers.
 
 Neither Ray nor PySpark is imported until one of their functions is called (extras ``[ray]``
 and ``[spark]``).

@@ -26,7 +26,8 @@ from .columns import (
     num_rows,
     with_columns,
 )
-from .plan import ScorePlan, flatten, row_index
+from .passes import flatten, row_index
+from .plan import ScorePlan
 
 SCORE_COLUMNS = ("P", "R", "F")
 """Default names of the columns the operator adds."""

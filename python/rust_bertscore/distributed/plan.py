@@ -21,6 +21,10 @@ each row carrying its global index (its position in the input):
 
 The resulting :class:`ScorePlan` is small (a few integers per row and per scoring batch, and one
 count per token id) and goes to every scoring worker with the batch operator.
+
+The per-batch work of both passes (run on the workers) is in :mod:`.passes`; this module holds
+the driver side (:class:`PlanBuilder`, :func:`first_pass`) and what the engines share
+(:func:`indexing`).
 """
 
 from __future__ import annotations
@@ -34,115 +38,36 @@ from typing import Any
 
 import numpy as np
 
-from ..analyses.corpus import BatchMaxima, document_frequencies, idf_dict, pair_lengths
+from ..analyses.corpus import BatchMaxima, idf_dict
 from ..errors import InputValueError
 from ..stages.options import ScoringOptions
-from ..stages.scored_tokens import ScoredTokens
-from ..stages.tokenization.tokenizer import TextTokenizer
-from .columns import Batch, DistributedInputError, checked_rows, column, good_rows, ref_groups
+from .columns import Batch, DistributedInputError
+from .passes import (
+    batch_statistics,
+    count_pairs,
+    flatten,
+    load_tokenizer,
+    pair_positions,
+    row_index,
+    statistics_part,
+)
 
-
-@functools.lru_cache(maxsize=4)
-def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
-    """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
-    (memoised per process, so an engine's worker loads it once)."""
-    from ..catalog.registry import choose_model
-    from ..models.files import resolve_model
-
-    files = resolve_model(choose_model(model_type, lang))
-    return TextTokenizer(files.model_dir, files.config())
-
-
-def row_index(batch: Batch, index_col: str) -> np.ndarray:
-    """The global row numbers of a batch, from its index column."""
-    values = np.asarray(column(batch, index_col))
-    if values.dtype.kind not in "iu":
-        raise DistributedInputError(
-            f"index column {index_col!r} must hold integer row numbers, got {values.dtype}"
-        )
-    return values.astype(np.int64)
-
-
-def flatten(
-    cands: Sequence[str], groups: Sequence[Sequence[str]]
-) -> tuple[list[str], list[str], np.ndarray]:
-    """Pairs as bert_score flattens them, and each row's number of pairs."""
-    flat_cands = [c for c, g in zip(cands, groups) for _ in g]
-    flat_refs = [r for g in groups for r in g]
-    counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
-    return flat_cands, flat_refs, counts
-
-
-def count_pairs(
-    batch: Batch, ref_col: str, index_col: str, cand_col: str | None = None, on_error: str = "raise"
-) -> bytes:
-    """Pass 1 on one engine batch: (row index, number of pairs) of every row, pickled. With
-    ``on_error="null"`` (``cand_col`` given) a bad row counts no pairs: it is left out."""
-    index = row_index(batch, index_col)
-    if on_error == "null" and cand_col is not None:
-        cands = column(batch, cand_col)
-        _, groups, errors = checked_rows(
-            cands, column(batch, ref_col), cand_col, ref_col, index, on_error
-        )
-        counts = np.zeros(len(index), dtype=np.int64)
-        counts[good_rows(errors, len(index))] = [len(g) for g in groups]
-    else:
-        groups = ref_groups(column(batch, ref_col), ref_col, index)
-        counts = np.fromiter((len(g) for g in groups), np.int64, len(groups))
-    return pickle.dumps((index, counts), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def batch_statistics(
-    batch: Batch,
-    cand_col: str,
-    ref_col: str,
-    index_col: str,
-    *,
-    tokenizer: TextTokenizer | ScoredTokens,
-    pair_offsets: np.ndarray | None,
-    batch_size: int,
-    floors: bool,
-    idf: bool,
-    on_error: str = "raise",
-) -> bytes:
-    """Pass 2 on one engine batch, pickled: the longest candidate/reference per scoring batch
-    met here (``floors``) and the references' document frequencies (``idf``), counted as a
-    scorer with the options of ``tokenizer`` (a plain ``TextTokenizer``: the defaults) counts
-    them. With ``on_error="null"`` bad rows are left out of both."""
-    if isinstance(tokenizer, TextTokenizer):
-        tokenizer = ScoredTokens(tokenizer, ScoringOptions())
-    all_rows = row_index(batch, index_col)
-    cands, groups, errors = checked_rows(
-        column(batch, cand_col), column(batch, ref_col), cand_col, ref_col, all_rows, on_error
-    )
-    index = all_rows[good_rows(errors, len(all_rows))]
-    flat_cands, flat_refs, counts = flatten(cands, groups)
-    out: dict[str, object] = {"rows": len(all_rows)}
-    if floors:
-        cand_len, ref_len = pair_lengths(tokenizer, flat_cands, flat_refs)
-        ids = pair_positions(pair_offsets, index, counts) // batch_size
-        seen, where = np.unique(ids, return_inverse=True)
-        cand_max = np.zeros(len(seen), dtype=np.int64)
-        ref_max = np.zeros(len(seen), dtype=np.int64)
-        np.maximum.at(cand_max, where, cand_len)
-        np.maximum.at(ref_max, where, ref_len)
-        out["floors"] = (seen, cand_max, ref_max)
-    if idf:
-        df, m = document_frequencies(tokenizer, [flat_refs])
-        tokens = np.flatnonzero(df)
-        out["idf"] = (tokens, df[tokens], m)
-    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def pair_positions(
-    pair_offsets: np.ndarray | None, index: np.ndarray, counts: np.ndarray
-) -> np.ndarray:
-    """Flattened position of every pair of these rows (rows in batch order, then references)."""
-    starts = index if pair_offsets is None else pair_offsets[index]
-    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
-        np.cumsum(counts) - counts, counts
-    )
-    return np.repeat(starts, counts) + within
+# The per-batch functions of the passes live in passes.py; they stay importable from here.
+__all__ = [
+    "ROW_INDEX",
+    "Indexing",
+    "PlanBuilder",
+    "ScorePlan",
+    "batch_statistics",
+    "count_pairs",
+    "first_pass",
+    "flatten",
+    "indexing",
+    "load_tokenizer",
+    "pair_positions",
+    "row_index",
+    "statistics_part",
+]
 
 
 @dataclass(frozen=True)
@@ -379,37 +304,6 @@ def indexing(options: Mapping[str, Any], index_col: str | None, columns: Sequenc
     # Rows numbered by the engine: needed by the plan, or asked for to sort the result.
     number_rows = index_col is not None and index_col not in columns
     return Indexing(idf, floors, index_col, drop_index, number_rows)
-
-
-def statistics_part(
-    batch: Batch,
-    cand_col: str,
-    ref_col: str,
-    index_col: str,
-    *,
-    model_type: str | None,
-    lang: str | None,
-    pair_offsets: np.ndarray | None,
-    batch_size: int,
-    floors: bool,
-    idf: bool,
-    options: ScoringOptions | None = None,
-    on_error: str = "raise",
-) -> bytes:
-    """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang`` and the
-    scorer's ``options`` (long texts, exclusions)."""
-    return batch_statistics(
-        batch,
-        cand_col,
-        ref_col,
-        index_col,
-        tokenizer=ScoredTokens(load_tokenizer(model_type, lang), options or ScoringOptions()),
-        pair_offsets=pair_offsets,
-        batch_size=batch_size,
-        floors=floors,
-        idf=idf,
-        on_error=on_error,
-    )
 
 
 def first_pass(

@@ -16,15 +16,18 @@ Facts from transformers 4.57's ``models/qwen3/modeling_qwen3.py`` and
   ``|q - k| >= w`` (Gemma3 with ``use_bidirectional_attention``).
 - MLP: ``down(act(gate(x)) * up(x))``: SwiGLU (``silu``, Qwen3), GeGLU (``gelu_pytorch_tanh``,
   Gemma3).
+- Layers (:func:`decoder_layers`): pre-norm residual blocks, attention then MLP; Gemma3 also
+  norms each block's output (its "sandwich" norms); ``norm`` after the last layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..blocks import seq_len
+from ..blocks import BuildRequest, mask_bias, seq_len
 from ..checkpoint import WeightStore
 from ..contract import CheckpointError, float_field, int_field
 from ..graph import FLOAT32_MIN, GraphBuilder
@@ -247,3 +250,151 @@ def window_size(config: dict, types: list[str]) -> int | None:
             f"{SLIDING_ATTENTION!r} layers, got {window!r}"
         )
     return window
+
+
+@dataclass(frozen=True)
+class DecoderStyle:
+    """How a decoder family's layers differ from one another's (Qwen3, Gemma3).
+
+    Attributes
+    ----------
+    causal : bool
+        Keys after the query are hidden (Qwen3); else attention is bidirectional (Gemma3).
+    thetas : Mapping[str, float]
+        The RoPE base of each layer type (:data:`FULL_ATTENTION`, :data:`SLIDING_ATTENTION`).
+    scaling : float
+        What the attention scores are multiplied by.
+    activation : str
+        The gated MLP's activation.
+    sandwich : bool
+        Gemma3's layout: ``post_attention_layernorm`` norms the attention's output and
+        ``pre_feedforward_layernorm``/``post_feedforward_layernorm`` the MLP's input/output;
+        else (Qwen3) ``post_attention_layernorm`` norms the MLP's input.
+    unit_offset : bool
+        Every RMSNorm (``q_norm``/``k_norm`` too) scales by ``1 + weight`` (Gemma3), not ``weight``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.convert.families.decoder import FULL_ATTENTION, DecoderStyle
+    >>> qwen3 = DecoderStyle(causal=True, thetas={FULL_ATTENTION: 1e6}, scaling=0.125,
+    ...                      activation="silu", sandwich=False, unit_offset=False)
+    >>> qwen3.thetas[FULL_ATTENTION]
+    1000000.0
+    """
+
+    causal: bool
+    thetas: Mapping[str, float]
+    scaling: float
+    activation: str
+    sandwich: bool
+    unit_offset: bool
+
+
+def decoder_layers(
+    request: BuildRequest,
+    g: GraphBuilder,
+    sizes: DecoderSizes,
+    x: str,
+    *,
+    types: Sequence[str],
+    window: int | None,
+    style: DecoderStyle,
+) -> list[str]:
+    """The hidden states of the first ``request.n_build`` layers over the embeddings ``x``.
+
+    Parameters
+    ----------
+    request : BuildRequest
+        The checkpoint (its weights ``layers.{i}.*`` and ``norm.weight``) and ``n_build``.
+    g, sizes : GraphBuilder, DecoderSizes
+        The graph, which holds ``x``, and the model's sizes.
+    x : str
+        The embeddings ``[batch, seq, hidden]``.
+    types : sequence of str
+        Each layer's attention type (:data:`FULL_ATTENTION` or :data:`SLIDING_ATTENTION`).
+    window : int or None
+        How far a sliding layer attends (see :func:`position_bias`); None when none slides.
+    style : DecoderStyle
+        What the family's layers do differently.
+
+    Returns
+    -------
+    list of str
+        ``n_build + 1`` states: the embeddings, then each layer's output, the last one put
+        through the final ``norm`` (the model's output, which bert_score takes).
+
+    Examples
+    --------
+    One Qwen3-style layer with random weights:
+
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from safetensors.numpy import save_file
+    >>> from rust_bertscore.convert.blocks import BuildRequest, new_graph
+    >>> from rust_bertscore.convert.families import decoder
+    >>> config = {"hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
+    ...           "intermediate_size": 16, "vocab_size": 10, "max_position_embeddings": 32}
+    >>> shapes = {"input_layernorm": 8, "post_attention_layernorm": 8, "self_attn.q_norm": 4,
+    ...           "self_attn.k_norm": 4, "self_attn.q_proj": (8, 8), "self_attn.k_proj": (4, 8),
+    ...           "self_attn.v_proj": (4, 8), "self_attn.o_proj": (8, 8),
+    ...           "mlp.gate_proj": (16, 8), "mlp.up_proj": (16, 8), "mlp.down_proj": (8, 16)}
+    >>> rng, tmp = np.random.default_rng(0), tempfile.TemporaryDirectory()
+    >>> save_file({f"layers.0.{k}.weight": rng.random(v, np.float32) for k, v in shapes.items()}
+    ...           | {"norm.weight": np.ones(8, np.float32)}, f"{tmp.name}/model.safetensors")
+    >>> request = BuildRequest(tmp.name, config, n_build=1, all_layers=True, doc="", fused=False)
+    >>> style = decoder.DecoderStyle(causal=True, thetas={decoder.FULL_ATTENTION: 1e4},
+    ...     scaling=0.5, activation="silu", sandwich=False, unit_offset=False)
+    >>> states = decoder.decoder_layers(request, new_graph(), decoder.decoder_sizes(config),
+    ...     "embeddings", types=[decoder.FULL_ATTENTION], window=None, style=style)
+    >>> len(states), states[0]  # the embeddings, then the final-normed output of layer 1
+    (2, 'embeddings')
+    >>> tmp.cleanup()
+    """
+    w = request.weights
+    states = [x]
+    rope = Rotary(g, sizes.head_dim, sizes.n_positions)
+    padding = mask_bias(g) if request.n_build else ""
+    biases: dict[str, str] = {}
+
+    def weight(part: str, width: int) -> np.ndarray:
+        stored = w.get(f"{part}.weight", (width,))
+        return stored + np.float32(1.0) if style.unit_offset else stored  # 1 + w in float32
+
+    def norm(t: str, part: str) -> str:
+        return rms_norm(g, t, weight(part, sizes.hidden), sizes.eps, part)
+
+    for i in range(request.n_build):
+        kind = types[i]
+        if kind not in biases:
+            biases[kind] = position_bias(
+                g,
+                padding,
+                causal=style.causal,
+                window=window if kind == SLIDING_ATTENTION else None,
+                name=f"mask/{kind}",
+            )
+        pre = f"layers.{i}"
+        d = sizes.head_dim
+        attn = grouped_attention(
+            g,
+            w,
+            sizes,
+            norm(x, f"{pre}.input_layernorm"),
+            bias=biases[kind],
+            rope=rope,
+            theta=style.thetas[kind],
+            qk_norm=(weight(f"{pre}.self_attn.q_norm", d), weight(f"{pre}.self_attn.k_norm", d)),
+            scaling=style.scaling,
+            prefix=f"{pre}.self_attn",
+        )
+        if style.sandwich:
+            attn = norm(attn, f"{pre}.post_attention_layernorm")
+        x = g.op("Add", [x, attn], f"{pre}/attn_res")
+        mlp_norm = "pre_feedforward_layernorm" if style.sandwich else "post_attention_layernorm"
+        mlp = gated_mlp(g, w, sizes, norm(x, f"{pre}.{mlp_norm}"), style.activation, i)
+        if style.sandwich:
+            mlp = norm(mlp, f"{pre}.post_feedforward_layernorm")
+        x = g.op("Add", [x, mlp], f"{pre}/mlp_res")
+        states.append(x)
+    states.append(norm(states.pop(), "norm"))  # the model's output (either way)
+    return states

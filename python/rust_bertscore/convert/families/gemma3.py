@@ -31,11 +31,10 @@ import math
 import numpy as np
 import onnx
 
-from ..blocks import BuildRequest, mask_bias, new_graph
+from ..blocks import BuildRequest, new_graph
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from . import decoder
 from .decoder import FULL_ATTENTION, SLIDING_ATTENTION, ffn_out_nodes
-from .rope import Rotary
 
 __all__ = ["bidirectional_window", "build_gemma3", "ffn_out_nodes", "gemma3_layer_types"]
 
@@ -96,57 +95,18 @@ def build_gemma3(request: BuildRequest) -> onnx.ModelProto:
         SLIDING_ATTENTION: float_field(config, "rope_local_base_freq", 10_000.0),
     }
     scaling = float_field(config, "query_pre_attn_scalar", 256.0) ** -0.5
-    w = request.weights
     g = new_graph()
     scale = np.float32(math.sqrt(sizes.hidden))  # torch.tensor(hidden ** 0.5): float32
-    table = w.get("embed_tokens.weight", (sizes.vocab, sizes.hidden)) * scale
+    table = request.weights.get("embed_tokens.weight", (sizes.vocab, sizes.hidden)) * scale
     x = g.op("Gather", [g.weight("embed_tokens", table), INPUT_IDS], "embed_tokens/Gather", axis=0)
     del table
-    states = [x]
-    rope = Rotary(g, sizes.head_dim, sizes.n_positions)
-    padding = mask_bias(g) if request.n_build else ""
-    biases: dict[str, str] = {}
-
-    def plus_one(part: str, width: int) -> np.ndarray:
-        return w.get(f"{part}.weight", (width,)) + np.float32(1.0)  # (1 + weight) in float32
-
-    def norm(t: str, part: str) -> str:
-        return decoder.rms_norm(g, t, plus_one(part, sizes.hidden), sizes.eps, part)
-
-    for i in range(request.n_build):
-        kind = types[i]
-        if kind not in biases:
-            biases[kind] = decoder.position_bias(
-                g,
-                padding,
-                causal=False,
-                window=window if kind == SLIDING_ATTENTION else None,
-                name=f"mask/{kind}",
-            )
-        pre = f"layers.{i}"
-        d = sizes.head_dim
-        attn = decoder.grouped_attention(
-            g,
-            w,
-            sizes,
-            norm(x, f"{pre}.input_layernorm"),
-            bias=biases[kind],
-            rope=rope,
-            theta=thetas[kind],
-            qk_norm=(
-                plus_one(f"{pre}.self_attn.q_norm", d),
-                plus_one(f"{pre}.self_attn.k_norm", d),
-            ),
-            scaling=scaling,
-            prefix=f"{pre}.self_attn",
-        )
-        attn = norm(attn, f"{pre}.post_attention_layernorm")
-        x = g.op("Add", [x, attn], f"{pre}/attn_res")
-        mlp_in = norm(x, f"{pre}.pre_feedforward_layernorm")
-        mlp = norm(
-            decoder.gated_mlp(g, w, sizes, mlp_in, act, i), f"{pre}.post_feedforward_layernorm"
-        )
-        x = g.op("Add", [x, mlp], f"{pre}/mlp_res")
-        states.append(x)
-    states.append(norm(states.pop(), "norm"))  # the model's output (either way)
+    style = decoder.DecoderStyle(
+        causal=False,
+        thetas=thetas,
+        scaling=scaling,
+        activation=act,
+        sandwich=True,
+        unit_offset=True,
+    )
+    states = decoder.decoder_layers(request, g, sizes, x, types=types, window=window, style=style)
     return request.finish(g, states, sizes.hidden)

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import onnx
 
-from ..blocks import BuildRequest, mask_bias, new_graph
+from ..blocks import BuildRequest, new_graph
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from . import decoder
 from .decoder import SLIDING_ATTENTION, ffn_out_nodes
-from .rope import Rotary
 
 __all__ = ["build_qwen3", "ffn_out_nodes", "qwen3_layer_types"]
 
@@ -56,49 +55,17 @@ def build_qwen3(request: BuildRequest) -> onnx.ModelProto:
     types = qwen3_layer_types(config, depth)
     window = decoder.window_size(config, types)
     theta = float_field(config, "rope_theta", 10000.0)
-    w = request.weights
     g = new_graph()
-    table = w.get("embed_tokens.weight", (sizes.vocab, sizes.hidden))
+    table = request.weights.get("embed_tokens.weight", (sizes.vocab, sizes.hidden))
     x = g.op("Gather", [g.weight("embed_tokens", table), INPUT_IDS], "embed_tokens/Gather", axis=0)
     del table
-    states = [x]
-    rope = Rotary(g, sizes.head_dim, sizes.n_positions)
-    padding = mask_bias(g) if request.n_build else ""
-    biases: dict[str, str] = {}
-
-    def norm(t: str, part: str, width: int = sizes.hidden) -> str:
-        return decoder.rms_norm(g, t, w.get(f"{part}.weight", (width,)), sizes.eps, part)
-
-    for i in range(request.n_build):
-        kind = types[i]
-        if kind not in biases:
-            biases[kind] = decoder.position_bias(
-                g,
-                padding,
-                causal=True,
-                window=window if kind == SLIDING_ATTENTION else None,
-                name=f"mask/{kind}",
-            )
-        pre = f"layers.{i}"
-        d = sizes.head_dim
-        attn = decoder.grouped_attention(
-            g,
-            w,
-            sizes,
-            norm(x, f"{pre}.input_layernorm"),
-            bias=biases[kind],
-            rope=rope,
-            theta=theta,
-            qk_norm=(
-                w.get(f"{pre}.self_attn.q_norm.weight", (d,)),
-                w.get(f"{pre}.self_attn.k_norm.weight", (d,)),
-            ),
-            scaling=d**-0.5,
-            prefix=f"{pre}.self_attn",
-        )
-        x = g.op("Add", [x, attn], f"{pre}/attn_res")
-        mlp = decoder.gated_mlp(g, w, sizes, norm(x, f"{pre}.post_attention_layernorm"), act, i)
-        x = g.op("Add", [x, mlp], f"{pre}/mlp_res")
-        states.append(x)
-    states.append(norm(states.pop(), "norm"))  # the model's output (either way)
+    style = decoder.DecoderStyle(
+        causal=True,
+        thetas=dict.fromkeys((decoder.FULL_ATTENTION, SLIDING_ATTENTION), theta),
+        scaling=sizes.head_dim**-0.5,
+        activation=act,
+        sandwich=False,
+        unit_offset=False,
+    )
+    states = decoder.decoder_layers(request, g, sizes, x, types=types, window=window, style=style)
     return request.finish(g, states, sizes.hidden)
