@@ -123,20 +123,36 @@ def bert_score_one_pair(
     return list(json.loads(out.stdout.strip().splitlines()[-1])["times"])
 
 
-def arithmetic_floor(
-    args: argparse.Namespace, requests: list[tuple[list[str], list[str]]]
-) -> tuple[float, float] | None:
-    """(seconds per request, NumPy's sgemm FLOP/s): the encoder's arithmetic over each request's
-    real tokens (``encoder_flops``), at the float32 GEMM peak measured now: no float32 CPU
-    encoder does a request in less. None on a GPU or at another precision."""
-    if (args.device or "cpu") != "cpu" or args.precision != "fp32":
-        return None
-    from rust_bertscore import BERTScorer
+class ArithmeticFloor:
+    """The encoder's arithmetic over real tokens (``encoder_flops``) at NumPy's float32 GEMM
+    peak, measured once: no float32 CPU encoder does a request in less.
 
-    scorer = BERTScorer()
-    peak = sgemm_rate(2.0)
-    flops = [encoder_flops(scorer, [*c, *r], 64)[0] for c, r in requests]
-    return float(np.mean(flops)) / peak, peak
+    Attributes
+    ----------
+    peak : float
+        The sgemm FLOP/s measured when the floor was made.
+    """
+
+    def __init__(self) -> None:
+        from rust_bertscore import BERTScorer
+
+        self.scorer = BERTScorer()
+        self.peak = sgemm_rate(2.0)
+
+    def seconds(self, requests: list[tuple[list[str], list[str]]]) -> float:
+        """Seconds per request (the mean over ``requests``, each ``(cands, refs)``)."""
+        flops = [encoder_flops(self.scorer, [*c, *r], 64)[0] for c, r in requests]
+        return float(np.mean(flops)) / self.peak
+
+
+def split_requests(
+    cands: list[str], refs: list[str], pairs: int, count: int
+) -> list[tuple[list[str], list[str]]]:
+    """The load test's ``count`` requests of ``pairs`` consecutive pairs each."""
+    return [
+        (cands[i * pairs : (i + 1) * pairs], refs[i * pairs : (i + 1) * pairs])
+        for i in range(count)
+    ]
 
 
 # -- the server ---------------------------------------------------------------------------------
@@ -226,10 +242,7 @@ def serve_rows(args: argparse.Namespace, cands: list[str], refs: list[str]) -> d
     from rust_bertscore import BERTScorer
 
     k = args.pairs
-    requests = [
-        {"cands": cands[i * k : (i + 1) * k], "refs": refs[i * k : (i + 1) * k]}
-        for i in range(args.requests)
-    ]
+    requests = [{"cands": c, "refs": r} for c, r in split_requests(cands, refs, k, args.requests)]
     warm = [{"cands": cands[-k:], "refs": refs[-k:]}]
     results: dict[str, Any] = {}
     # In-process: one reused scorer, the same requests one after another.
@@ -313,18 +326,20 @@ def main() -> int:
         rows.append(("bert_score 0.3.13, same pairs", f"{1000 * np.median(theirs):.2f} ms", ""))
         rows.append(("bert_score / ours", f"{ratio:.2f}x", "target >= 3x"))
         out["bert_score_one_pair_ms"] = 1000 * float(np.median(theirs))
-    floor = arithmetic_floor(args, [([c], [r]) for c, r in zip(sc[10:], sr[10:])])
+    # The arithmetic floor means something for float32 on the CPU only.
+    on_cpu_fp32 = (args.device or "cpu") == "cpu" and args.precision == "fp32"
+    floor = ArithmeticFloor() if on_cpu_fp32 else None
     if floor is not None:
-        seconds, peak = floor
+        seconds = floor.seconds([([c], [r]) for c, r in zip(sc[10:], sr[10:])])
         rows.append(
             (
                 "one pair's arithmetic at NumPy's sgemm peak",
                 f"{1000 * seconds:.2f} ms",
-                f"{peak / 1e9:.0f} GFLOP/s; no fp32 encoder here is faster",
+                f"{floor.peak / 1e9:.0f} GFLOP/s; no fp32 encoder here is faster",
             )
         )
         out["one_pair_floor_ms"] = 1000 * seconds
-        out["sgemm_gflops"] = peak / 1e9
+        out["sgemm_gflops"] = floor.peak / 1e9
         if theirs:
             best = np.median(theirs) / seconds
             rows.append(("bert_score / that floor", f"{best:.2f}x", "the most any fp32 run shows"))
@@ -349,13 +364,8 @@ def main() -> int:
     if base:
         on = out["server, batching on"]["requests_per_s"]
         table.append(("batching on / off", f"{on / base:.2f}x", "target >= 3x"))
-        k = args.pairs
-        floor = arithmetic_floor(
-            args,
-            [(cands[i * k : (i + 1) * k], refs[i * k : (i + 1) * k]) for i in range(args.requests)],
-        )
         if floor is not None:
-            most = 1 / floor[0]
+            most = 1 / floor.seconds(split_requests(cands, refs, args.pairs, args.requests))
             table.append(
                 (
                     "requests/s at NumPy's sgemm peak",

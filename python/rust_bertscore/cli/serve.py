@@ -27,6 +27,7 @@ from .common import (
     add_model_and_scoring_groups,
     check_baseline,
     check_baseline_path,
+    checked_number,
     debug,
     positive_float,
     positive_int,
@@ -46,7 +47,14 @@ examples:
 
 def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
-    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+    return checked_number(
+        text,
+        float,
+        lambda v: 0 <= v < float("inf"),
+        "a number >= 0",
+        "a finite number >= 0",
+        echo_text=True,
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -31,6 +31,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from ...engine.rounds import round_budget
 from ...errors import InputValueError
 from ...scoring.scorer import BERTScorer
 from ...stages.text import pair_texts
@@ -102,8 +103,11 @@ class RequestScorer:
         ids = pipeline.tokens.tokenize(unique).ids
         # At most half the cache (and one scoring round) of vectors at once: the rest, if any,
         # is encoded by its own request, as score() would.
-        row_bytes = 4 * (pipeline.runtime.encoder.hidden_size or 1024) * pipeline.layers
-        budget = min(pipeline.cache.max_bytes // 2, pipeline.round_bytes) // row_bytes
+        budget = round_budget(
+            min(pipeline.cache.max_bytes // 2, pipeline.round_bytes),
+            pipeline.runtime.encoder.hidden_size or 1024,
+            pipeline.layers,
+        )
         rows = np.cumsum([len(t) for t in ids])
         take = int(np.searchsorted(rows, budget, side="right"))
         if take:
