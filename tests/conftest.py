@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -54,6 +56,35 @@ def fake_hub_cache(root: Path, repo_id: str, src: Path) -> Path:
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(REVISION)
     return snapshot
+
+
+def java_major_version() -> int | None:
+    """The major version of the Java that Spark would start (``$JAVA_HOME/bin/java``, else
+    ``java`` on the PATH), or None when there is none."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def skip_without_java(minimum: int = 17) -> None:
+    """Skip the calling test module when no Java ``minimum``+ is found: Spark needs one."""
+    found = java_major_version()
+    if found is None or found < minimum:
+        have = "no Java found" if found is None else f"Java {found} found"
+        pytest.skip(
+            f"Spark needs Java {minimum} or later ({have}; set JAVA_HOME or put java on the PATH)",
+            allow_module_level=True,
+        )
 
 
 def load_cases(path: Path) -> list[dict]:

@@ -7,6 +7,7 @@ no chunking, no rescaled-after-product trick, just the formulas.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -87,7 +88,7 @@ def pairwise(
 
 def multi_ref_max(scores: np.ndarray, group_offsets: Sequence[int]) -> np.ndarray:
     """Each row of ``scores`` (P, R, F) maxed over every group ``[o[g], o[g+1])``."""
-    groups = zip(group_offsets[:-1], group_offsets[1:])
+    groups = itertools.pairwise(group_offsets)
     return np.stack([scores[:, a:b].max(axis=1) for a, b in groups], axis=1)
 
 

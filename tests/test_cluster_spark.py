@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 
 from benches.cluster_launch import SparkStandalone
+from conftest import skip_without_java
 from distributed_data import check_scores, shuffled_rows
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
+skip_without_java()
 
 from rust_bertscore import score  # noqa: E402
 from rust_bertscore.distributed import score_spark  # noqa: E402

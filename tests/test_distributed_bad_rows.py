@@ -4,6 +4,7 @@ rows), in pieces planned and scored in any order."""
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import random
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::rust_bertscore.errors.RustBertS
 
 def _pieces(cands: list, refs: list, cuts: list[int]) -> list[pd.DataFrame]:
     frame = pd.DataFrame({"hyp": cands, "ref": refs, "row": np.arange(len(cands))})
-    pieces = [frame.iloc[a:b] for a, b in zip(cuts, cuts[1:])]
+    pieces = [frame.iloc[a:b] for a, b in itertools.pairwise(cuts)]
     random.Random(2).shuffle(pieces)
     return pieces
 

@@ -3,6 +3,7 @@ with a plan in any order, errors naming the row."""
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import random
 
@@ -84,7 +85,7 @@ def test_pieces_in_any_order_give_bert_scores_numbers(minilm_dir, name):
     cands, refs = case["cands"], as_lists(case["refs"])
     frame = _frame(cands, refs, list(range(len(cands))))
     cuts = [0, 13, 50, 51, 90, len(cands)]
-    pieces = [frame.iloc[a:b] for a, b in zip(cuts, cuts[1:])]
+    pieces = [frame.iloc[a:b] for a, b in itertools.pairwise(cuts)]
     random.Random(1).shuffle(pieces)
     plan = _plan(pieces, case, model)
     kwargs = {k: v for k, v in case["kwargs"].items() if k != "batch_size"}

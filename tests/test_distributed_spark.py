@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import skip_without_java
 from distributed_data import (
     BAD_ROW_OPTIONS,
     LONG_TEXT_OPTIONS,
@@ -24,6 +25,7 @@ from distributed_data import (
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
+skip_without_java()
 
 from rust_bertscore.distributed import (  # noqa: E402
     map_in_pandas,

@@ -9,6 +9,7 @@ maxima over the padded matrix, weight by the (zero-padded) idf. It does not use 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -169,9 +170,9 @@ def test_floor_flags_at_positions_equal_the_whole_corpus_flags(case) -> None:
     # a first pass in chunks of random sizes, as the command line reads its input
     maxima = BatchMaxima(batch)
     bounds = sorted({0, len(cands), *(rnd.randint(0, len(cands)) for _ in range(4))})
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         maxima.add(lc[lo:hi], lr[lo:hi])
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         p, r = maxima.floors(lo, lc[lo:hi], lr[lo:hi])
         np.testing.assert_array_equal(p, want[0][lo:hi])
         np.testing.assert_array_equal(r, want[1][lo:hi])

@@ -17,8 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import skip_without_java
+
 pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 pd = pytest.importorskip("pandas", reason="pandas is not installed (make test installs it)")
+skip_without_java()
 
 import rust_bertscore as rb  # noqa: E402
 from rust_bertscore.distributed import WorkerPythonError, score_spark  # noqa: E402

@@ -45,9 +45,23 @@ def uses(job: dict[str, Any]) -> list[str]:
 def test_ci_runs_make_test_on_push_and_pull_request() -> None:
     ci = load("ci.yml")
     assert {"push", "pull_request"} <= set(triggers(ci))
-    (job,) = ci["jobs"].values()
+    job = ci["jobs"]["test"]
     assert re.search(r"^make test\b", runs(job), re.M)
     assert job["timeout-minutes"] <= 90
+
+
+def test_ci_runs_pytest_on_the_claimed_pythons_and_the_three_systems() -> None:
+    job = load("ci.yml")["jobs"]["pytest"]
+    cells = job["strategy"]["matrix"]["include"]
+    required = [c for c in cells if not c["experimental"]]
+    pythons = declared_pythons()
+    oldest, newest = (f"{a}.{b}" for a, b in (pythons[0], pythons[-1]))
+    linux = {c["python"] for c in required if c["os"].startswith("ubuntu")}
+    assert {oldest, newest} <= linux
+    assert {c["os"].split("-")[0] for c in required} == {"ubuntu", "windows", "macos"}
+    newer = [tuple(map(int, c["python"].split("."))) for c in cells if c["experimental"]]
+    assert all(v > pythons[-1] for v in newer)
+    assert re.search(r"python -m pytest\b", runs(job))
 
 
 def test_release_builds_wheels_for_the_three_systems() -> None:
@@ -67,7 +81,7 @@ def test_release_builds_wheels_for_the_three_systems() -> None:
     }
     linux = [p for p in platforms if p["runner"].startswith("ubuntu")]
     assert all("manylinux" in p for p in linux)
-    assert "cp39-abi3" in runs(wheels)
+    assert "cp310-abi3" in runs(wheels)
     sdist = release["jobs"]["sdist"]
     assert any(s.get("with", {}).get("command") == "sdist" for s in sdist["steps"])
 

@@ -29,15 +29,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, Union, overload
+from typing import TypeVar, overload
 
 import numpy as np
 
 from .. import _core
 from .stats_checks import check_count, check_paired, check_resampling, check_scores, check_seed
 
-ScoresLike = Union[np.ndarray, Sequence[float]]
-SystemsLike = Union[ScoresLike, Sequence[Sequence[float]], Mapping[str, ScoresLike]]
+ScoresLike = np.ndarray | Sequence[float]
+SystemsLike = ScoresLike | Sequence[Sequence[float]] | Mapping[str, ScoresLike]
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Union
 
-Refs = Union[list[str], list[list[str]]]
+Refs = list[str] | list[list[str]]
 
 
 @dataclass(frozen=True)

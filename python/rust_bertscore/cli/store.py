@@ -48,7 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Show a store: store show DIR (or store show --store DIR).",
     )
     _add_directory(show)
-    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     add_common_flags(show)
     show.set_defaults(run=run_show)
     prune = actions.add_parser(
@@ -66,7 +68,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="size to prune down to: bytes, or with K/M/G/T (default: compact only)",
     )
-    prune.add_argument("--format", choices=("text", "json"), default="text")
+    prune.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     add_common_flags(prune)
     prune.set_defaults(run=run_prune)
 

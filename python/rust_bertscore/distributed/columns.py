@@ -7,7 +7,7 @@ works with any of them without importing pandas or pyarrow itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..stages.text import check_text
 Batch = Any
 """A pandas DataFrame, a pyarrow Table or a mapping of column name to NumPy array."""
 
-RefCell = Union[str, list[str]]
+RefCell = str | list[str]
 
 
 def _kind(batch: Batch) -> str:

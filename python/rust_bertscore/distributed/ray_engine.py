@@ -6,6 +6,7 @@ Ray is imported inside the functions, so ``rust_bertscore.distributed`` imports 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ def number_rows(
         numbers = np.arange(start, start + block.num_rows, dtype=np.int64)
         block = block.append_column(name, pa.array(numbers))
         bounds = np.linspace(0, block.num_rows, pieces + 1).astype(np.int64)
-        parts = [block.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        parts = [block.slice(lo, hi - lo) for lo, hi in itertools.pairwise(bounds)]
         return parts[0] if pieces == 1 else tuple(parts)
 
     with _ordered(ds):

@@ -7,7 +7,7 @@ imports nothing of the package but its version (``ScoringOptions`` only for type
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 """(P, R, F): float32 arrays of shape (N,), or (layers + 1, N) with ``all_layers``."""
 
-RefsArg = Union[Sequence[str], Sequence[Sequence[str]]]
+RefsArg = Sequence[str] | Sequence[Sequence[str]]
 """One reference per candidate, or a list of references per candidate."""
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024

