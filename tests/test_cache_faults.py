@@ -20,7 +20,6 @@ import rust_bertscore as rb
 from conftest import TINY
 from rust_bertscore.convert import writer
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.models import runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
 REFS = ["the coffee is hot", "she would take the road"]
@@ -33,15 +32,15 @@ def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "bert"
     shutil.copytree(TINY / "bert", path)
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
     yield path
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
 
 
 def score_with_warnings(
     model: Path, precision: str = "fp32"
 ) -> tuple[tuple, list[warnings.WarningMessage]]:
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = rb.score(CANDS, REFS, model_type=str(model), precision=precision)

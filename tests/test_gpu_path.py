@@ -1,6 +1,7 @@
 """The GPU path without a GPU: CUDA provider options as passed to ONNX Runtime (TF32 off unless
-precision="tf32"), device token budgets, IO binding on the CPU provider, the out-of-memory split,
-the GPU install's checks, and the device in the hash. GPU-only checks skip without CUDA."""
+precision="tf32"), NVIDIA_TF32_OVERRIDE set only for graphs with convolutions, device token
+budgets, IO binding on the CPU provider, the out-of-memory split, the GPU install's checks, and
+the device in the hash. GPU-only checks skip without CUDA."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import onnxruntime
 import pytest
 
 import rust_bertscore as rb
-from conftest import TINY, TINY_BERT, wmt_pairs
+from conftest import MORE, TINY, TINY_BERT, wmt_pairs
+from rust_bertscore.catalog.configs import has_convolutions
 from rust_bertscore.engine.settings import make_hash
-from rust_bertscore.errors import DeviceNotAvailableError
-from rust_bertscore.models import runtime as loading
+from rust_bertscore.errors import DeviceNotAvailableError, RustBertScoreWarning
 from rust_bertscore.models.runtime import load_runtime
 from rust_bertscore.stages import devices
 from rust_bertscore.stages import encoder as encoder_module
@@ -81,28 +82,71 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(devices.TF32_OVERRIDE_ENV)
     SessionSpy.calls = []
     yield SessionSpy.calls
-    loading._load_runtime.cache_clear()
+    rb.clear_cache()
 
 
-@pytest.mark.parametrize(
-    ("precision", "tf32", "env"), [("fp32", "0", "0"), ("tf32", "1", None), ("fp16", "0", "0")]
-)
-def test_scorer_passes_the_cuda_options(fake_cuda, precision: str, tf32: str, env) -> None:
+@pytest.mark.parametrize(("precision", "tf32"), [("fp32", "0"), ("tf32", "1"), ("fp16", "0")])
+def test_scorer_passes_the_cuda_options(fake_cuda, precision: str, tf32: str) -> None:
+    before = dict(os.environ)
     scorer = rb.BERTScorer(model_type=TINY_BERT, device="cuda", precision=precision)
     (call,) = fake_cuda
     assert call["providers"] == [(CUDA, {"use_tf32": tf32}), CPU]
-    # Set before the session (the CUDA provider's cuBLAS/cuDNN) starts, for float32 only.
-    assert call["tf32_env"] == env
+    # A BERT graph has no convolutions: TF32 stays off through the session's own option, and
+    # the process environment (a trainer's CUDA libraries read it) is left as it was.
+    assert call["tf32_env"] is None
+    assert dict(os.environ) == before
     assert ("NchwcTransformer" in call["disabled"]) == (precision == "fp16")
     assert scorer.precision == precision
     assert scorer.hash.endswith("" if precision == "fp32" else f"_{precision}")
 
 
+@pytest.mark.parametrize("family", ["convbert", "deberta-v2"])
+def test_convolution_families_set_the_override_and_warn(fake_cuda, family: str) -> None:
+    env = devices.TF32_OVERRIDE_ENV
+    warning = rf"{env}=0 was set .* convolutions.* set {env} yourself"
+    with pytest.warns(RustBertScoreWarning, match=warning):
+        rb.BERTScorer(model_type=str(TINY / family), device="cuda")
+    (call,) = fake_cuda
+    assert call["providers"] == [(CUDA, {"use_tf32": "0"}), CPU]
+    assert call["tf32_env"] == "0"  # before the session (its cuBLAS and cuDNN) starts
+    assert os.environ[devices.TF32_OVERRIDE_ENV] == "0"
+
+
+def test_convolutions_with_tf32_leave_the_environment(fake_cuda) -> None:
+    before = dict(os.environ)
+    rb.BERTScorer(model_type=str(TINY / "convbert"), device="cuda", precision="tf32")
+    assert fake_cuda[0]["tf32_env"] is None
+    assert dict(os.environ) == before
+
+
 def test_tf32_override_left_alone_when_set(fake_cuda, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(devices.TF32_OVERRIDE_ENV, "1")
-    rb.BERTScorer(model_type=TINY_BERT, device="cuda")
+    rb.BERTScorer(model_type=str(TINY / "convbert"), device="cuda")  # no warning either
     assert fake_cuda[0]["tf32_env"] == "1"
-    assert not devices.prepare_tf32([(CUDA, {})])
+    assert os.environ[devices.TF32_OVERRIDE_ENV] == "1"
+    assert not devices.prepare_tf32([(CUDA, {})], convolutions=True)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        TINY / "bert",
+        TINY / "convbert",
+        TINY / "deberta-v2",
+        TINY / "deberta-v3",
+        MORE / "squeezebert",
+    ],
+    ids=lambda p: p.name,
+)
+def test_the_convolution_rule_matches_the_graphs(model: Path) -> None:
+    import onnx
+
+    runtime = load_runtime(str(model), None, device="cpu")
+    assert isinstance(runtime.encoder.graph, Path)
+    graph = onnx.load(str(runtime.encoder.graph), load_external_data=False)
+    has_conv = any(node.op_type == "Conv" for node in graph.graph.node)
+    assert has_conv == has_convolutions(runtime.config)
+    assert has_conv == (model.name in ("convbert", "deberta-v2"))
 
 
 def test_precision_is_checked_and_named() -> None:
@@ -222,6 +266,7 @@ def test_cuda_out_of_memory_splits_the_batch(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason="needs onnxruntime-gpu and a CUDA device")
+@pytest.mark.filterwarnings("ignore:NVIDIA_TF32_OVERRIDE=0 was set")  # ConvBERT's convolutions
 @pytest.mark.parametrize("family", ["bert", "t5", "convbert"])
 def test_cuda_fp32_matches_the_cpu(family: str) -> None:
     model = str(TINY / family)

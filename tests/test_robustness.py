@@ -19,7 +19,6 @@ import pytest
 import rust_bertscore as rb
 from conftest import TINY
 from rust_bertscore.convert import writer
-from rust_bertscore.models import runtime
 
 CANDS = ["the coffee was cold", "she took the road"]
 REFS = ["the coffee is hot", "she would take the road"]
@@ -32,9 +31,9 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(cache))
     model = tmp_path / "bert"
     shutil.copytree(TINY / "bert", model)
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
     yield cache, model
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
 
 
 def _graphs(cache: Path) -> list[Path]:
@@ -61,7 +60,7 @@ def test_interrupted_conversion_leaves_no_entry(fresh, monkeypatch: pytest.Monke
     assert _graphs(cache) == []
     assert _leftovers(cache) == []
     monkeypatch.setattr(writer, "save_model", real_save)
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
     *_, F = rb.score(CANDS, REFS, model_type=str(model))
     assert np.isfinite(F).all() and len(_graphs(cache)) == 1
 
@@ -76,7 +75,7 @@ def test_damaged_cache_entry_is_rebuilt(fresh, damage: str) -> None:
         graph.write_bytes(data[: len(data) // 3])
     else:  # same size, unreadable protobuf
         graph.write_bytes(b"\xff" * 64 + data[64:])
-    runtime._load_runtime.cache_clear()
+    rb.clear_cache()
     after = rb.score(CANDS, REFS, model_type=str(model))
     for a, b in zip(before, after):
         assert a.tolist() == b.tolist()

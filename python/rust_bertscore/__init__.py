@@ -45,8 +45,10 @@ from .errors import (
     ModelNotFoundError,
     RustBertScoreError,
     RustBertScoreWarning,
+    ScorerClosedError,
     ThreadPoolError,
 )
+from .models.caches import clear_cache
 from .scoring.api import score
 from .scoring.scorer import BERTScorer
 from .store import EmbeddingStore
@@ -79,12 +81,14 @@ __all__ = [
     "PairedPermutation",
     "RustBertScoreError",
     "RustBertScoreWarning",
+    "ScorerClosedError",
     "SimilarityMatrix",
     "TextEmbedding",
     "ThreadPoolError",
     "__version__",
     "bertscore_reward",
     "bootstrap_ci",
+    "clear_cache",
     "dot",
     "evaluate_module",
     "get_num_threads",

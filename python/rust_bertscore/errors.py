@@ -19,7 +19,8 @@ arguments are also the built-in they have always been, so ``except ValueError`` 
 - :class:`DistributedInputError` (``ValueError``): a dataset row an engine cannot score (the
   message names the row's global index);
 - :class:`WorkerPythonError` (``RuntimeError``): an engine's Python workers (Spark's) run an
-  interpreter that cannot import the package (the message names ``PYSPARK_PYTHON``).
+  interpreter that cannot import the package (the message names ``PYSPARK_PYTHON``);
+- :class:`ScorerClosedError` (``RuntimeError``): a scorer used after ``close()``.
 
 Warnings (bert_score's messages, e.g. for empty texts or a missing baseline) are issued with
 ``warnings.warn`` as :class:`RustBertScoreWarning`, so they can be filtered or turned into errors.
@@ -157,6 +158,24 @@ class WorkerPythonError(RustBertScoreError, RuntimeError):
     """
 
 
+class ScorerClosedError(RustBertScoreError, RuntimeError):
+    """A scorer (or its scoring pipeline) used after
+    :meth:`~rust_bertscore.BERTScorer.close`: its model was released. A ``RuntimeError`` (the
+    object is in the wrong state, whatever the arguments); make a new scorer.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer, ScorerClosedError
+    >>> scorer = BERTScorer()
+    >>> scorer.close()
+    >>> try:
+    ...     scorer.score(["a cat"], ["a cat"])
+    ... except ScorerClosedError as e:
+    ...     print(isinstance(e, RuntimeError), "closed" in str(e))
+    True True
+    """
+
+
 class RustBertScoreWarning(UserWarning):
     """A warning of rust-bertscore (bert_score's warnings, with bert_score's messages).
 
@@ -203,6 +222,7 @@ __all__ = [
     "ModelNotFoundError",
     "RustBertScoreError",
     "RustBertScoreWarning",
+    "ScorerClosedError",
     "ThreadPoolError",
     "WorkerPythonError",
 ]

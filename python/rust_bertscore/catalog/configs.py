@@ -25,6 +25,7 @@ __all__ = [
     "SUPPORTED_MODEL_TYPES",
     "float_field",
     "full_attention_limit",
+    "has_convolutions",
     "int_field",
     "load_config",
     "max_positions",
@@ -303,3 +304,26 @@ def full_attention_limit(config: dict[str, Any]) -> int | None:
     block = int_field(config, "block_size") if "block_size" in config else 64
     random_blocks = int_field(config, "num_random_blocks") if "num_random_blocks" in config else 3
     return (5 + 2 * random_blocks) * block
+
+
+def has_convolutions(config: dict[str, Any]) -> bool:
+    """Whether the converter's graph of this model has ``Conv`` nodes, which ONNX Runtime runs
+    with cuDNN on CUDA: ConvBERT (the span-based dynamic convolution's depthwise Conv1d) and
+    DeBERTa-v2/v3 with ``conv_kernel_size > 0`` (the convolution after layer 0). SqueezeBERT's
+    1x1 convolutions become MatMuls in the graph, so it has none; nor has any other family.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.configs import has_convolutions
+    >>> has_convolutions({"model_type": "convbert"}), has_convolutions({"model_type": "bert"})
+    (True, False)
+    >>> has_convolutions({"model_type": "deberta-v2", "conv_kernel_size": 3})
+    True
+    >>> has_convolutions({"model_type": "squeezebert"})
+    False
+    """
+    family = SUPPORTED_MODEL_TYPES.get(str(config.get("model_type")))
+    if family == "convbert":
+        return True
+    kernel = config.get("conv_kernel_size")
+    return family == "deberta-v2" and isinstance(kernel, int) and kernel > 0

@@ -195,5 +195,8 @@ def run(args: argparse.Namespace) -> int:
     server = _server_class(uvicorn)(config)
     shown = f"[{host}]" if ":" in host else host
     print(f"{PROG} serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        scorer.close()  # the requests in flight were answered; the session goes
     return 0

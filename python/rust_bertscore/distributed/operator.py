@@ -190,6 +190,22 @@ class BERTScoreBatch:
             self._scorer = scorer
         return self._scorer
 
+    def close(self) -> None:
+        """Release the worker's scorer (:meth:`~rust_bertscore.BERTScorer.close`) if one
+        was built; the next batch builds another.
+
+        Examples
+        --------
+        >>> from rust_bertscore.distributed import BERTScoreBatch
+        >>> op = BERTScoreBatch("hyp", "ref")
+        >>> _ = op({"hyp": ["the cat sat"], "ref": ["a cat sat"]})
+        >>> op.close()
+        >>> _ = op({"hyp": ["the cat sat"], "ref": ["a cat sat"]})  # a new scorer
+        """
+        scorer, self._scorer = self._scorer, None
+        if scorer is not None:
+            scorer.close()
+
     def check_columns(self, names: Iterable[str], where: str = "the dataset") -> None:
         """Raise a ``ValueError`` when a column the operator reads is missing."""
         names = list(names)

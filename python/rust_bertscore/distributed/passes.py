@@ -10,53 +10,24 @@ batch computes for :class:`~rust_bertscore.distributed.plan.PlanBuilder` to comb
 Each returns its result pickled (bytes travel through every engine alike). The helpers
 :func:`row_index`, :func:`flatten` and :func:`pair_positions` are shared with the scoring pass
 (:class:`~rust_bertscore.distributed.BERTScoreBatch`) and :class:`ScorePlan.floors
-<rust_bertscore.distributed.ScorePlan>`.
+<rust_bertscore.distributed.ScorePlan>`. The tokenizer comes from
+:func:`~rust_bertscore.models.caches.load_tokenizer`, the process's tokenizer cache
+(``rust_bertscore.clear_cache()`` empties it).
 """
 
 from __future__ import annotations
 
-import functools
 import pickle
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..analyses.corpus import document_frequencies, pair_lengths
+from ..models.caches import load_tokenizer
 from ..stages.options import ScoringOptions
 from ..stages.scored_tokens import ScoredTokens
 from ..stages.tokenization.tokenizer import TextTokenizer
 from .columns import Batch, DistributedInputError, checked_rows, column, good_rows, ref_groups
-
-
-@functools.lru_cache(maxsize=4)
-def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
-    """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
-    (memoised per process, so an engine's worker loads it once).
-
-    Parameters
-    ----------
-    model_type : str or None
-        The model, as ``score()`` takes it (None: the default for ``lang``).
-    lang : str or None
-        The language, when ``model_type`` is None.
-
-    Returns
-    -------
-    TextTokenizer
-        The model's tokenizer (the same object for the same arguments in one process).
-
-    Examples
-    --------
-    >>> from rust_bertscore.distributed.passes import load_tokenizer
-    >>> tok = load_tokenizer(None)
-    >>> tok is load_tokenizer(None)
-    True
-    """
-    from ..catalog.registry import choose_model
-    from ..models.files import resolve_model
-
-    files = resolve_model(choose_model(model_type, lang))
-    return TextTokenizer(files.model_dir, files.config())
 
 
 def row_index(batch: Batch, index_col: str) -> np.ndarray:

@@ -38,6 +38,13 @@ class Progress(Protocol):
     def close(self) -> object: ...
 
 
+def tqdm_progress(total: int) -> Progress:
+    """The default progress bar (tqdm), for ``total`` pairs."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="scoring", unit="pair")  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class _Block:
     """One block's distinct texts, tokenised and weighed, and its pairs as indices into them."""

@@ -22,14 +22,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _core
-from ..errors import InputValueError
+from ..errors import InputValueError, ScorerClosedError
 from ..models.runtime import ModelRuntime
 from ..stages.embeddings import EmbeddingCache, TokenWeights, idf_from_dict, unseen_idf
 from ..stages.options import ScoringOptions
 from ..stages.scored_tokens import ScoredTokens
 from ..stages.text import PairedTexts
 from ..store import EmbeddingStore
-from .blocks import BlockScorer, Progress
+from .blocks import BlockScorer, Progress, tqdm_progress
 from .rounds import block_step, explicit_floors, round_budget
 from .rules import max_over_groups
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from ..stages.tokenization.tokenizer import TextTokenizer
 
 
-def tqdm_progress(total: int) -> Progress:
-    """The default progress bar (tqdm), for ``total`` pairs."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="scoring", unit="pair")  # type: ignore[no-any-return]
+def _closed() -> ScorerClosedError:
+    return ScorerClosedError(
+        "this scoring pipeline was closed (BERTScorer.close()): its model was released; make a "
+        "new BERTScorer"
+    )
 
 
 class ScoringPipeline:
@@ -67,8 +67,6 @@ class ScoringPipeline:
     options : ScoringOptions
     tokens : ScoredTokens
         The tokens scored: ids as encoded (cut, or whole with windows), exclusions, windows.
-    vector_source : VectorSource
-        Where vectors come from: the call's memo, the cache, the store, else the encoder.
     uniform : TokenWeights
         bert_score's uniform weights: 1 for every token, 0 for special tokens.
     idf_weights : TokenWeights or None
@@ -100,11 +98,11 @@ class ScoringPipeline:
         store: EmbeddingStore | None = None,
         options: ScoringOptions | None = None,
     ) -> None:
-        self._runtime = runtime
+        self._model: ModelRuntime | None = runtime
         self.cache = cache
         self.options = options or ScoringOptions()
         self.tokens = ScoredTokens(runtime.tokenizer, self.options)
-        self.vector_source = VectorSource(runtime, cache, store, self.tokens.window)
+        self._vectors: VectorSource | None = VectorSource(runtime, cache, store, self.tokens.window)
         self.uniform = TokenWeights.uniform(
             runtime.tokenizer.special_ids, runtime.tokenizer.vocab_size
         )
@@ -118,6 +116,33 @@ class ScoringPipeline:
     def runtime(self) -> ModelRuntime:
         """The model: tokenizer, encoder, layer, depth, precision."""
         return self._runtime
+
+    @property
+    def _runtime(self) -> ModelRuntime:
+        if self._model is None:
+            raise _closed()
+        return self._model
+
+    @property
+    def vector_source(self) -> VectorSource:
+        """Where vectors come from: the call's memo, the cache, the store, else the encoder."""
+        if self._vectors is None:
+            raise _closed()
+        return self._vectors
+
+    def close(self) -> None:
+        """Empty the cache of encoded texts and drop the runtime (tokenizer and encoder
+        session), freed once nothing else holds it; later calls that need the model raise
+        :class:`~rust_bertscore.errors.ScorerClosedError`. Closing twice does nothing.
+
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer().pipeline
+        >>> pipeline.close()
+        >>> len(pipeline.cache)
+        0
+        """
+        self.cache.clear()
+        self._model = self._vectors = None
 
     @property
     def tokenizer(self) -> TextTokenizer:
@@ -145,10 +170,10 @@ class ScoringPipeline:
         >>> len(pipeline.cache)
         0
         """
-        self._runtime = dataclasses.replace(self._runtime, encoder=encoder)
+        self._model = dataclasses.replace(self._runtime, encoder=encoder)
         self.cache.clear()
-        self.vector_source = VectorSource(
-            self._runtime, self.cache, self.vector_source.store, self.tokens.window
+        self._vectors = VectorSource(
+            self._model, self.cache, self.vector_source.store, self.tokens.window
         )
 
     # -- texts to token ids, vectors and weights ---------------------------------------------

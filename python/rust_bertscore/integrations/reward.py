@@ -117,10 +117,26 @@ class BERTScoreReward:
         self.__qualname__ = self.__name__
 
     def __repr__(self) -> str:
+        layer = "closed" if self.scorer.closed else f"layer {self.scorer.num_layers}"
         return (
-            f"<reward {self.__name__}: {self.scorer.model_type} layer {self.scorer.num_layers}, "
+            f"<reward {self.__name__}: {self.scorer.model_type} {layer}, "
             f"references from {self.reference_key!r}>"
         )
+
+    def close(self) -> None:
+        """Release the scorer's model (:meth:`~rust_bertscore.BERTScorer.close`): when
+        training ends, or before another model needs the GPU memory. Calling the reward
+        afterwards raises :class:`~rust_bertscore.errors.ScorerClosedError`.
+
+        Examples
+        --------
+        >>> from rust_bertscore import bertscore_reward
+        >>> reward = bertscore_reward()
+        >>> reward.close()
+        >>> reward.scorer.closed
+        True
+        """
+        self.scorer.close()
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float]:
         """One score per completion, against the references in ``kwargs[reference_key]``.

@@ -1,14 +1,18 @@
-"""A loaded model: its files, tokenizer and encoder session, shared by scorers in a process."""
+"""A loaded model: its files, tokenizer and encoder session, shared by scorers in a process
+through :data:`RUNTIMES` (emptied by :func:`rust_bertscore.clear_cache`; docs/caches.md)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from ..catalog.configs import model_depth, model_family
+from ..catalog.configs import has_convolutions, model_depth, model_family
 from ..catalog.registry import tuned_layer
 from ..errors import InputTypeError, InputValueError, ModelLoadError, RustBertScoreError, warn
 from ..stages.encoder import Encoder
@@ -83,7 +87,90 @@ def check_layer(model_type: str, num_layers: object, depth: int) -> int:
     return num_layers
 
 
-_load_lock = threading.Lock()
+class CacheInfo(NamedTuple):
+    """A cache's counters, as ``functools.lru_cache``'s ``cache_info()`` gives them."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class RuntimeCache:
+    """The process's loaded runtimes, shared by the scorers that ask for the same model, layer,
+    device, precision and tokenizer: at most ``maxsize``, the least recently used dropped first
+    (a dropped runtime lives on in the scorers that hold it).
+
+    Each entry knows its *owners*, the live objects (scorers) that asked for it, by weak
+    reference: an owner garbage-collected without being closed drops out, and the entry stays
+    for the next scorer of that model (repeated ``score()`` calls load once). :meth:`release`
+    (from ``BERTScorer.close()``) drops an owner and evicts every entry no other live owner
+    uses, so its session is freed once nothing else holds it.
+
+    Examples
+    --------
+    >>> from rust_bertscore.models.runtime import RUNTIMES
+    >>> RUNTIMES.cache_info().maxsize
+    4
+    """
+
+    def __init__(self, maxsize: int = 4) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[Hashable, ModelRuntime] = OrderedDict()
+        self._owners: dict[Hashable, weakref.WeakSet[object]] = {}
+        self._lock = threading.RLock()
+        self._hits = self._misses = 0
+
+    def get(
+        self, key: Hashable, load: Callable[[], ModelRuntime], owner: object = None
+    ) -> ModelRuntime:
+        """The runtime cached under ``key``, else ``load()``'s (cached); ``owner`` (when not
+        None) is recorded as one of its users. Loads run one at a time."""
+        with self._lock:
+            runtime = self._entries.get(key)
+            if runtime is None:
+                self._misses += 1
+                runtime = load()
+                self._entries[key] = runtime
+                while len(self._entries) > self.maxsize:
+                    dropped, _ = self._entries.popitem(last=False)
+                    self._owners.pop(dropped, None)
+            else:
+                self._hits += 1
+                self._entries.move_to_end(key)
+            if owner is not None:
+                self._owners.setdefault(key, weakref.WeakSet()).add(owner)
+            return runtime
+
+    def release(self, owner: object) -> int:
+        """Drop ``owner`` from the entries it uses and evict those that no other live owner
+        uses; the number evicted."""
+        evicted = 0
+        with self._lock:
+            for key, owners in list(self._owners.items()):
+                if owner in owners:
+                    owners.discard(owner)
+                    if not owners:
+                        del self._owners[key]
+                        self._entries.pop(key, None)
+                        evicted += 1
+        return evicted
+
+    def clear(self) -> None:
+        """Evict every entry (scorers keep the runtimes they hold) and reset the counters."""
+        with self._lock:
+            self._entries.clear()
+            self._owners.clear()
+            self._hits = self._misses = 0
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, ``maxsize`` and the number of runtimes held now."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self.maxsize, len(self._entries))
+
+
+RUNTIMES = RuntimeCache(maxsize=4)
+"""The runtimes of this process (ONNX Runtime sessions; GPU memory on CUDA): four at most."""
 
 
 def load_runtime(
@@ -94,21 +181,26 @@ def load_runtime(
     device: str | None = None,
     precision: str = "fp32",
     use_fast_tokenizer: bool = False,
+    owner: object = None,
 ) -> ModelRuntime:
     """Resolve, convert (once, cached on disk) and load ``model_type``.
 
-    Loaded runtimes are memoised per process, so repeated ``score()`` calls pay the load once.
-    ``use_fast_tokenizer``: tokenise with the model's fast tokenizer, as bert_score's
-    ``use_fast_tokenizer=True`` (see :class:`TextTokenizer`).
+    Loaded runtimes are kept in :data:`RUNTIMES`, so repeated ``score()`` calls pay the load
+    once. ``use_fast_tokenizer``: tokenise with the model's fast tokenizer, as bert_score's
+    ``use_fast_tokenizer=True`` (see :class:`TextTokenizer`). ``owner``: the scorer that will
+    hold the runtime (see :meth:`RuntimeCache.release`).
     """
     check_precision(precision)
-    with _load_lock:
-        return _load_runtime(
+    key = (model_type, num_layers, all_layers, device, precision, use_fast_tokenizer)
+    return RUNTIMES.get(
+        key,
+        lambda: _load_runtime(
             model_type, num_layers, all_layers, device, precision, use_fast_tokenizer
-        )
+        ),
+        owner,
+    )
 
 
-@functools.lru_cache(maxsize=4)
 def _load_runtime(
     model_type: str,
     num_layers: int | None,
@@ -144,9 +236,21 @@ def _load_runtime(
     fp16 = precision == "fp16"
     tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
     check_vocabulary(tokenizer, config)
+
+    def open_encoder(graph: str | Path | bytes) -> Encoder:
+        return Encoder(
+            graph,
+            device=device,
+            pad_id=_pad_id(config),
+            tf32=tf32,
+            fp16=fp16,
+            convolutions=has_convolutions(config),
+            model=model_type,
+        )
+
     if files.onnx_path is not None:
         graph = files.onnx_path
-        encoder = Encoder(graph, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+        encoder = open_encoder(graph)
         if encoder.all_layers != all_layers:
             raise InputValueError(
                 f"{graph} outputs {'all hidden states' if encoder.all_layers else 'one layer'}, "
@@ -162,14 +266,14 @@ def _load_runtime(
             files, config, layer, all_layers=all_layers, precision=kind
         )
         try:
-            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+            encoder = open_encoder(source)
         except RustBertScoreError:
             # A damaged cache entry: drop it and convert again, once.
             model_cache.invalidate(source)
             source = model_cache.encoder_graph(
                 files, config, layer, all_layers=all_layers, precision=kind
             )
-            encoder = Encoder(source, device=device, pad_id=_pad_id(config), tf32=tf32, fp16=fp16)
+            encoder = open_encoder(source)
     return ModelRuntime(files, config, depth, layer, all_layers, precision, tokenizer, encoder)
 
 

@@ -1,6 +1,7 @@
 """The scorer's convenience methods that call the analyses (alignments, system comparison,
-heatmap data, all pairs, MBR): a mixin of :class:`~rust_bertscore.scoring.scorer.BERTScorer`,
-at the front's layer, so the analyses stay below the front and the scorer stays small."""
+heatmap data, all pairs, MBR) and the pipeline's per-text data (``embed``): a mixin of
+:class:`~rust_bertscore.scoring.scorer.BERTScorer`, at the front's layer, so the analyses stay
+below the front and the scorer stays small."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ from ..analyses.heatmap import require_matplotlib, save_example
 from ..analyses.mbr import MBRResult, mbr_select, mbr_select_batch
 from ..analyses.pairwise import pairwise_scores
 from ..analyses.similarity import SimilarityMatrix, compute_similarity_matrix
-from ..engine.settings import RefsArg, Scores
+from ..engine.settings import RefsArg, Scores, batch_size_or
+from ..engine.text_embedding import TextEmbedding, embed_texts
+from ..stages.text import check_texts
 
 if TYPE_CHECKING:
     from ..analyses.seams import Scorer
 
 
 class ScorerAnalyses:
-    """:class:`~rust_bertscore.scoring.scorer.BERTScorer`'s methods built on the analyses.
+    """:class:`~rust_bertscore.scoring.scorer.BERTScorer`'s methods built on the analyses and
+    the pipeline.
 
     >>> import rust_bertscore as rb
     >>> issubclass(rb.BERTScorer, ScorerAnalyses)
@@ -31,6 +35,38 @@ class ScorerAnalyses:
         # Only BERTScorer derives from this mixin, and it satisfies the analyses' protocol
         # (checked in scorer.py); the mixin names the protocol, not the class above it.
         return cast("Scorer", self)
+
+    # -- the data behind the scores -----------------------------------------------------------
+    def embed(self, texts: Sequence[str], batch_size: int | None = None) -> list[TextEmbedding]:
+        """Each text as this scorer scores it: token strings, ids, the special-token and
+        excluded-token masks, the layer's vectors (float32, as the encoder gives them) and
+        the weights. See :class:`rust_bertscore.engine.text_embedding.TextEmbedding`.
+
+        With these, any score can be checked by hand: drop the excluded tokens, normalise the
+        rows, take the cosine matrix of a pair, its row and column maxima, and their means
+        weighted by ``weights`` (bert_score's batch padding floor aside: compare with
+        ``batch_independent=True`` or one pair at a time).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> scorer = BERTScorer()
+        >>> (emb,) = scorer.embed(["The cat sat."])
+        >>> emb.tokens
+        ['[CLS]', 'the', 'cat', 'sat', '.', '[SEP]']
+        >>> emb.vectors.shape, emb.vectors.dtype
+        ((6, 384), dtype('float32'))
+        >>> emb.weights.tolist()
+        [0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+        >>> no_punct = BERTScorer(exclude_punctuation=True)
+        >>> no_punct.embed(["The cat sat."])[0].excluded.tolist()
+        [False, False, False, False, True, False]
+        """
+        scorer = self._scorer()
+        pipeline = scorer.pipeline  # first: a closed scorer says so
+        texts = check_texts(texts, "texts")
+        batch = batch_size_or(scorer.batch_size, batch_size)
+        return embed_texts(pipeline, texts, pipeline.weights_for(scorer.idf), batch)
 
     # -- all pairs and MBR (see pairwise.py, mbr.py) ------------------------------------------
     def pairwise(

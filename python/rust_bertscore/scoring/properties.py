@@ -1,6 +1,7 @@
 """The settings side of :class:`~rust_bertscore.BERTScorer`: a base class with the properties
 that mirror ``bert_score.BERTScorer``, the engine seams (``pipeline``, ``runtime``,
-``use_encoder``, ``block_pairs``, ``round_bytes``) and the IDF setters.
+``use_encoder``, ``block_pairs``, ``round_bytes``), the IDF setters and the scorer's life
+(``close()``, ``closed``, the context manager).
 
 :class:`~rust_bertscore.scoring.scorer.BERTScorer` derives from it and sets the attributes it
 reads in its constructor; the scoring, embedding and analysis methods live there.
@@ -9,12 +10,14 @@ reads in its constructor; the scoring, embedding and analysis methods live there
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from ..engine.settings import make_hash
-from ..errors import warn
+from ..errors import ScorerClosedError, warn
+from ..models.runtime import RUNTIMES
 from ..stages.rescale import load_baseline
 from ..stages.text import check_texts
 
@@ -29,11 +32,15 @@ if TYPE_CHECKING:
     from ..store import EmbeddingStore
 
 
+_Scorer = TypeVar("_Scorer", bound="ScorerProperties")
+
+
 class ScorerProperties:
     """Properties, engine seams and IDF setters of a scorer (see
     :class:`~rust_bertscore.BERTScorer`, which sets the attributes below)."""
 
-    _pipeline: ScoringPipeline
+    _open_pipeline: ScoringPipeline | None
+    _own_store: EmbeddingStore | None  # a store the scorer opened from a path: closed with it
     _model_type: str
     _lang: str | None
     _idf: bool
@@ -45,6 +52,62 @@ class ScorerProperties:
     all_layers: bool
     batch_independent: bool
     options: ScoringOptions
+
+    # -- the scorer's life --------------------------------------------------------------------
+    @property
+    def _pipeline(self) -> ScoringPipeline:
+        if self._open_pipeline is None:
+            raise ScorerClosedError(
+                f"this BERTScorer ({self._model_type}) was closed: its model was released by "
+                "close() (or the end of its with block); make a new BERTScorer"
+            )
+        return self._open_pipeline
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._open_pipeline is None
+
+    def close(self) -> None:
+        """Release the model: empty the cache of encoded texts, drop the scorer's runtime
+        (tokenizer and ONNX Runtime session) and close a store it opened from a path.
+
+        The process's runtime cache (:data:`rust_bertscore.models.runtime.RUNTIMES`) lets go
+        of the runtime too unless another open scorer uses it, so the session (GPU memory on
+        CUDA) is freed once nothing else holds it; another scorer of the same model keeps
+        working. After ``close()``, :meth:`score` and every method that needs the model raise
+        :class:`~rust_bertscore.errors.ScorerClosedError` (a ``RuntimeError``); settings such
+        as :attr:`model_type` stay readable. Closing twice does nothing.
+        ``with BERTScorer(...) as scorer:`` closes at the end of the block.
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> with BERTScorer() as scorer:
+        ...     P, R, F = scorer.score(["the cat sat"], ["a cat sat"])
+        >>> scorer.closed
+        True
+        >>> scorer.close()  # again: nothing to do
+        """
+        pipeline, self._open_pipeline = self._open_pipeline, None
+        if pipeline is None:
+            return
+        pipeline.close()
+        RUNTIMES.release(self)
+        if self._own_store is not None:
+            self._own_store.close()
+            self._own_store = None
+
+    def __enter__(self: _Scorer) -> _Scorer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- properties mirroring bert_score.BERTScorer -------------------------------------------
     @property

@@ -28,14 +28,13 @@ from ..engine.settings import (
     check_batch_size,
     check_flag,
 )
-from ..engine.text_embedding import TextEmbedding, embed_texts
 from ..errors import InputValueError, ModelNotFoundError, warn_user
 from ..models.runtime import check_precision, load_runtime
 from ..stages.embeddings import EmbeddingCache
 from ..stages.options import ScoringOptions
 from ..stages.rescale import packaged_baseline, rescale
 from ..stages.scored_tokens import warn_truncated
-from ..stages.text import check_texts, pair_texts
+from ..stages.text import pair_texts
 from ..store import StoreArg, open_store
 from .methods import ScorerAnalyses
 from .properties import ScorerProperties
@@ -45,7 +44,8 @@ if TYPE_CHECKING:
 
 
 class BERTScorer(ScorerProperties, ScorerAnalyses):
-    """BERTScore with a model loaded once, as ``bert_score.BERTScorer``.
+    """BERTScore with a model loaded once, as ``bert_score.BERTScorer``; held until
+    :meth:`close` (or the end of a ``with`` block: ``with BERTScorer() as scorer:``).
 
     Parameters
     ----------
@@ -101,8 +101,8 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         bert_score.
     cache_bytes : int
         Bound, in bytes, of the LRU cache of encoded texts kept across :meth:`score` calls
-        (default 512 MiB; 0 disables it). Scoring a second system against the same references
-        encodes only its candidates.
+        (default 512 MiB; 0 disables it; :meth:`close` empties it). Scoring a second system
+        against the same references encodes only its candidates.
     batch_independent : bool
         False (default) reproduces bert_score's batch padding floor: pairs are scored in
         consecutive batches of ``batch_size`` and a token's best match counts ``max(best, 0)``
@@ -210,6 +210,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 device=device,
                 precision=precision,
                 use_fast_tokenizer=fast,
+                owner=self,  # close() releases it from the process's cache (RUNTIMES)
             )
         except ModelNotFoundError as e:
             if model_type is not None or lang is None:
@@ -219,7 +220,10 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 f"another model, pass it with lang: lang={lang!r}, model_type=...)"
             ) from e
         self.device = runtime.encoder.device
-        self._pipeline = ScoringPipeline(runtime, EmbeddingCache(cache_bytes), opened, self.options)
+        self._own_store = None if opened is store else opened  # opened from a path: ours
+        self._open_pipeline = ScoringPipeline(
+            runtime, EmbeddingCache(cache_bytes), opened, self.options
+        )
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:
             baseline_path = str(packaged_baseline(baseline_lang or "", self._model_type))
@@ -353,6 +357,8 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         >>> print(BERTScorer(batch_size=32, nthreads=2))  # doctest: +ELLIPSIS
         BERTScorer(hash=sentence-...-L6-v2_L6_no-idf_version=...), batch_size=32, nthreads=2)
         """
+        if self.closed:
+            return f"{self.__class__.__name__}(model_type={self._model_type}, closed)"
         return (
             f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, "
             f"nthreads={self.nthreads})"
@@ -362,36 +368,6 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         vals = self.baseline_vals
         assert vals is not None
         return vals[:, which][:, None] if self.all_layers else vals[which]
-
-    # -- the data behind the scores -----------------------------------------------------------
-    def embed(self, texts: Sequence[str], batch_size: int | None = None) -> list[TextEmbedding]:
-        """Each text as this scorer scores it: token strings, ids, the special-token and
-        excluded-token masks, the layer's vectors (float32, as the encoder gives them) and
-        the weights. See :class:`rust_bertscore.engine.text_embedding.TextEmbedding`.
-
-        With these, any score can be checked by hand: drop the excluded tokens, normalise the
-        rows, take the cosine matrix of a pair, its row and column maxima, and their means
-        weighted by ``weights`` (bert_score's batch padding floor aside: compare with
-        ``batch_independent=True`` or one pair at a time).
-
-        Examples
-        --------
-        >>> from rust_bertscore import BERTScorer
-        >>> scorer = BERTScorer()
-        >>> (emb,) = scorer.embed(["The cat sat."])
-        >>> emb.tokens
-        ['[CLS]', 'the', 'cat', 'sat', '.', '[SEP]']
-        >>> emb.vectors.shape, emb.vectors.dtype
-        ((6, 384), dtype('float32'))
-        >>> emb.weights.tolist()
-        [0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
-        >>> no_punct = BERTScorer(exclude_punctuation=True)
-        >>> no_punct.embed(["The cat sat."])[0].excluded.tolist()
-        [False, False, False, False, True, False]
-        """
-        texts = check_texts(texts, "texts")
-        batch = batch_size_or(self.batch_size, batch_size)
-        return embed_texts(self._pipeline, texts, self._pipeline.weights_for(self._idf), batch)
 
 
 if TYPE_CHECKING:

@@ -4,7 +4,8 @@ token budget of an encoder call on each device.
 TF32 is off by default on CUDA: ONNX Runtime's CUDA provider runs float32 MatMul/GEMM in TF32
 unless its ``use_tf32`` option is ``0`` (on by default since onnxruntime PR #19357), while
 PyTorch keeps TF32 off for matmuls, so bert_score's numbers are true float32. TF32 comes back
-only with ``precision="tf32"`` (named in the scorer's hash).
+only with ``precision="tf32"`` (named in the scorer's hash). The process environment is changed
+only for graphs with convolutions (:func:`prepare_tf32`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from collections.abc import Sequence
 from types import ModuleType
 
-from ..errors import DeviceNotAvailableError, InputTypeError, InputValueError
+from ..errors import DeviceNotAvailableError, InputTypeError, InputValueError, warn_user
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -185,27 +186,43 @@ def uses_cuda(providers: Sequence[str | tuple[str, dict[str, str]]]) -> bool:
     return (first[0] if isinstance(first, tuple) else first) == CUDA_PROVIDER
 
 
-def prepare_tf32(providers: Providers, *, tf32: bool = False) -> bool:
-    """Before a CUDA session starts: set ``NVIDIA_TF32_OVERRIDE=0`` for the process when CUDA
-    runs float32 without TF32 and the variable is not set already; True when it was set here.
+def prepare_tf32(
+    providers: Providers, *, tf32: bool = False, convolutions: bool = False, model: str = ""
+) -> bool:
+    """Before a CUDA session starts: set ``NVIDIA_TF32_OVERRIDE=0`` for the process when the
+    graph has convolutions, CUDA runs it without TF32 and the variable is not set already; True
+    when it was set here, with a :class:`~rust_bertscore.errors.RustBertScoreWarning` that
+    says so.
 
-    ``use_tf32=0`` covers ONNX Runtime's MatMul/GEMM; cuDNN's convolutions (ConvBERT's
-    span-based dynamic convolution, SqueezeBERT's grouped 1x1 convolutions) may pick TF32
-    kernels anyway, and this variable turns TF32 off in cuBLAS and cuDNN alike. It is read when
-    those libraries initialise, so it takes effect if no CUDA library of the process (PyTorch's,
-    for one) started before; it then holds for the whole process (a later ``precision="tf32"``
-    scorer runs its convolutions and GEMMs in float32, slower but not less exact). A value the
-    user set is left alone: ``NVIDIA_TF32_OVERRIDE=1`` in the environment keeps TF32 on.
+    ``use_tf32=0`` (:func:`cuda_options`) keeps a session's own MatMul/GEMM out of TF32, and
+    nothing else is needed for a graph without convolutions: the process environment is left
+    alone. cuDNN's convolutions (``convolutions``: ConvBERT's dynamic convolution, DeBERTa-v2's
+    conv layer; :func:`~rust_bertscore.catalog.configs.has_convolutions`) may pick TF32
+    kernels whatever ``use_tf32`` says, and this variable turns TF32 off in cuBLAS and cuDNN
+    alike, for the whole process: every CUDA library that starts after it (a PyTorch trainer's
+    matmuls included), and a later ``precision="tf32"`` scorer (slower, not less exact). It is
+    read when those libraries initialise. A value the user set is left alone
+    (``NVIDIA_TF32_OVERRIDE=1`` keeps TF32 on), and ``tf32`` never sets it.
 
     Examples
     --------
     >>> from rust_bertscore.stages.devices import prepare_tf32
-    >>> prepare_tf32(["CPUExecutionProvider"])  # nothing to do without CUDA
+    >>> prepare_tf32(["CPUExecutionProvider"], convolutions=True)  # nothing to do without CUDA
+    False
+    >>> prepare_tf32([("CUDAExecutionProvider", {"use_tf32": "0"})])  # no convolutions
     False
     """
-    if tf32 or not uses_cuda(providers) or TF32_OVERRIDE_ENV in os.environ:
+    if tf32 or not convolutions or not uses_cuda(providers) or TF32_OVERRIDE_ENV in os.environ:
         return False
     os.environ[TF32_OVERRIDE_ENV] = "0"
+    warn_user(
+        f"{TF32_OVERRIDE_ENV}=0 was set for this process: {model or 'the model'}'s graph has "
+        "convolutions, which cuDNN may run in TF32 whatever ONNX Runtime's use_tf32=0 says. The "
+        "variable turns TF32 off in cuBLAS and cuDNN for every CUDA library of the process that "
+        "starts after it (a PyTorch trainer's matmuls too). To avoid this, set "
+        f"{TF32_OVERRIDE_ENV} yourself before Python starts (0: float32 everywhere; 1: TF32 "
+        "stays on, and these convolutions may use it), or pass precision='tf32' (docs/gpu.md)"
+    )
     return True
 
 

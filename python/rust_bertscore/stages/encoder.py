@@ -155,6 +155,12 @@ class Encoder:
     fp16 : bool
         The graph is a float16 rewrite (``convert.to_fp16``): leave
         :data:`FP16_DISABLED_OPTIMIZERS` out as well.
+    convolutions : bool
+        The graph has ``Conv`` nodes (cuDNN on CUDA): on CUDA without TF32,
+        :func:`~rust_bertscore.stages.devices.prepare_tf32` sets ``NVIDIA_TF32_OVERRIDE=0``
+        for the process (with a warning naming ``model``) unless it is set already.
+    model : str
+        The model's name, for that warning.
 
     Attributes
     ----------
@@ -173,6 +179,8 @@ class Encoder:
         tf32: bool = False,
         io_binding: bool | None = None,
         fp16: bool = False,
+        convolutions: bool = False,
+        model: str = "",
     ) -> None:
         if num_threads is None:
             num_threads = default_threads()
@@ -187,7 +195,7 @@ class Encoder:
         options = session_options(num_threads)
         providers = select_providers(device, tf32=tf32)
         self.provider_options = providers
-        devices.prepare_tf32(providers, tf32=tf32)
+        devices.prepare_tf32(providers, tf32=tf32, convolutions=convolutions, model=model)
         if max_tokens is None:
             max_tokens = devices.default_max_tokens(providers)
         if max_tokens < 1:
