@@ -96,7 +96,7 @@ bench-rust: ## criterion suite of the Rust kernel
 # The Python benches are the package benches/ (shared helpers in benches/common.py), run as
 # modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
 BENCH_OPTS ?=
-.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters test-cluster
+.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-store test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) -m benches.end_to_end $(BENCH_OPTS)
@@ -116,6 +116,9 @@ bench-distributed: install ## In-process against Ray and Spark on one machine (s
 
 bench-clusters: install ## Two-node Ray and Spark standalone against one score(), and a lost worker
 	$(PY) -m benches.clusters $(BENCH_OPTS)
+
+bench-store: install ## Embedding store reads: os.pread against lseek + read (the path without pread)
+	$(PY) -m benches.store_reads $(BENCH_OPTS)
 
 test-cluster: install ## Only the tests on real clusters (pytest -m cluster; part of test-python)
 	$(PY) -m pytest -q -m cluster

@@ -1,5 +1,9 @@
 """The persistent embedding store: records, concurrent writers, damaged entries, full or
-read-only disks, keys and the LRU bound; then the scorer with a store (same numbers)."""
+read-only disks, keys and the LRU bound; then the scorer with a store (same numbers).
+
+The store's own tests run twice (``platform``): as the store runs here, and "portable", as on
+Windows (no ``os.pread``, ``msvcrt`` locks, files that cannot be renamed or deleted while
+open; ``store_platforms.py``, and ``test_store_portable.py`` for what only that has)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from store_platforms import PLATFORMS, Platform, use_platform
 
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
@@ -33,6 +38,11 @@ def seg_files(d: Path) -> list[Path]:
     return sorted((d / "segments").glob("*.seg"))
 
 
+@pytest.fixture(params=PLATFORMS)
+def platform(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    return use_platform(request.param, tmp_path, monkeypatch)
+
+
 # ---- records and the store on its own ----------------------------------------------------------
 
 
@@ -53,7 +63,7 @@ def test_record_round_trip_and_damage_detection() -> None:
         records.vectors_record(key(1), 0.0, np.zeros(3, np.float32))
 
 
-def test_put_get_2d_3d_and_a_second_reader(tmp_path: Path) -> None:
+def test_put_get_2d_3d_and_a_second_reader(tmp_path: Path, platform: Platform) -> None:
     store = EmbeddingStore(tmp_path)
     three = np.random.default_rng(3).standard_normal((4, 6, 8)).astype(np.float32)
     store.put_many([key(1), key(2)], [vec(1), three])
@@ -67,6 +77,9 @@ def test_put_get_2d_3d_and_a_second_reader(tmp_path: Path) -> None:
     np.testing.assert_array_equal(other.get(key(4)), vec(4))  # appended after it opened
     info = other.info()
     assert info.entries == 3 and info.damaged == 0 and info.segments == 1
+    assert info.active_segments == 1  # store's writer holds its lock
+    if platform.windows is not None:  # the open segment could not be renamed: made in place
+        assert platform.windows.refused and platform.windows.refused[0].endswith(".seg.tmp")
 
 
 def _writer(directory: str, worker: int, start: object) -> None:
@@ -78,7 +91,7 @@ def _writer(directory: str, worker: int, start: object) -> None:
     store.close()
 
 
-def test_concurrent_writers_same_and_different_entries(tmp_path: Path) -> None:
+def test_concurrent_writers_same_and_different_entries(tmp_path: Path, platform: Platform) -> None:
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, start)) for w in range(4)]
@@ -102,7 +115,7 @@ def test_concurrent_writers_same_and_different_entries(tmp_path: Path) -> None:
     assert after is not None and after.entries == 100 and after.file_bytes == after.entry_bytes
 
 
-def test_flipped_and_truncated_entries_are_misses(tmp_path: Path) -> None:
+def test_flipped_and_truncated_entries_are_misses(tmp_path: Path, platform: Platform) -> None:
     store = EmbeddingStore(tmp_path)
     store.put_many([key(i) for i in range(3)], [vec(i) for i in range(3)])
     store.close()
@@ -123,7 +136,9 @@ def test_flipped_and_truncated_entries_are_misses(tmp_path: Path) -> None:
     np.testing.assert_array_equal(again[1], vec(2))
 
 
-def test_lru_eviction_keeps_the_most_recently_used_within_the_bound(tmp_path: Path) -> None:
+def test_lru_eviction_keeps_the_most_recently_used_within_the_bound(
+    tmp_path: Path, platform: Platform
+) -> None:
     store = EmbeddingStore(tmp_path)
     record = records.HEADER_BYTES + vec(0).nbytes
     for i in range(10):
@@ -146,7 +161,7 @@ def test_lru_eviction_keeps_the_most_recently_used_within_the_bound(tmp_path: Pa
     assert kept[:2] == [0, 1] and kept[2:] == [8, 9]
 
 
-def test_store_evicts_by_itself_past_its_bound(tmp_path: Path) -> None:
+def test_store_evicts_by_itself_past_its_bound(tmp_path: Path, platform: Platform) -> None:
     record = records.HEADER_BYTES + vec(0).nbytes
     store = EmbeddingStore(tmp_path, max_bytes=5 * record)
     for i in range(12):
@@ -157,7 +172,7 @@ def test_store_evicts_by_itself_past_its_bound(tmp_path: Path) -> None:
 
 
 def test_full_disk_warns_once_and_reading_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: Platform
 ) -> None:
     store = EmbeddingStore(tmp_path)
     store.put_many([key(0)], [vec(0)])

@@ -205,17 +205,21 @@ def raw_grid(
         c_pos = {int(t): k for k, t in enumerate(uc)}
         r_pos = {int(t): k for k, t in enumerate(ur)}
         sub = np.zeros((3, out.shape[1], len(uc), len(ur)), np.float32)
-        for cb in blocks(uc, texts.lengths, max(1, budget // 2)):
-            for rb in blocks(ur, texts.lengths, max(1, budget // 2)):
-                part = np.zeros((3, out.shape[1], len(cb), len(rb)), np.float32)
-                grid(scorer, source, texts, cb, rb, batch_size, part)
-                ci = np.fromiter((c_pos[int(t)] for t in cb), np.int64, len(cb))
-                ri = np.fromiter((r_pos[int(t)] for t in rb), np.int64, len(rb))
-                sub[:, :, ci[:, None], ri[None, :]] = part
-        if source is not scorer.pipeline.vector_source:
-            scorer.pipeline.vector_source.encoded += source.encoded
-            if source.store is not None:
-                source.store.close()
+        try:
+            for cb in blocks(uc, texts.lengths, max(1, budget // 2)):
+                for rb in blocks(ur, texts.lengths, max(1, budget // 2)):
+                    part = np.zeros((3, out.shape[1], len(cb), len(rb)), np.float32)
+                    grid(scorer, source, texts, cb, rb, batch_size, part)
+                    ci = np.fromiter((c_pos[int(t)] for t in cb), np.int64, len(cb))
+                    ri = np.fromiter((r_pos[int(t)] for t in rb), np.int64, len(rb))
+                    sub[:, :, ci[:, None], ri[None, :]] = part
+        finally:
+            if source is not scorer.pipeline.vector_source:
+                scorer.pipeline.vector_source.encoded += source.encoded
+                if source.store is not None:
+                    # Closed before the directory goes, on an error too (Windows cannot
+                    # delete open files).
+                    source.store.close()
     out[:] = sub[:, :, c_inv][:, :, :, r_inv]
     return out
 

@@ -4,17 +4,19 @@
 [...]}`` and answers ``{"P": [...], "R": [...], "F": [...], "hash": ...}``, the numbers of
 ``score()`` on that request alone. Requests that arrive together are encoded together
 (:mod:`rust_bertscore.integrations.server.batching`). Needs the extra ``[serve]`` (Starlette,
-uvicorn), imported only here. SIGTERM or Ctrl-C: requests in flight are answered, then the
-server exits. docs/serving.md.
+uvicorn), imported only here. SIGTERM or Ctrl-C (Ctrl-Break on Windows): requests in flight
+are answered, then the server exits. docs/serving.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -134,6 +136,13 @@ def _import_server() -> tuple:
     return uvicorn, ScoringApp
 
 
+def stop_signals() -> tuple[int, ...]:
+    """The signals that stop the server gracefully, as uvicorn's own list: SIGINT, SIGTERM and,
+    on Windows, SIGBREAK (Ctrl-Break; Windows delivers no SIGTERM from another process)."""
+    found = (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGBREAK", None))
+    return tuple(int(sig) for sig in found if sig is not None)
+
+
 def _server_class(uvicorn: Any) -> Any:
     class Server(uvicorn.Server):  # type: ignore[misc, name-defined]
         """uvicorn's server, ending with exit code 0 after a graceful stop on SIGTERM/SIGINT
@@ -141,8 +150,10 @@ def _server_class(uvicorn: Any) -> Any:
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            if threading.current_thread() is not threading.main_thread():
+                yield  # signal handlers can only be set in the main thread
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in stop_signals()}
             try:
                 yield
             finally:
@@ -180,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if os.name == "posix":  # on Windows it would let two servers share a port (asyncio's rule)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((args.host, args.port))
         sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
     except OSError as e:

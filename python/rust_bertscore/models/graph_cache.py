@@ -6,7 +6,8 @@ precision and its policy) and kept under ``$RUST_BERTSCORE_CACHE`` (default
 Entries are written atomically and carry a manifest written last; an entry whose manifest is
 missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
 the worst that happens is that two of them convert the same model at once, and the last
-``os.replace`` wins with an identical file.
+``os.replace`` wins with an identical file (on Windows, where a graph another process has open
+cannot be replaced, the first: the later one uses the entry it finds complete).
 
 A cache that cannot be written (a full disk, a read-only directory, no permission) does not stop
 scoring: :func:`encoder_graph` converts the graph in memory and issues one
@@ -142,14 +143,12 @@ def converted_graph(
     if _valid(graph, manifest):
         return graph
     entry.mkdir(parents=True, exist_ok=True)
-    if precision == "fp32":
-        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
-    elif precision == "fp16":
-        source = converted_graph(files, config, num_layers, all_layers=all_layers)
-        convert.convert_fp16(source, graph)
-    else:
-        source = converted_graph(files, config, num_layers, all_layers=all_layers)
-        convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
+    try:
+        _build(files, config, num_layers, all_layers, precision, graph)
+    except PermissionError:
+        if _valid(graph, manifest):  # Windows: another process built it first and has it open
+            return graph
+        raise
     meta = {
         "model": files.name,
         "family": family,
@@ -162,6 +161,19 @@ def converted_graph(
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))
     return graph
+
+
+def _build(
+    files: ModelFiles, config: dict, num_layers: int, all_layers: bool, precision: str, graph: Path
+) -> None:
+    if precision == "fp32":
+        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
+    elif precision == "fp16":
+        source = converted_graph(files, config, num_layers, all_layers=all_layers)
+        convert.convert_fp16(source, graph)
+    else:
+        source = converted_graph(files, config, num_layers, all_layers=all_layers)
+        convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
 
 
 CACHE_WRITE_ERRNOS = frozenset(

@@ -7,11 +7,13 @@ Layout of a store directory::
     DIR/segments/*.seg      append-only record files (see ``records.py``)
 
 Each process appends to a segment of its own, created under a temporary name, locked
-(``flock``) and then renamed into place; it holds the lock while it may still write. Many
-small files would cost an ``open`` per text; a few segments cost one ``pread`` per text and
+(``files.LOCKS``: ``flock``, or ``msvcrt.locking`` on Windows) and then renamed into place; it
+holds the lock while it may still write. Many small files would cost an ``open`` per text; a
+few segments cost one read per text (``files.read_at``: ``pread``, or a seek and a read) and
 one ``write`` per batch of texts. Readers index every segment by scanning its headers (once;
-then only the bytes added since) and read a payload with one ``pread``, checking its length
-and CRC: a damaged entry is a miss, and the scorer encodes and appends it again.
+then only the bytes added since) and read a payload with one read, checking its length and
+CRC: a damaged entry is a miss, and the scorer encodes and appends it again. What differs on
+Windows is kept in ``files.py``.
 
 Least-recently-used eviction works on whole records: a hit appends a small "touch" record
 (at most once per :data:`TOUCH_INTERVAL` per entry and process), and :meth:`EmbeddingStore.prune`
@@ -38,10 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputTypeError, InputValueError, RustBertScoreWarning
-from . import records
-from .files import Entry, SegmentWriter, try_lock
+from . import files, records
+from .files import O_BINARY, Entry, SegmentWriter, read_at, segment_sizes
 from .records import HEADER_BYTES, KIND_VECTORS, Header
-from .survey import StoreInfo, Survey, scan_headers
+from .survey import StoreInfo, scan_headers, survey_store
 
 FORMAT = 1
 """Version of the store's layout and record format."""
@@ -172,29 +174,33 @@ class EmbeddingStore:
     def _fd(self, name: str) -> int:
         fd = self._fds.get(name)
         if fd is None:
-            fd = os.open(self.segments_dir / name, os.O_RDONLY)
+            fd = os.open(self.segments_dir / name, os.O_RDONLY | O_BINARY)
             self._fds[name] = fd
         return fd
 
-    def _segment_names(self) -> dict[str, int]:
-        try:
-            with os.scandir(self.segments_dir) as it:
-                return {
-                    e.name: e.stat().st_size
-                    for e in it
-                    if e.name.endswith(".seg") and not e.name.startswith(".")
-                }
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        except OSError:
-            return {}
+    def _close_readers(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+    def _let_go(self) -> None:
+        """At the end of a call or before a prune, where open files cannot be deleted
+        (Windows): close the read handles, so that a prune can delete what this one read."""
+        if not files.OPEN_FILES_DELETABLE:
+            self._close_readers()
 
     def refresh(self) -> None:
         """Index what other processes appended since the last look (and forget segments that
         were pruned away)."""
         with self._lock:
+            self._refresh()
+            self._let_go()
+
+    def _refresh(self) -> None:
+        with self._lock:
             self._check_process()
-            current = self._segment_names()
+            current = segment_sizes(self.segments_dir)
             gone = set(self._scanned) - set(current)
             if gone:
                 index = {
@@ -232,7 +238,7 @@ class EmbeddingStore:
         """The vectors of each key (read-only float32 arrays), or None where the store has
         none or the entry is damaged."""
         with self._lock:
-            self.refresh()
+            self._refresh()
             out: list[np.ndarray | None] = []
             now = time.time()
             touched = []
@@ -248,6 +254,7 @@ class EmbeddingStore:
                 out.append(value)
             if touched:
                 self._append(b"".join(records.touch_record(k, now) for k in touched), [])
+            self._let_go()
             return out
 
     def get(self, key: bytes) -> np.ndarray | None:
@@ -260,7 +267,10 @@ class EmbeddingStore:
         while copies:
             entry = copies[0]
             try:
-                payload = os.pread(self._fd(entry.segment), entry.header.nbytes, entry.offset)
+                payload = read_at(self._fd(entry.segment), entry.header.nbytes, entry.offset)
+            except FileNotFoundError:  # pruned since the last look: gone, not damaged
+                copies.pop(0)
+                continue
             except OSError:
                 payload = b""
             value = records.decode_payload(entry.header, payload)
@@ -360,17 +370,14 @@ class EmbeddingStore:
         """Close every file this object holds."""
         with self._lock:
             self.flush()
-            for fd in self._fds.values():
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            self._fds.clear()
+            self._close_readers()
             self._scanned.clear()
             self._index.clear()
 
     # -- eviction and reports ----------------------------------------------------------------
     def info(self) -> StoreInfo:
         """Entries, bytes and segments of the store as it is on disk now."""
-        return self._survey(None, wait=True)
+        return survey_store(self.directory, None, wait=True)
 
     def prune(self, max_bytes: int | None = None, *, wait: bool = True) -> StoreInfo | None:
         """Evict least recently used entries until the segments take at most ``max_bytes``
@@ -395,28 +402,11 @@ class EmbeddingStore:
             raise InputValueError(f"max_bytes must be >= 0, got {target}")
         with self._lock:
             self._check_process()
+            self._let_go()
             try:
-                result = self._survey(target, wait=wait)
+                result = survey_store(self.directory, target, wait=wait)
             except OSError as e:
                 self._write_failed(e)
                 return None
             self.refresh()
             return result
-
-    def _survey(self, target: int | None, *, wait: bool) -> StoreInfo:
-        """Scan every segment; with ``target``, also evict and compact (under the prune lock)."""
-        if target is None:
-            return Survey(self.segments_dir).info(str(self.directory))
-        self.segments_dir.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(self.directory / "prune.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            if not try_lock(lock_fd, wait):
-                return Survey(self.segments_dir).info(str(self.directory))
-            survey = Survey(self.segments_dir, lock_inactive=True)
-            try:
-                survey.compact(target)
-            finally:
-                survey.close()
-            return Survey(self.segments_dir).info(str(self.directory))
-        finally:
-            os.close(lock_fd)

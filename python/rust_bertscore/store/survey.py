@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import records
-from .files import Entry, fcntl, try_lock, write_all
+from .files import O_BINARY, Entry, read_at, release, remove, try_lock, unlock, write_all
 from .records import HEADER_BYTES, KIND_VECTORS, Header
 
 
@@ -57,7 +57,7 @@ def scan_headers(fd: int, start: int, size: int) -> tuple[list[tuple[int, Header
     found = []
     pos = start
     while pos + HEADER_BYTES <= size:
-        header = records.unpack_header(os.pread(fd, HEADER_BYTES, pos))
+        header = records.unpack_header(read_at(fd, HEADER_BYTES, pos))
         if header is None or pos + HEADER_BYTES + header.nbytes > size:
             later = resync(fd, pos + 1, size)
             if later is None:
@@ -75,10 +75,10 @@ def resync(fd: int, start: int, size: int) -> int | None:
     chunk = 1 << 20
     pos = start
     while pos + HEADER_BYTES <= size:
-        block = os.pread(fd, min(chunk, size - pos), pos)
+        block = read_at(fd, min(chunk, size - pos), pos)
         at = block.find(records.MAGIC)
         while at >= 0:
-            header = records.unpack_header(os.pread(fd, HEADER_BYTES, pos + at))
+            header = records.unpack_header(read_at(fd, HEADER_BYTES, pos + at))
             if header is not None and pos + at + HEADER_BYTES + header.nbytes <= size:
                 return pos + at
             at = block.find(records.MAGIC, at + 1)
@@ -102,7 +102,9 @@ class Survey:
     def __init__(self, segments: Path, lock_inactive: bool = False) -> None:
         self.segments = segments
         self.fds: dict[str, int] = {}
+        self.locked: set[str] = set()
         self.active: set[str] = set()
+        self.deferred = 0  # segments a compaction could not delete (open elsewhere: Windows)
         self.sizes: dict[str, int] = {}
         self.entries: dict[bytes, list[Entry]] = {}  # every copy
         self.used: dict[bytes, float] = {}
@@ -113,18 +115,21 @@ class Survey:
             names = []
         for name in names:
             try:
-                fd = os.open(segments / name, os.O_RDONLY)
+                fd = os.open(segments / name, os.O_RDONLY | O_BINARY)
             except FileNotFoundError:
                 continue
             self.fds[name] = fd
             size = os.fstat(fd).st_size
             self.sizes[name] = size
             # A segment whose lock we cannot take has a live writer; when only surveying,
-            # test and release.
-            if not try_lock(fd):
+            # test and release. An empty one may be a writer's that is not locked yet (where
+            # segments are created in place, files.SegmentWriter): never idle, never locked.
+            if size == 0 or not try_lock(fd):
                 self.active.add(name)
-            elif not lock_inactive and fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            elif lock_inactive:
+                self.locked.add(name)
+            else:
+                unlock(fd)
             found, end = scan_headers(fd, 0, size)
             for pos, header in found:
                 if header.kind == KIND_VECTORS:
@@ -137,10 +142,14 @@ class Survey:
             self.damaged += skipped_gaps(found, end)
 
     def close(self) -> None:
-        for fd in self.fds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for name, fd in self.fds.items():
+            if name in self.locked:
+                release(fd)
+            else:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.fds.clear()
+        self.locked.clear()
 
     def info(self, directory: str) -> StoreInfo:
         try:
@@ -161,7 +170,9 @@ class Survey:
 
     def compact(self, target: int) -> None:
         """Rewrite the inactive segments' most recently used entries into one new segment,
-        within ``target`` bytes for the whole store, and delete the inactive segments."""
+        within ``target`` bytes for the whole store, and delete the inactive segments (those
+        still open elsewhere, on Windows, are left for a later prune: :attr:`deferred`).
+        Closes the survey's files."""
         inactive = [n for n in self.sizes if n not in self.active]
         if not inactive:
             return
@@ -178,7 +189,7 @@ class Survey:
         tag = uuid.uuid4().hex[:12]
         tmp = self.segments / f".{tag}.seg.tmp"
         kept = 0
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY, 0o666)
         try:
             for key in candidates:
                 copies = self.entries[key]
@@ -187,7 +198,7 @@ class Survey:
                     continue  # a smaller, older entry may still fit
                 value = None
                 for entry in copies:
-                    payload = os.pread(self.fds[entry.segment], entry.header.nbytes, entry.offset)
+                    payload = read_at(self.fds[entry.segment], entry.header.nbytes, entry.offset)
                     value = records.decode_payload(entry.header, payload)
                     if value is not None:
                         break
@@ -203,10 +214,35 @@ class Survey:
                 tmp.unlink()
             raise
         os.close(fd)
-        if kept:
-            os.rename(tmp, self.segments / f"{time.time_ns():x}-{os.getpid()}-{tag}.seg")
+        if not kept:
+            remove(tmp)
         else:
-            tmp.unlink()
-        for name in inactive:
-            with contextlib.suppress(FileNotFoundError):
-                (self.segments / name).unlink()
+            try:
+                os.rename(tmp, self.segments / f"{time.time_ns():x}-{os.getpid()}-{tag}.seg")
+            except PermissionError:  # Windows: a virus scanner or indexer has the file open
+                remove(tmp)
+                return  # nothing deleted: the next prune compacts again
+        self.close()  # our own handles would block the deletions on Windows
+        self.deferred = sum(not remove(self.segments / name) for name in inactive)
+
+
+def survey_store(directory: Path, target: int | None, *, wait: bool) -> StoreInfo:
+    """Scan every segment of the store in ``directory``; with ``target``, also evict and
+    compact first, under the store's prune lock (or, without ``wait``, only scan when another
+    process holds it)."""
+    segments = directory / "segments"
+    if target is None:
+        return Survey(segments).info(str(directory))
+    segments.mkdir(parents=True, exist_ok=True)
+    lock_fd = os.open(directory / "prune.lock", os.O_RDWR | os.O_CREAT | O_BINARY, 0o666)
+    try:
+        if not try_lock(lock_fd, wait):
+            return Survey(segments).info(str(directory))
+        survey = Survey(segments, lock_inactive=True)
+        try:
+            survey.compact(target)
+        finally:
+            survey.close()
+        return Survey(segments).info(str(directory))
+    finally:
+        release(lock_fd)

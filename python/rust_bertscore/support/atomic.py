@@ -1,4 +1,8 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never half of it."""
+"""Atomic file writes: a reader sees the old file or the whole new one, never half of it.
+
+Portable: on Windows a file another process has open cannot be replaced for that moment
+(:func:`replace` retries) and only a handle that may write can be flushed (:func:`fsync_path`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +23,23 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+REPLACE_RETRIES = 4 if os.name == "nt" else 0
+"""Times :func:`replace` tries again after a ``PermissionError`` (50, 100, 200, 400 ms apart):
+Windows refuses to replace a file that a reader or a virus scanner holds open for a moment.
+Elsewhere that error means no permission, and it is raised at once."""
+
+
+def replace(src: str | Path, dst: str | Path) -> None:
+    """``os.replace(src, dst)``, tried :data:`REPLACE_RETRIES` more times on ``PermissionError``."""
+    for attempt in range(REPLACE_RETRIES + 1):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if attempt == REPLACE_RETRIES:
+                raise
+            time.sleep(0.05 * 2**attempt)
 
 
 @contextlib.contextmanager
@@ -37,7 +59,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
             os.fsync(f.fileno())
         # mkstemp creates the file 0600; give it the permissions a plain open() would.
         os.chmod(tmp_path, 0o666 & ~_UMASK)
-        os.replace(tmp_path, target)
+        replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
@@ -59,17 +81,28 @@ def copy_file_atomic(src: str | Path, target: str | Path) -> None:
         shutil.copyfile(src, tmp)
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _fsync_open(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def fsync_path(path: Path) -> None:
+    """Flush the file at ``path`` to disk: through a read-only descriptor, or, where that
+    fails (Windows: ``FlushFileBuffers`` needs write access), one that may write."""
+    try:
+        _fsync_open(path, os.O_RDONLY)
+    except OSError:
+        if path.is_dir():
+            raise
+        _fsync_open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+
+
 def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # directories cannot be synced on some platforms (Windows)
-        _fsync(path)
+    with contextlib.suppress(OSError):  # directories cannot be opened on Windows
+        fsync_path(path)
 
 
 def write_files_atomic(out_path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
@@ -91,12 +124,12 @@ def write_files_atomic(out_path: str | os.PathLike[str], write: Callable[[Path],
             raise OSError(f"{staged}: the writer produced no file")
         extras = sorted(p for p in staging.iterdir() if p != staged)
         for path in [*extras, staged]:
-            _fsync(path)
+            fsync_path(path)
         if extras:
             out.unlink(missing_ok=True)
             for path in extras:
-                os.replace(path, out.parent / path.name)
-        os.replace(staged, out)
+                replace(path, out.parent / path.name)
+        replace(staged, out)
         _fsync_dir(out.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
