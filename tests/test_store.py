@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_platforms import PLATFORMS, Platform, use_platform
 
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
 from rust_bertscore.errors import RustBertScoreWarning
 from rust_bertscore.store import EmbeddingStore, files, key_space, records, segments, text_key
+from store_platforms import PLATFORMS, Platform, use_platform
 
 CANDS, REFS = wmt_pairs()
 SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")

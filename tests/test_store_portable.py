@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_platforms import PLATFORMS, FakeMsvcrt, Platform, use_platform
 
 from rust_bertscore.store import EmbeddingStore, files, key_space, records, text_key
 from rust_bertscore.store.survey import Survey
+from store_platforms import PLATFORMS, FakeMsvcrt, Platform, use_platform
 
 SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")
 
