@@ -228,6 +228,26 @@ def qwen3_tensors(config: dict) -> Iterator[tuple[str, tuple[int, ...], str]]:
     yield "norm.weight", (h,), "one"
 
 
+def random_arrays(
+    config: dict, specs: Sequence[tuple[str, tuple[int, ...], str]], seed: int = 0
+) -> Iterator[np.ndarray]:
+    """The float32 values of ``specs`` (name, shape, kind), one tensor at a time: normal with
+    std ``initializer_range`` (position embeddings' padding row 0), ones or zeros."""
+    rng = np.random.default_rng(seed)
+    std = float(config.get("initializer_range", 0.02))
+    for name, shape, kind in specs:
+        if kind == "weight":
+            array = rng.standard_normal(shape, dtype=np.float32)
+            array *= std
+            if name.endswith("position_embeddings.weight"):
+                array[config["pad_token_id"]] = 0.0
+        elif kind == "one":
+            array = np.ones(shape, np.float32)
+        else:
+            array = np.zeros(shape, np.float32)
+        yield array
+
+
 def write_random_safetensors(
     path: Path,
     config: dict,
@@ -248,22 +268,11 @@ def write_random_safetensors(
         offset += size
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-len(raw) % 8)
-    rng = np.random.default_rng(seed)
-    std = float(config.get("initializer_range", 0.02))
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as out:
         out.write(struct.pack("<Q", len(raw)))
         out.write(raw)
-        for name, shape, kind in specs:
-            if kind == "weight":
-                array = rng.standard_normal(shape, dtype=np.float32)
-                array *= std
-                if name.endswith("position_embeddings.weight"):
-                    array[config["pad_token_id"]] = 0.0
-            elif kind == "one":
-                array = np.ones(shape, np.float32)
-            else:
-                array = np.zeros(shape, np.float32)
+        for array in random_arrays(config, specs, seed):
             out.write(np.ascontiguousarray(array, dtype="<f4").tobytes())
             del array
     tmp.replace(path)

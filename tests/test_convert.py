@@ -364,8 +364,10 @@ def test_missing_files(tmp_path: Path) -> None:
         export_onnx(tmp_path, tmp_path / "enc.onnx", 0)
     model_dir = copy_checkpoint("bert", tmp_path / "bert")
     (model_dir / "model.safetensors").unlink()
-    (model_dir / "pytorch_model.bin").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match=r"model\.safetensors.*pytorch_model\.bin"):
+        export_onnx(model_dir, tmp_path / "enc.onnx", 0)
+    (model_dir / "pytorch_model.bin").write_bytes(b"")  # read now, and found wanting
+    with pytest.raises(CheckpointError, match=r"pytorch_model\.bin: not a PyTorch checkpoint"):
         export_onnx(model_dir, tmp_path / "enc.onnx", 0)
 
 

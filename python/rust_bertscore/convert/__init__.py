@@ -1,7 +1,8 @@
 """Torch-free conversion of Hugging Face encoder checkpoints to ONNX graphs.
 
 Reads ``config.json`` and safetensors weights (single file or sharded) with ``safetensors``'
-NumPy backend and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
+NumPy backend, or PyTorch ``.bin`` weights without torch (``torch_bin``, never running their
+pickles), and writes an fp32 ONNX graph (opset 17, weights as initializers) that reproduces
 transformers' eager forward pass of the BERT, RoBERTa/XLM-RoBERTa, DistilBERT and DeBERTa (v1,
 v2/v3) families, of the T5 / mT5 / ByT5 encoder, and of ALBERT, MPNet, BART/mBART, Longformer,
 Pegasus, Blenderbot, LED, ProphetNet, SqueezeBERT, BigBird and BERT with relative positions.
@@ -24,7 +25,8 @@ of real tokens do not depend on padding; the outputs at padded positions are mea
 Layout
 ------
 ``contract`` (the names above, layer names, layer checks, config field readers), ``graph`` and
-``blocks`` (the graph builder and the shared layers), ``checkpoint`` (safetensors weights),
+``blocks`` (the graph builder and the shared layers), ``checkpoint`` (the weights; ``.bin`` files
+through ``torch_pickle`` and ``torch_bin``),
 ``families/`` (one module per family), ``registry`` (every ``model_type`` -> its builder, and
 ``build_model``), then ``export`` (``export_onnx``), ``int8`` (``quantize_int8``),
 ``per_token``, ``fp16`` (``to_fp16``) and ``writer``. The config readers (``load_config``,

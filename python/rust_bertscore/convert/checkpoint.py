@@ -1,5 +1,6 @@
-"""Reading a Hugging Face checkpoint's weights without torch: the safetensors files, their
-fingerprint and :class:`WeightStore` (the config is read by ``rust_bertscore.catalog.configs``)."""
+"""Reading a Hugging Face checkpoint's weights without torch: the weight files (safetensors, or
+PyTorch ``.bin`` files read by :mod:`.torch_bin`), their fingerprint and :class:`WeightStore`
+(the config is read by ``rust_bertscore.catalog.configs``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ from safetensors import safe_open
 
 from ..catalog.configs import CONFIG_NAME
 from ..errors import CheckpointError
+from .torch_bin import BIN_INDEX_NAME, BIN_NAME, BinFile
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
+
+# The weight layouts, in order of preference: a single file, or shards listed by an index.
+_LAYOUTS = ((WEIGHTS_NAME, WEIGHTS_INDEX_NAME), (BIN_NAME, BIN_INDEX_NAME))
 
 # Key prefixes of checkpoints saved from a task model (``BertForMaskedLM`` and the like) rather
 # than the bare encoder.
@@ -38,14 +43,27 @@ _PREFIXES = (
 _CHUNK = 1 << 20
 
 
+def _layout(root: Path) -> tuple[Path, Path | None] | None:
+    """``(single file, None)`` or ``(index, its path)`` of the first layout ``root`` has."""
+    for single, index in _LAYOUTS:
+        if (root / single).is_file():
+            return root / single, None
+        if (root / index).is_file():
+            return root / index, root / index
+    return None
+
+
 def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
-    """Return the safetensors files holding a checkpoint's weights.
+    """Return the files holding a checkpoint's weights.
+
+    ``model.safetensors`` or the shards of ``model.safetensors.index.json``; without either,
+    PyTorch's ``pytorch_model.bin`` or the shards of ``pytorch_model.bin.index.json`` (read
+    without torch, see :class:`~rust_bertscore.convert.torch_bin.BinFile`).
 
     Raises
     ------
     FileNotFoundError
-        If neither ``model.safetensors`` nor ``model.safetensors.index.json`` exists, or a shard the
-        index names is missing.
+        If none of those files exists, or a shard the index names is missing.
     CheckpointError
         If the index is malformed.
 
@@ -59,44 +77,41 @@ def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
     ['model.safetensors']
     """
     root = Path(model_dir)
-    single = root / WEIGHTS_NAME
-    if single.is_file():
-        return [single]
-    index_path = root / WEIGHTS_INDEX_NAME
-    if index_path.is_file():
-        try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-            weight_map = index["weight_map"]
-            names = sorted(set(weight_map.values()))
-        except (
-            UnicodeDecodeError,
-            json.JSONDecodeError,
-            KeyError,
-            TypeError,
-            AttributeError,
-        ) as exc:
-            raise CheckpointError(
-                f"{index_path}: malformed index (expected a JSON object with a 'weight_map'): {exc}"
-            ) from exc
-        files = []
-        for name in names:
-            if not isinstance(name, str) or Path(name).name != name:
-                raise CheckpointError(f"{index_path}: bad shard file name {name!r}")
-            shard = root / name
-            if not shard.is_file():
-                raise FileNotFoundError(f"{shard}: shard named in {index_path.name} is missing")
-            files.append(shard)
-        return files
-    others = sorted(p.name for p in root.glob("*.bin")) if root.is_dir() else []
-    hint = f" (found {', '.join(others)}: convert it to safetensors first)" if others else ""
-    raise FileNotFoundError(
-        f"{root}: no {WEIGHTS_NAME} or {WEIGHTS_INDEX_NAME}; the converter reads safetensors "
-        "weights only" + hint
-    )
+    found = _layout(root)
+    if found is None:
+        expected = " or ".join(name for pair in _LAYOUTS for name in pair)
+        raise FileNotFoundError(f"{root}: no weights ({expected})")
+    path, index_path = found
+    if index_path is None:
+        return [path]
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+        weight_map = index["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ) as exc:
+        raise CheckpointError(
+            f"{index_path}: malformed index (expected a JSON object with a 'weight_map'): {exc}"
+        ) from exc
+    files = []
+    for name in names:
+        if not isinstance(name, str) or Path(name).name != name:
+            raise CheckpointError(f"{index_path}: bad shard file name {name!r}")
+        shard = root / name
+        if not shard.is_file():
+            raise FileNotFoundError(f"{shard}: shard named in {index_path.name} is missing")
+        files.append(shard)
+    return files
 
 
 def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
-    """Return a SHA-256 hex digest of a checkpoint's ``config.json`` and weight files.
+    """Return a SHA-256 hex digest of a checkpoint's ``config.json`` and weight files
+    (:func:`weight_files`: safetensors, or PyTorch ``.bin`` files where there are none).
 
     Each file contributes its name, its size and its bytes (read in 1 MiB chunks, never whole),
     in a fixed order: ``config.json``, the shard index if any, then the weight files by name.
@@ -123,8 +138,9 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
     """
     root = Path(model_dir)
     files = [root / CONFIG_NAME]
-    if not (root / WEIGHTS_NAME).is_file() and (root / WEIGHTS_INDEX_NAME).is_file():
-        files.append(root / WEIGHTS_INDEX_NAME)
+    found = _layout(root)
+    if found is not None and found[1] is not None:
+        files.append(found[1])
     files.extend(weight_files(root))
     digest = hashlib.sha256()
     for path in files:
@@ -138,7 +154,7 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
 
 def float32_bytes(model_dir: str | os.PathLike[str]) -> int:
     """The bytes of all of a checkpoint's tensors in float32 (read from the safetensors
-    headers only): an upper bound of its graph's weights.
+    headers, or the pickles of ``.bin`` files, only): an upper bound of its graph's weights.
 
     Examples
     --------
@@ -151,6 +167,10 @@ def float32_bytes(model_dir: str | os.PathLike[str]) -> int:
     """
     total = 0
     for path in weight_files(model_dir):
+        if path.suffix == ".bin":
+            tensors = BinFile(path).tensors.values()
+            total += sum(4 * tensor.numel for tensor in tensors)
+            continue
         try:
             with safe_open(str(path), framework="np") as handle:
                 keys = handle.keys()
@@ -193,14 +213,17 @@ def _read_bf16(path: Path, key: str) -> np.ndarray:
 class WeightStore:
     """A checkpoint's tensors by canonical name (family prefix stripped, gamma/beta renamed).
 
-    Only the headers are read on construction; :meth:`get` loads one tensor at a time as float32.
+    Only the headers (of a ``.bin`` file: its pickle) are read on construction; :meth:`get`
+    loads one tensor at a time as float32.
     """
 
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         self.files = weight_files(model_dir)
+        self._bins = {path: BinFile(path) for path in self.files if path.suffix == ".bin"}
         self._where: dict[str, tuple[Path, str]] = {}
         for path in self.files:
-            for key in self._keys(path):
+            keys = list(self._bins[path].tensors) if path in self._bins else self._keys(path)
+            for key in keys:
                 name = _canonical_name(key)
                 # A bare name wins over a prefixed one; otherwise the first file in name order.
                 if name not in self._where or key == name:
@@ -223,6 +246,19 @@ class WeightStore:
         """Iterate over the canonical tensor names."""
         return iter(self._where)
 
+    @staticmethod
+    def _read_safetensors(path: Path, key: str) -> np.ndarray:
+        try:
+            with safe_open(str(path), framework="np") as handle:
+                dtype = handle.get_slice(key).get_dtype()
+                return _read_bf16(path, key) if dtype == "BF16" else handle.get_tensor(key)
+        except CheckpointError:
+            raise
+        except Exception as exc:
+            raise CheckpointError(
+                f"{path}: cannot read tensor {key!r}, the file may be corrupt ({exc})"
+            ) from exc
+
     def get(self, name: str, shape: Sequence[int]) -> np.ndarray:
         """Load the tensor ``name`` as float32 and check its shape and values.
 
@@ -235,16 +271,10 @@ class WeightStore:
             where = ", ".join(str(p) for p in self.files)
             raise CheckpointError(f"{where}: tensor {name!r} is missing from the checkpoint")
         path, key = self._where[name]
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                dtype = handle.get_slice(key).get_dtype()
-                array = _read_bf16(path, key) if dtype == "BF16" else handle.get_tensor(key)
-        except CheckpointError:
-            raise
-        except Exception as exc:
-            raise CheckpointError(
-                f"{path}: cannot read tensor {key!r}, the file may be corrupt ({exc})"
-            ) from exc
+        if path in self._bins:
+            array = self._bins[path].load(key)
+        else:
+            array = self._read_safetensors(path, key)
         if array.dtype.kind != "f":
             raise CheckpointError(
                 f"{path}: tensor {key!r} has dtype {array.dtype}, expected floats"

@@ -31,7 +31,8 @@ def export_onnx(
     ----------
     model_dir
         Hugging Face checkpoint directory: ``config.json`` and ``model.safetensors`` (or shards
-        listed in ``model.safetensors.index.json``).
+        listed in ``model.safetensors.index.json``); without those, PyTorch's
+        ``pytorch_model.bin`` (or its shards), read without torch (:func:`weight_files`).
     out_path
         Where to write the ``.onnx`` file (parent directories are created).
     num_layers

@@ -78,7 +78,8 @@ def export_model(
     Parameters
     ----------
     model : str
-        Hugging Face model id or checkpoint directory (safetensors weights).
+        Hugging Face model id or checkpoint directory (safetensors weights, or PyTorch ``.bin``
+        ones).
     out_path : path
         The ``.onnx`` file to write; its directory receives the tokenizer files and
         ``config.json``.

@@ -45,7 +45,8 @@ class ModelFiles:
         The directory with ``config.json`` and the tokenizer files.
     onnx_path : Path or None
         A ready ONNX graph the user gave instead of a checkpoint; None for a checkpoint, whose
-        weights (``*.safetensors``) are in ``model_dir`` and get converted.
+        weights (``*.safetensors``, or PyTorch ``.bin`` files) are in ``model_dir`` and get
+        converted.
     source : str
         ``"local"``, ``"package"``, ``"hf-cache"`` or ``"download"``.
     """
@@ -195,8 +196,18 @@ def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
     return path if snapshot_complete(path) else None
 
 
+# The weights the converter reads, in its order of preference (``convert.weight_files``): a
+# file (pattern) or the shards listed by an index.
+_WEIGHT_LAYOUTS = (
+    ("*.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+)
+
+
 def snapshot_complete(path: Path) -> bool:
-    """True when a Hub snapshot has what a scorer needs: config, a tokenizer and every weight file.
+    """True when a Hub snapshot has what a scorer needs: config, a tokenizer and every weight file
+    (safetensors, or PyTorch's ``pytorch_model.bin`` and its shards, as ``hf download`` fetches
+    them from a repository without safetensors).
 
     A download cut off half way leaves some of the files; such a snapshot counts as not cached,
     so the next online call fetches the rest (``huggingface_hub`` resumes) instead of failing.
@@ -207,14 +218,20 @@ def snapshot_complete(path: Path) -> bool:
 
     if not has_tokenizer_files(path):
         return False
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return False
-        return all((path / shard).is_file() for shard in shards)
-    return any(path.glob("*.safetensors"))
+    for single, index in _WEIGHT_LAYOUTS:
+        if (path / index).is_file():
+            return _shards_present(path, path / index)
+        if any(path.glob(single)):
+            return True
+    return False
+
+
+def _shards_present(path: Path, index: Path) -> bool:
+    try:
+        shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return all(isinstance(shard, str) and (path / shard).is_file() for shard in shards)
 
 
 def hub_download_command(repo_id: str) -> str:

@@ -55,13 +55,10 @@ def cache_root() -> Path:
 
 
 def weights_fingerprint(model_dir: Path) -> str:
-    """A digest of the checkpoint's weight files, memoised by their paths, sizes and mtimes."""
-    files = sorted(model_dir.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(
-            f"no *.safetensors weights in {model_dir}: rust-bertscore converts safetensors "
-            "checkpoints (convert a pytorch_model.bin elsewhere, or pass an .onnx file)"
-        )
+    """A digest of the checkpoint's weight files (``convert.weights_fingerprint``: safetensors,
+    or PyTorch ``.bin`` files where there are none), memoised by their paths, sizes and mtimes."""
+    files = [model_dir / "config.json", *convert.weight_files(model_dir)]
+    files += sorted(model_dir.glob("*.index.json"))
     stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
     memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
     memo = cache_root() / "fingerprints" / f"{memo_key}.json"
