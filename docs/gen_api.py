@@ -36,6 +36,8 @@ MODULES: dict[str, str] = {
     "rust_bertscore.analyses.compare": "Comparing systems over the same references.",
     "rust_bertscore.analyses.align": "Token alignments of scored pairs.",
     "rust_bertscore.analyses.similarity": "Token similarity matrices of one pair.",
+    "rust_bertscore.scoring.signature": "The citable signature of a scorer's settings "
+    "(`BERTScorer.signature`).",
     "rust_bertscore.engine.pipeline": "The scoring pipeline (texts to token ids, vectors, "
     "weights and kernel calls) under `BERTScorer`.",
     "rust_bertscore.catalog.listing": "The models this package can score with.",

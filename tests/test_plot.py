@@ -3,6 +3,9 @@ P/R/F1 of its title equal to ``score()`` for the pair."""
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -176,3 +179,42 @@ def test_plot_example_with_exclusions(tmp_path: Path) -> None:
     out = tmp_path / "x.png"
     sim = scorer.plot_example("Hello, world!", "hello -- the world.", fname=str(out))
     assert sim.cand_tokens == ["hel", "##lo", "world"] and out.read_bytes().startswith(b"\x89PNG")
+
+
+# -- notebooks: the similarity matrix shows as its heatmap ----------------------------------------
+
+
+def test_repr_png_is_the_heatmap(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    sim = plot_example(*PAIRS[1], model_type=str(TINY / "bert"))
+    png = sim._repr_png_()
+    assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
+    image = imread(io.BytesIO(png))
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert float(image[..., :3].std()) > 0.05  # a picture, not a blank canvas
+    # The same picture fname gets.
+    saved = imread(plot_similarity(sim, tmp_path / "m.png"))
+    assert saved.shape == image.shape and np.array_equal(saved, image)
+
+
+def test_repr_png_leaves_pyplot_alone() -> None:
+    pytest.importorskip("matplotlib")
+    code = (
+        "import sys, rust_bertscore as rb; "
+        f"scorer = rb.BERTScorer(model_type={str(TINY / 'bert')!r}); "
+        "m = scorer.similarity_matrix('a cat', 'the cat'); "
+        "assert m._repr_png_().startswith(b'\\x89PNG'); "
+        "print('matplotlib.pyplot' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_repr_png_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    sim = similarity_matrix(*PAIRS[0], model_type=str(TINY / "bert"))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    assert sim._repr_png_() is None
+    assert "SimilarityMatrix(" in repr(sim)  # what IPython shows instead

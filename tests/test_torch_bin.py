@@ -338,3 +338,23 @@ def test_fingerprint_memo_follows_config_json(tmp_path: Path) -> None:
     config = json.loads((model_dir / "config.json").read_text())
     (model_dir / "config.json").write_text(json.dumps(dict(config, layer_norm_eps=1e-5)))
     assert graph_cache.weights_fingerprint(model_dir) == weights_fingerprint(model_dir) != first
+
+
+@pytest.mark.parametrize("family", TWINS)
+def test_weights_digest_equals_the_safetensors_twins(family: str, tmp_path: Path) -> None:
+    """The signature's digest is of the encoder's values: the .bin twin (other file format,
+    ``bert.``/``roberta.`` prefixes, gamma/beta names, heads beside the encoder) gives the
+    safetensors twin's digest, and a changed weight another one."""
+    from rust_bertscore.convert.digest import weights_digest
+
+    model_dir = bin_twin(family, tmp_path / family)
+    store = WeightStore(model_dir)
+    name = "embeddings.word_embeddings.weight" if family != "t5" else "shared.weight"
+    assert store.spec(name) == WeightStore(TINY / family).spec(name)
+    assert weights_digest(model_dir) == weights_digest(TINY / family)
+    weights = load_file(str(TINY / family / "model.safetensors"))
+    weights[name] = weights[name] + np.float32(1e-3)
+    changed = tmp_path / "changed"
+    shutil.copytree(TINY / family, changed, ignore=shutil.ignore_patterns("*.npz"))
+    save_file(weights, str(changed / "model.safetensors"))
+    assert weights_digest(changed) != weights_digest(model_dir)

@@ -2,19 +2,25 @@
 ``plot_example`` picture): drawing only, no scorer.
 
 Needs matplotlib (``pip install rust-bertscore[plot]``), imported when a figure is drawn, and
-uses its Agg renderer, without pyplot. :meth:`BERTScorer.plot_example` and the integration
-``rust_bertscore.plot`` call it.
+uses its Agg renderer on a ``matplotlib.figure.Figure`` of its own, without pyplot (no global
+figure, no backend switched). :meth:`BERTScorer.plot_example`, the integration
+``rust_bertscore.plot`` and :meth:`SimilarityMatrix._repr_png_` (the picture Jupyter shows)
+call it. It takes any object with a similarity matrix's fields (:class:`HeatmapData`), so the
+similarity module can import it without a cycle.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
-from .similarity import SimilarityMatrix
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PLOT_EXTRA_HINT = "pip install rust-bertscore[plot]"
 
@@ -32,13 +38,90 @@ def require_matplotlib() -> None:
         ) from None
 
 
-def plot_similarity(sim: SimilarityMatrix, fname: str | os.PathLike[str], dpi: int = 100) -> Path:
+class HeatmapData(Protocol):
+    """What the heatmap reads of a
+    :class:`~rust_bertscore.analyses.similarity.SimilarityMatrix`."""
+
+    @property
+    def cand_tokens(self) -> list[str]: ...
+    @property
+    def ref_tokens(self) -> list[str]: ...
+    @property
+    def matrix(self) -> np.ndarray: ...
+    @property
+    def cand_content(self) -> np.ndarray: ...
+    @property
+    def ref_content(self) -> np.ndarray: ...
+    @property
+    def cand_matches(self) -> np.ndarray: ...
+    @property
+    def ref_matches(self) -> np.ndarray: ...
+    @property
+    def P(self) -> float: ...
+    @property
+    def R(self) -> float: ...
+    @property
+    def F(self) -> float: ...
+    @property
+    def rescaled(self) -> bool: ...
+
+
+Sim = TypeVar("Sim", bound=HeatmapData)
+
+
+def matplotlib_available() -> bool:
+    """Whether matplotlib can be imported (the ``[plot]`` extra).
+
+    >>> from rust_bertscore.analyses.heatmap import matplotlib_available
+    >>> isinstance(matplotlib_available(), bool)
+    True
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def plot_similarity(sim: HeatmapData, fname: str | os.PathLike[str], dpi: int = 100) -> Path:
     """Draw ``sim`` as a heatmap PNG (or any format matplotlib infers from ``fname``).
 
     Rows are candidate tokens, columns reference tokens, special tokens left out (as
     bert_score's plot). A square marks each candidate token's best reference token (its
     precision match); a dot marks each reference token's best candidate token (its recall
     match). A match on a special token is not drawn.
+    """
+    require_matplotlib()
+    out = Path(fname)
+    draw_heatmap(sim, dpi).savefig(out, dpi=dpi)
+    return out
+
+
+def heatmap_png(sim: HeatmapData, dpi: int = 100) -> bytes | None:
+    """The heatmap of :func:`plot_similarity` as PNG bytes, or None without matplotlib.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.analyses.heatmap import heatmap_png
+    >>> png = heatmap_png(BERTScorer().similarity_matrix("the cat sat", "a cat sat"))
+    >>> png[:8]
+    b'\\x89PNG\\r\\n\\x1a\\n'
+    """
+    if not matplotlib_available():
+        return None
+    buffer = io.BytesIO()
+    draw_heatmap(sim, dpi).savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def draw_heatmap(sim: HeatmapData, dpi: int = 100) -> Figure:
+    """The heatmap of ``sim`` (see :func:`plot_similarity`) as a ``matplotlib.figure.Figure``
+    with an Agg canvas of its own, pyplot untouched.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.analyses.heatmap import draw_heatmap
+    >>> fig = draw_heatmap(BERTScorer().similarity_matrix("the cat sat", "a cat sat"))
+    >>> fig.axes[0].get_xlabel()
+    'Reference (tokenized)'
     """
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -108,12 +191,10 @@ def plot_similarity(sim: SimilarityMatrix, fname: str | os.PathLike[str], dpi: i
         color="0.3",
     )
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    out = Path(fname)
-    fig.savefig(out, dpi=dpi)
-    return out
+    return fig
 
 
-def save_example(sim: SimilarityMatrix, fname: str) -> SimilarityMatrix:
+def save_example(sim: Sim, fname: str) -> Sim:
     """The end of bert_score's ``plot_example`` (this module's and ``BERTScorer``'s): ``sim``
     drawn to ``fname`` when it is given, saying so on stderr as bert_score does; returns
     ``sim``."""

@@ -26,6 +26,7 @@ from ..stages.embeddings import pack
 from ..stages.options import f_beta
 from ..stages.rescale import rescale
 from ..stages.text import check_text
+from .heatmap import heatmap_png
 
 if TYPE_CHECKING:
     from .seams import Scorer
@@ -54,6 +55,9 @@ class SimilarityMatrix:
     hash : str
         The settings string, as ``score(..., return_hash=True)`` gives it.
 
+    In Jupyter it shows as its heatmap, drawn as bert_score's ``plot_example`` draws it
+    (:meth:`_repr_png_`, with matplotlib: the ``[plot]`` extra; without it, its text repr).
+
     Examples
     --------
     >>> from rust_bertscore import BERTScorer
@@ -62,6 +66,8 @@ class SimilarityMatrix:
     (['[CLS]', 'the', 'cat', 'sat', '[SEP]'], (5, 5), dtype('float32'))
     >>> m.cand_matches.tolist()[2:4], m.cand_content.tolist()
     ([2, 3], [1, 2, 3])
+    >>> m._repr_png_()[:4]  # what Jupyter displays
+    b'\\x89PNG'
     """
 
     cand_tokens: list[str]
@@ -96,6 +102,11 @@ class SimilarityMatrix:
     def ref_content(self) -> np.ndarray:
         """Indices of the reference tokens that count (weight > 0)."""
         return np.flatnonzero(self.ref_weights > 0)
+
+    def _repr_png_(self) -> bytes | None:
+        """The heatmap as PNG bytes, for IPython's display (None without matplotlib: IPython
+        then shows the text repr). Drawn on a figure of its own; pyplot is not touched."""
+        return heatmap_png(self)
 
 
 def _display(token: str) -> str:

@@ -54,10 +54,12 @@ examples:
 
 output (text): with -s, one "P<TAB>R<TAB>F1" line per candidate, then the summary line
   <hash> P: <mean> R: <mean> F1: <mean>
-json: one document {"hash", "model", ..., "pairs": [{"index", "P", "R", "F1"}, ...],
-  "summary": {"P", "R", "F1", "count"}}; tsv: a "P<TAB>R<TAB>F1" header and a row per
+json: one document {"hash", "model", ..., "signature", "pairs": [{"index", "P", "R", "F1"},
+  ...], "summary": {"P", "R", "F1", "count"}}; tsv: a "P<TAB>R<TAB>F1" header and a row per
   candidate (the summary line goes to stderr). With several references per candidate, each
   of P, R and F1 is the best over its references, as in bert_score.
+--signature: the scorer's citable signature (model, weights digest, layer, ..., version; see
+  docs/reproducibility.md) on stderr after the scores, even with -q.
 """
 
 
@@ -125,6 +127,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "(null, a message on stderr names its line) and score the other lines as if it were "
         "absent (IDF and the padding floor over the good lines)",
     )
+    output.add_argument(
+        "--signature",
+        action="store_true",
+        help="print the citable signature of the settings (model, weights digest, layer, idf, "
+        "rescaling, padding floor, precision, device, version) on stderr after the scores",
+    )
     add_common_flags(output)
     cli_ray.add_flags(p.add_argument_group("cluster"))
     # Accepted for bert-score compatibility; they change nothing here.
@@ -141,11 +149,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 class Writer:
     """Writes per-pair scores as they come and the summary at the end."""
 
-    def __init__(self, out: TextIO, args: argparse.Namespace, scorer: BERTScorer) -> None:
+    def __init__(
+        self, out: TextIO, args: argparse.Namespace, scorer: BERTScorer, signature: str = ""
+    ) -> None:
         self.out = out
         self.args = args
         self.scorer = scorer
         self.hash = scorer.hash
+        self.signature = signature
 
     def begin(self) -> None:
         pass
@@ -219,7 +230,11 @@ class JsonWriter(Writer):
     """One JSON document, written as it goes: settings, ``pairs`` and ``summary``."""
 
     def begin(self) -> None:
-        head = {**scorer_settings(self.scorer), "precision": self.scorer.precision}
+        head = {
+            **scorer_settings(self.scorer),
+            "precision": self.scorer.precision,
+            "signature": self.signature,
+        }
         self.out.write(json.dumps(head)[:-1] + ', "pairs": [')
         self._first = True
 
@@ -335,7 +350,10 @@ def run(args: argparse.Namespace) -> int:
         scorer.set_idf_dict(idf_dict(df, m))
         debug(args, f"idf over {m} references")
 
-    writer = WRITERS[args.format](sys.stdout, args, scorer)
+    # The padding floor of --batch_size; the weights digest is computed before any scoring.
+    wanted = args.signature or args.format == "json"
+    signature = scorer.signature_for(args.batch_size) if wanted else ""
+    writer = WRITERS[args.format](sys.stdout, args, scorer, signature)
     writer.begin()
     sums = np.zeros(3, dtype=np.float64)
     count = lines = bad = 0
@@ -362,6 +380,8 @@ def run(args: argparse.Namespace) -> int:
         info(args, f"{bad} of {lines} lines left unscored (--on-error null)")
     writer.end(sums / count if count else np.full(3, np.nan), count)
     sys.stdout.flush()
+    if args.signature:
+        print(signature, file=sys.stderr, flush=True)
     elapsed = max(time.perf_counter() - start, 1e-9)
     debug(args, f"scored {count} candidates in {elapsed:.2f} s ({count / elapsed:.1f} texts/s)")
     return 0

@@ -289,6 +289,53 @@ class WeightStore:
             raise CheckpointError(f"{path}: tensor {key!r} holds NaN or infinite values")
         return array
 
+    def spec(self, name: str) -> tuple[str, tuple[int, ...]]:
+        """The stored dtype (safetensors' names: ``"F32"``, ``"F16"``, ``"BF16"``, ``"I64"``,
+        ...) and shape of the tensor ``name``, from its file's header (no data is read): what
+        :meth:`get` needs to read a tensor whatever its shape (the weights digest,
+        ``convert.digest``).
+
+        Examples
+        --------
+        >>> from rust_bertscore import DEFAULT_MODEL
+        >>> from rust_bertscore.models.files import resolve_model
+        >>> from rust_bertscore.convert.checkpoint import WeightStore
+        >>> store = WeightStore(resolve_model(DEFAULT_MODEL).model_dir)
+        >>> store.spec("embeddings.word_embeddings.weight")
+        ('F32', (30522, 384))
+        """
+        if name not in self._where:
+            where = ", ".join(str(p) for p in self.files)
+            raise CheckpointError(f"{where}: tensor {name!r} is missing from the checkpoint")
+        path, key = self._where[name]
+        if path in self._bins:
+            record = self._bins[path].tensors[key]
+            return _BIN_DTYPE_NAMES[record.storage.kind.dtype], tuple(record.shape)
+        try:
+            with safe_open(str(path), framework="np") as handle:
+                view = handle.get_slice(key)
+                return str(view.get_dtype()), tuple(int(n) for n in view.get_shape())
+        except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)
+            raise CheckpointError(
+                f"{path}: cannot read the header of tensor {key!r}, the file may be corrupt ({exc})"
+            ) from exc
+
+
+# A ``.bin`` storage's element type (``torch_pickle.STORAGE_DTYPES``) by safetensors' name, so
+# that :meth:`WeightStore.spec` says the same of a tensor whichever file holds it.
+_BIN_DTYPE_NAMES = {
+    "f4": "F32",
+    "f2": "F16",
+    "bf16": "BF16",
+    "f8": "F64",
+    "i8": "I64",
+    "i4": "I32",
+    "i2": "I16",
+    "i1": "I8",
+    "u1": "U8",
+    "b1": "BOOL",
+}
+
 
 TRANSFORMER_PREFIX = "transformer."
 

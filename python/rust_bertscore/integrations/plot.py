@@ -85,7 +85,8 @@ def plot_example(
 ) -> SimilarityMatrix:
     """bert_score's ``plot_example``: the heatmap of one pair, saved to ``fname`` if given.
 
-    Returns the :class:`SimilarityMatrix` (bert_score shows the figure with pyplot instead).
+    Returns the :class:`SimilarityMatrix`, which Jupyter shows as the heatmap (its
+    ``_repr_png_``), as bert_score's figure shows there (drawn without pyplot).
 
     Examples
     --------

@@ -6,8 +6,10 @@ Writes, in the directory of the output file:
   ``precision="int8"``), plus ``<name>.onnx.data`` for weights past protobuf's 2 GiB;
 - the tokenizer files and ``config.json`` of the checkpoint;
 - ``<name>.onnx.json``: ``{"num_layers", "model", "precision", "all_layers": false, ...}``,
-  which tells the scorer the layer (see :func:`rust_bertscore.runtime.export_info_path`).
-  It is written last: a graph without it is an unfinished export.
+  which tells the scorer the layer (see :func:`rust_bertscore.runtime.export_info_path`), and
+  ``weights_digest``, the checkpoint's weights digest, which the scorer's signature names
+  (:mod:`rust_bertscore.models.digest`). It is written last: a graph without it is an
+  unfinished export.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .. import convert
 from .._version import __version__
 from ..errors import InputValueError
 from ..support.atomic import copy_file_atomic, write_text_atomic
+from .digest import checkpoint_digest
 from .files import resolve_model
 from .runtime import check_layer, default_layer, export_info_path
 
@@ -54,6 +57,7 @@ class ExportInfo:
     depth: int
     converter_version: str
     rust_bertscore_version: str
+    weights_digest: str
 
 
 def _same_json(a: Path, b: Path) -> bool:
@@ -156,6 +160,7 @@ def export_model(
         depth=depth,
         converter_version=convert.CONVERTER_VERSION,
         rust_bertscore_version=__version__,
+        weights_digest=checkpoint_digest(files.model_dir),
     )
     write_text_atomic(info_path, json.dumps(asdict(info), indent=1) + "\n")
     return info

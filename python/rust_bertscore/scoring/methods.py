@@ -193,7 +193,8 @@ class ScorerAnalyses:
     def plot_example(self, candidate: str, reference: str, fname: str = "") -> SimilarityMatrix:
         """bert_score's ``BERTScorer.plot_example``: the heatmap of one pair, saved to
         ``fname`` when given (needs matplotlib; loaded only when called). Returns the
-        :class:`~rust_bertscore.analyses.similarity.SimilarityMatrix` drawn.
+        :class:`~rust_bertscore.analyses.similarity.SimilarityMatrix` drawn, which Jupyter
+        shows as the heatmap (its ``_repr_png_``), as bert_score's plot shows there.
 
         >>> from rust_bertscore import BERTScorer
         >>> import os, tempfile

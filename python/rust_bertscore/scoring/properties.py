@@ -20,6 +20,7 @@ from ..errors import ScorerClosedError, warn
 from ..models.runtime import RUNTIMES
 from ..stages.rescale import load_baseline
 from ..stages.text import check_texts
+from .signature import scorer_signature
 
 if TYPE_CHECKING:
     from ..engine.pipeline import ScoringPipeline
@@ -160,6 +161,32 @@ class ScorerProperties:
             use_fast_tokenizer=self.use_fast_tokenizer,
             device=self._pipeline.runtime.encoder.device,
         )
+
+    @property
+    def signature(self) -> str:
+        """A citable one-line signature of the settings the scores depend on, in sacrebleu's
+        form (``key:value|...``): model, revision, a digest of the weights' values, layer, IDF,
+        tokenizer, options, rescaling with the baseline's origin and digest, the padding floor
+        with its batch size (``score()``'s default, 64: see :meth:`signature_for`), precision,
+        device and version. The weights digest is computed the first time a signature of a
+        checkpoint is asked for, then kept in the model cache. Fields:
+        :mod:`rust_bertscore.scoring.signature`; what to report: docs/reproducibility.md.
+        :attr:`hash` stays bert_score's settings string."""
+        return scorer_signature(self)
+
+    def signature_for(self, batch_size: int | None = None) -> str:
+        """:attr:`signature` of :meth:`score` calls with ``batch_size`` (the batch of pairs
+        whose longest texts decide bert_score's padding floor; without
+        ``batch_independent=True`` a pair's score depends on it).
+
+        >>> from rust_bertscore import BERTScorer
+        >>> scorer = BERTScorer()
+        >>> scorer.signature_for(32).replace("bs32", "bs64") == scorer.signature
+        True
+        >>> BERTScorer(batch_independent=True).signature_for(32)  # doctest: +ELLIPSIS
+        'model:...|floor:no|prec:fp32|device:cpu|version:...'
+        """
+        return scorer_signature(self, batch_size)
 
     @property
     def baseline_vals(self) -> np.ndarray | None:

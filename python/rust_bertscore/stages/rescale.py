@@ -4,6 +4,7 @@ layer from 0 (the embeddings). Rescaling maps a score ``x`` to ``(x - b) / (1 - 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,10 @@ from ..support.atomic import write_text_atomic
 BASELINE_DIR = Path(__file__).resolve().parent.parent / "baselines"
 HEADER = ("LAYER", "P", "R", "F")
 
+OWN_BASELINES = frozenset({Path("en", "sentence-transformers", "all-MiniLM-L6-v2.tsv")})
+"""The files of :data:`BASELINE_DIR` this package made (the default model's, with bert_score's
+recipe: ``baselines/README.md``); every other file there is one of bert_score's."""
+
 
 def packaged_baseline(lang: str, model_type: str) -> Path:
     """Where the wheel keeps the baseline of ``model_type`` for ``lang`` (it may not exist).
@@ -24,6 +29,44 @@ def packaged_baseline(lang: str, model_type: str) -> Path:
     the model from ``lang``: the caller does that).
     """
     return BASELINE_DIR / lang / f"{model_type}.tsv"
+
+
+def baseline_origin(path: str | Path) -> str:
+    """Who made the baseline file at ``path``: ``"bert_score"`` (one of its published files,
+    shipped with the package), ``"rust-bertscore"`` (:data:`OWN_BASELINES`) or ``"user"`` (a
+    file outside the package's baselines).
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.rescale import baseline_origin, packaged_baseline
+    >>> baseline_origin(packaged_baseline("en", "roberta-large"))
+    'bert_score'
+    >>> baseline_origin(packaged_baseline("en", "sentence-transformers/all-MiniLM-L6-v2"))
+    'rust-bertscore'
+    >>> baseline_origin("my_baseline.csv")
+    'user'
+    """
+    try:
+        inside = Path(path).resolve().relative_to(BASELINE_DIR)
+    except ValueError:
+        return "user"
+    return "rust-bertscore" if inside in OWN_BASELINES else "bert_score"
+
+
+def baseline_digest(path: str | Path) -> str:
+    """SHA-256 hex digest of a baseline file's values (every layer's P, R and F as float64),
+    not of its bytes: the same numbers written with another separator or number format agree.
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.rescale import baseline_digest, packaged_baseline
+    >>> baseline_digest(packaged_baseline("en", "roberta-large"))[:16]
+    '9b2a46d0e3c0aa3a'
+    """
+    table = np.ascontiguousarray(read_baseline(path), dtype="<f8")
+    digest = hashlib.sha256(f"rust-bertscore baseline\0{table.shape[0]}\0".encode())
+    digest.update(table.tobytes())
+    return digest.hexdigest()
 
 
 def read_baseline(path: str | Path) -> np.ndarray:
