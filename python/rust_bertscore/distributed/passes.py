@@ -29,9 +29,11 @@ from .columns import Batch, DistributedInputError, checked_rows, column, good_ro
 
 
 @functools.lru_cache(maxsize=4)
-def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
-    """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
-    (memoised per process, so an engine's worker loads it once).
+def load_tokenizer(
+    model_type: str | None, lang: str | None = None, revision: str | None = None
+) -> TextTokenizer:
+    """The tokenizer a ``BERTScorer(model_type, lang=lang, revision=revision)`` would use,
+    without its encoder (memoised per process, so an engine's worker loads it once).
 
     Parameters
     ----------
@@ -39,6 +41,8 @@ def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextToken
         The model, as ``score()`` takes it (None: the default for ``lang``).
     lang : str or None
         The language, when ``model_type`` is None.
+    revision : str or None
+        The Hub branch, tag or commit of the model (None: ``main``).
 
     Returns
     -------
@@ -55,7 +59,7 @@ def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextToken
     from ..catalog.registry import choose_model
     from ..models.files import resolve_model
 
-    files = resolve_model(choose_model(model_type, lang))
+    files = resolve_model(choose_model(model_type, lang), revision)
     return TextTokenizer(files.model_dir, files.config())
 
 
@@ -297,6 +301,7 @@ def statistics_part(
     idf: bool,
     options: ScoringOptions | None = None,
     on_error: str = "raise",
+    revision: str | None = None,
 ) -> bytes:
     """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang`` and the
     scorer's ``options`` (long texts, exclusions).
@@ -305,7 +310,7 @@ def statistics_part(
     ----------
     batch, cand_col, ref_col, index_col, pair_offsets, batch_size, floors, idf, on_error
         As for :func:`batch_statistics`.
-    model_type, lang : str or None
+    model_type, lang, revision : str or None
         The model, as ``score()`` takes them (see :func:`load_tokenizer`).
     options : ScoringOptions or None
         The scorer's token options (None: the defaults).
@@ -331,7 +336,9 @@ def statistics_part(
         cand_col,
         ref_col,
         index_col,
-        tokenizer=ScoredTokens(load_tokenizer(model_type, lang), options or ScoringOptions()),
+        tokenizer=ScoredTokens(
+            load_tokenizer(model_type, lang, revision), options or ScoringOptions()
+        ),
         pair_offsets=pair_offsets,
         batch_size=batch_size,
         floors=floors,

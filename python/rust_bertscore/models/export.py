@@ -54,6 +54,7 @@ class ExportInfo:
     depth: int
     converter_version: str
     rust_bertscore_version: str
+    revision: str | None = None
 
 
 def _same_json(a: Path, b: Path) -> bool:
@@ -72,6 +73,7 @@ def export_model(
     *,
     precision: str = "fp32",
     force: bool = False,
+    revision: str | None = None,
 ) -> ExportInfo:
     """Convert ``model`` to an ONNX graph at ``out_path`` with its tokenizer and config.
 
@@ -92,6 +94,8 @@ def export_model(
         with ``precision="tf32"``.)
     force : bool
         Write into a directory that already holds another model's ``config.json``.
+    revision : str, optional
+        The Hub branch, tag or commit of ``model`` (default: ``main``), as ``score()`` takes it.
 
     Returns
     -------
@@ -113,14 +117,14 @@ def export_model(
         raise InputValueError(f"the output must be an .onnx file name, got {str(out)!r}")
     if out.is_dir():
         raise InputValueError(f"{out} is a directory: give the .onnx file to write")
-    files = resolve_model(model)
+    files = resolve_model(model, revision)
     if files.onnx_path is not None:
         raise InputValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
     config = files.config()
     family = convert.model_family(config)
     depth = convert.model_depth(config)
-    layer = default_layer(model, depth, config) if num_layers is None else num_layers
-    layer = check_layer(model, layer, depth)
+    if num_layers is not None:
+        check_layer(model, num_layers, depth)
     out_dir = out.parent
     existing = out_dir / "config.json"
     src_config = files.model_dir / "config.json"
@@ -129,6 +133,9 @@ def export_model(
             f"{out_dir} already holds another model's config.json: export to an empty "
             "directory (a directory holds one model's tokenizer and config), or pass --force"
         )
+    # After the checks: a model without a tuned layer warns only for an export that happens.
+    layer = default_layer(model, depth, config) if num_layers is None else num_layers
+    layer = check_layer(model, layer, depth)
     out_dir.mkdir(parents=True, exist_ok=True)
     info_path = export_info_path(out)
     info_path.unlink(missing_ok=True)  # an old record must not describe the new graph
@@ -155,6 +162,7 @@ def export_model(
         depth=depth,
         converter_version=convert.CONVERTER_VERSION,
         rust_bertscore_version=__version__,
+        revision=files.revision,
     )
     write_text_atomic(info_path, json.dumps(asdict(info), indent=1) + "\n")
     return info
