@@ -167,3 +167,14 @@ def test_cli_export_and_baseline_take_a_revision(hub: Path, tmp_path: Path) -> N
         command = ["baseline", "--corpus", str(corpus), "-m", REPO, "--revision", revision]
         assert main([*command, "--pairs", "20", "-o", str(files[revision]), "-q"]) == 0
     assert files["main"].read_text() != files["v2"].read_text()
+
+
+def test_the_distributed_engines_take_the_revision(hub: Path) -> None:
+    from rust_bertscore.distributed import BERTScoreBatch
+    from rust_bertscore.distributed.passes import load_tokenizer
+
+    assert load_tokenizer(REPO, None, "v2").model_dir.name == V2  # the first pass's tokenizer
+    assert load_tokenizer(REPO).model_dir.name == REVISION
+    op = BERTScoreBatch("hyp", "ref", model_type=REPO, num_layers=2, revision="v2")
+    out = op({"hyp": CANDS, "ref": REFS})
+    np.testing.assert_array_equal(out["F"], scores(model_type=REPO, revision="v2")[2])
