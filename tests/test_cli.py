@@ -180,14 +180,15 @@ def test_json_format(examples) -> None:
 
 def test_tsv_format(examples) -> None:
     cands, refs = examples
-    proc = ok("-c", str(HYPS), "-r", str(REFS), "-m", ROBERTA, "--format", "tsv")
+    # -l: without it the tiny model (no tuned layer) warns on stderr, which -q keeps
+    proc = ok("-c", str(HYPS), "-r", str(REFS), "-m", ROBERTA, "-l", "3", "--format", "tsv")
     out = proc.stdout.splitlines()
     assert out[0] == "P\tR\tF1"
-    P, R, F = rb.score(cands, refs, model_type=ROBERTA)
+    P, R, F = rb.score(cands, refs, model_type=ROBERTA, num_layers=3)
     np.testing.assert_array_equal(seg_rows("\n".join(out[1:])), api_rows(P, R, F))
     # The summary goes to stderr, keeping the table clean; -q drops it.
     assert [f"{x:.6f}" for x in summary(proc.stderr)[1:]] == fmt_means(P, R, F)
-    quiet = ok("-c", str(HYPS), "-r", str(REFS), "-m", ROBERTA, "--format", "tsv", "-q")
+    quiet = ok("-c", str(HYPS), "-r", str(REFS), "-m", ROBERTA, "-l", "3", "--format", "tsv", "-q")
     assert quiet.stdout == proc.stdout
     assert quiet.stderr == ""
 
@@ -384,9 +385,21 @@ def error_cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["-c", "a cat", "-r", "the cat", *m, "--idf"], "--idf"),
         (["-c", "a cat", "-r", "the cat", *m, "--rescale_with_baseline"], "Language"),
         (
-            ["-c", "a cat", "-r", "the cat", *m, "--rescale_with_baseline", "--lang", "en"],
+            [
+                "-c",
+                "a cat",
+                "-r",
+                "the cat",
+                *m,
+                "-l",
+                "3",
+                "--rescale_with_baseline",
+                "--lang",
+                "en",
+            ],
             "Baseline",
         ),
+        (["-c", "a cat", "-r", "the cat", *m, "--revision", "v2"], "local directory"),
         (["-c", "a cat", "-r", "the cat", *m, "--baseline_path", str(tmp / "b.csv")], "b.csv"),
         (["-c", "a cat", "-r", "the cat", *m, "--device", "tpu"], "tpu"),
         (["-c", "a cat", *m], "-r/--ref"),
@@ -399,6 +412,8 @@ def error_cases(tmp: Path) -> list[tuple[list[str], str]]:
                 "-r",
                 "the cat",
                 *m,
+                "-l",
+                "3",
                 "--long-texts",
                 "window",
                 "--window-stride",

@@ -84,7 +84,7 @@ def test_show_reads_line_n_of_files(tmp_path: Path) -> None:
 # -- 7. warnings, errors, store, models, progress --------------------------------------------------
 def test_empty_line_warning_is_one_line_naming_the_line(tmp_path: Path) -> None:
     c, r = files(tmp_path, [LINES[0], LINES[1], "   ", LINES[2]], [*REFS, ""])
-    proc = cli("-c", c, "-r", r, "-m", BERT, "-q")
+    proc = cli("-c", c, "-r", r, "-m", BERT, "-l", "3", "-q")  # -l: no untuned-layer warning
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines() == [
         f"rust-bertscore: warning: line 3 of {c}: empty candidate: its P, R and F1 are 0 "
@@ -96,7 +96,7 @@ def test_empty_line_warning_is_one_line_naming_the_line(tmp_path: Path) -> None:
 
 def test_library_warnings_print_as_one_line(tmp_path: Path) -> None:
     long = " ".join(["word"] * 600)
-    proc = cli("-c", long, "-r", "a cat", "-m", BERT, "-q")
+    proc = cli("-c", long, "-r", "a cat", "-m", BERT, "-l", "3", "-q")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("rust-bertscore: warning: ")

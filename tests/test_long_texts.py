@@ -191,7 +191,7 @@ def test_one_truncation_warning_per_call_with_the_count(minilm_dir) -> None:
     cands = [long_text(900), LINES[0], long_text(700, 5)]
     refs = [LINES[1], long_text(800, 9), LINES[2]]
     with pytest.warns(RustBertScoreWarning) as record:
-        got = rb.score(cands, refs, model_type=str(minilm_dir), batch_size=2)
+        got = rb.score(cands, refs, model_type=str(minilm_dir), num_layers=6, batch_size=2)
     cut = [w for w in record if "cut to" in str(w.message)]
     assert len(cut) == 1
     message = str(cut[0].message)
@@ -201,7 +201,9 @@ def test_one_truncation_warning_per_call_with_the_count(minilm_dir) -> None:
     # windows the long pairs score otherwise, and nothing is cut.
     with warnings.catch_warnings():
         warnings.simplefilter("error", RustBertScoreWarning)
-        again = rb.score(cands, refs, model_type=str(minilm_dir), batch_size=2, long_texts="window")
+        again = rb.score(
+            cands, refs, model_type=str(minilm_dir), num_layers=6, batch_size=2, long_texts="window"
+        )
     assert np.max(np.abs(again[0] - got[0])) > 1e-3
 
 
@@ -222,7 +224,8 @@ def test_truncation_warning_points_at_the_callers_line(minilm_dir) -> None:
 def test_no_truncation_warning_when_texts_fit(minilm_dir) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", RustBertScoreWarning)
-        rb.score([LINES[0]], [LINES[1]], model_type=str(minilm_dir))
+        # a local directory has no tuned layer (that warns): num_layers, as the table's 6
+        rb.score([LINES[0]], [LINES[1]], model_type=str(minilm_dir), num_layers=6)
 
 
 def test_truncated_numbers_equal_bert_scores_long_case(minilm_dir) -> None:

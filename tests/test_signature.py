@@ -281,13 +281,17 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_the_command_prints_the_signature() -> None:
     hyps, refs = str(ROOT / "examples" / "hyps.txt"), str(ROOT / "examples" / "refs.txt")
-    want = rb.BERTScorer(model_type=BERT, idf=True).signature_for(8)
-    proc = run_cli("-c", hyps, "-r", refs, "-m", BERT, "--idf", "-b", "8", "--signature", "-q")
+    want = rb.BERTScorer(model_type=BERT, num_layers=3, idf=True).signature_for(8)
+    proc = run_cli(
+        "-c", hyps, "-r", refs, "-m", BERT, "-l", "3", "--idf", "-b", "8", "--signature", "-q"
+    )
     assert proc.stderr.splitlines() == [want] and "bs8" in want
     assert len(proc.stdout.splitlines()) == 1  # stdout keeps bert-score's summary line only
-    assert "signature" not in run_cli("-c", hyps, "-r", refs, "-m", BERT, "-q").stderr
-    doc = json.loads(run_cli("-c", hyps, "-r", refs, "-m", BERT, "--format", "json").stdout)
-    assert doc["signature"] == rb.BERTScorer(model_type=BERT).signature
+    assert "signature" not in run_cli("-c", hyps, "-r", refs, "-m", BERT, "-l", "3", "-q").stderr
+    doc = json.loads(
+        run_cli("-c", hyps, "-r", refs, "-m", BERT, "-l", "3", "--format", "json").stdout
+    )
+    assert doc["signature"] == rb.BERTScorer(model_type=BERT, num_layers=3).signature
     assert doc["hash"] == rb.BERTScorer(model_type=BERT).hash
     independent = ("--batch-independent", "--format", "json", "-b", "3")
     doc = json.loads(run_cli("-c", hyps, "-r", refs, "-m", BERT, *independent).stdout)

@@ -30,7 +30,7 @@ from .analyses.stats import (
     paired_bootstrap,
     paired_permutation,
 )
-from .catalog.listing import ModelInfo, supported_models
+from .catalog.listing import ModelInfo, model_info, supported_models
 from .catalog.registry import DEFAULT_MODEL, LANG2MODEL, MODEL2LAYERS
 from .engine.text_embedding import TextEmbedding
 from .errors import (
@@ -93,6 +93,7 @@ __all__ = [
     "evaluate_module",
     "get_num_threads",
     "l2_norm",
+    "model_info",
     "normalize",
     "paired_bootstrap",
     "paired_permutation",

@@ -1,5 +1,6 @@
 """The models of bert_score's tuned-layer table: family, default layer, and whether this version
-converts them.
+converts them (:func:`supported_models`); what the tables say of any one name, today's Hub ids
+included (:func:`model_info`).
 
 The family is the ``model_type`` of each Hugging Face checkpoint's ``config.json``, from a static
 table derived from the names (no network access: the listing must work offline). Whether a model
@@ -9,11 +10,19 @@ so the listing follows the families the converter learns; listing needs no onnx.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from ..errors import InputValueError
+from ..errors import InputTypeError, InputValueError
 from . import configs
-from .registry import DEFAULT_MODEL, MODEL2LAYERS
+from .registry import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_LAYER,
+    MODEL2LAYERS,
+    baseline_langs,
+    hub_aliases,
+    model_langs,
+    table_name,
+)
 
 BERT_SCORE_MODEL_COUNT = 140
 """Entries of bert_score 0.3.13's ``model2layers``."""
@@ -71,6 +80,9 @@ layer). No tuned layer is published for them: the default is the last layer (the
 Qwen3-Embedding-0.6B, -4B and -8B, 24 for EmbeddingGemma), which the scorer warns is untuned
 (docs/encoders.md)."""
 
+DEFAULT_NOTE = "the default model"
+"""The note of the package's default model (not in bert_score's table)."""
+
 # Checkpoints this version cannot score although their model_type converts: a tokenizer it does
 # not reproduce (the model would get the wrong ids) or a config option the converter refuses.
 _NOT_REPRODUCED: dict[str, str] = {}
@@ -78,22 +90,36 @@ _NOT_REPRODUCED: dict[str, str] = {}
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """One model of bert_score's table.
+    """What bert_score's tables (and this version) say of one model.
 
     Attributes
     ----------
     name : str
-        The Hugging Face id, as bert_score names it.
-    model_type : str
-        The checkpoint's ``config.json`` ``model_type`` (its family).
-    default_layer : int
-        bert_score's tuned layer (``model2layers``): what ``num_layers=None`` uses.
+        The model as bert_score's table names it (``roberta-large`` for
+        ``FacebookAI/roberta-large``); a model outside the tables keeps the name given.
+    model_type : str or None
+        The checkpoint's ``config.json`` ``model_type`` (its family); None for a model outside
+        the tables (known only from its ``config.json``).
+    default_layer : int or None
+        The layer ``num_layers=None`` uses: bert_score's tuned layer (``model2layers``), the
+        last layer for the models beyond the table (untuned), None for a model outside the
+        tables (the scorer takes its last layer, with a warning).
     convertible : bool
-        True when this version converts the checkpoint and reproduces its tokenizer.
+        True when this version converts the checkpoint and reproduces its tokenizer; False for a
+        model outside the tables (not known before its ``config.json`` is read).
     note : str
-        Why a model does not convert (empty when it does).
+        Why a model does not convert, or what it is (empty for a table model that converts).
     in_bert_score : bool
-        False for the models beyond bert_score's table (:data:`BEYOND_BERT_SCORE`).
+        True for the models of bert_score's table; False for the default model, the models
+        beyond it (:data:`BEYOND_BERT_SCORE`) and unknown ones.
+    aliases : tuple of str
+        Today's Hub ids of a model the table names by its old id (the Hub's 2024 organisation
+        moves: ``FacebookAI/roberta-large``); each scores as the table entry.
+    languages : tuple of str
+        The ``lang=`` codes that pick this model (bert_score's ``lang2model``).
+    baselines : tuple of str
+        The languages with a rescale baseline shipped for it (``rescale_with_baseline=True``
+        with one of these ``lang`` needs no ``baseline_path``).
 
     Examples
     --------
@@ -101,20 +127,29 @@ class ModelInfo:
     >>> info = supported_models()[0]
     >>> info.name, info.model_type, info.default_layer, info.convertible
     ('bert-base-uncased', 'bert', 9, True)
-    >>> info.to_dict()["in_bert_score"]
-    True
+    >>> info.aliases, info.baselines, info.to_dict()["in_bert_score"]
+    (('google-bert/bert-base-uncased',), ('en',), True)
     """
 
     name: str
-    model_type: str
-    default_layer: int
+    model_type: str | None
+    default_layer: int | None
     convertible: bool
     note: str = ""
     in_bert_score: bool = True
+    aliases: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()
+    baselines: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str | None:
+        """The model's family: its ``config.json`` ``model_type`` (as ``rust-bertscore models``
+        shows it), None for a model outside the tables."""
+        return self.model_type
 
     def to_dict(self) -> dict[str, object]:
-        """The fields as a JSON-ready dict."""
-        return asdict(self)
+        """The fields as a JSON-ready dict (tuples as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 def model_type_of(name: str) -> str:
@@ -142,6 +177,31 @@ def _supported_model_types() -> frozenset[str]:
     return frozenset(configs.SUPPORTED_MODEL_TYPES)
 
 
+def _named(info: ModelInfo) -> ModelInfo:
+    """``info`` with its Hub ids, ``lang=`` codes and shipped baselines."""
+    name = info.name
+    return replace(
+        info, aliases=hub_aliases(name), languages=model_langs(name), baselines=baseline_langs(name)
+    )
+
+
+def _table_model(name: str, supported: frozenset[str]) -> ModelInfo:
+    model_type = model_type_of(name)
+    note = ""
+    if model_type not in supported:
+        note = f"model_type {model_type!r} is not converted by this version"
+    elif name in _NOT_REPRODUCED:
+        note = _NOT_REPRODUCED[name]
+    return _named(ModelInfo(name, model_type, MODEL2LAYERS[name], not note, note))
+
+
+def _beyond_model(name: str, supported: frozenset[str]) -> ModelInfo:
+    model_type, layer = BEYOND_BERT_SCORE[name]
+    note = "" if model_type in supported else f"model_type {model_type!r} not converted"
+    note = note or "beyond bert_score's table; default layer untuned (the last)"
+    return ModelInfo(name, model_type, layer, model_type in supported, note, False)
+
+
 def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     """bert_score's 140 models of its tuned-layer table, in its order.
 
@@ -155,8 +215,9 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     Returns
     -------
     list of ModelInfo
-        Name, family (``model_type``), bert_score's default layer, and whether this version
-        converts it (from the converter's supported ``model_type`` set at run time).
+        Name, family (``model_type``), bert_score's default layer, whether this version
+        converts it (from the converter's supported ``model_type`` set at run time), its Hub
+        ids of today, its ``lang=`` codes and its shipped baselines.
 
     Examples
     --------
@@ -165,20 +226,65 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     ['bert-base-uncased', 'bert-large-uncased']
     """
     supported = _supported_model_types()
-    out = []
-    for name, layer in MODEL2LAYERS.items():
-        if name == DEFAULT_MODEL:  # the package's own default, not in bert_score's table
-            continue
-        model_type = model_type_of(name)
-        note = ""
-        if model_type not in supported:
-            note = f"model_type {model_type!r} is not converted by this version"
-        elif name in _NOT_REPRODUCED:
-            note = _NOT_REPRODUCED[name]
-        out.append(ModelInfo(name, model_type, layer, not note, note))
+    # DEFAULT_MODEL is the package's own default, not in bert_score's table.
+    out = [_table_model(name, supported) for name in MODEL2LAYERS if name != DEFAULT_MODEL]
     if beyond_table:
-        for name, (model_type, layer) in BEYOND_BERT_SCORE.items():
-            note = "" if model_type in supported else f"model_type {model_type!r} not converted"
-            note = note or "beyond bert_score's table; default layer untuned (the last)"
-            out.append(ModelInfo(name, model_type, layer, model_type in supported, note, False))
+        out.extend(_beyond_model(name, supported) for name in BEYOND_BERT_SCORE)
     return out
+
+
+OUTSIDE_THE_TABLES = (
+    "not in bert_score's table: no tuned layer (the scorer takes the model's last layer, with a "
+    "warning, unless num_layers is given)"
+)
+"""The note of a model that neither bert_score's table nor this version's lists name."""
+
+
+def model_info(name: str) -> ModelInfo:
+    """What bert_score's tables (and this version) say of ``name``: its table name, Hub ids,
+    default layer, family, ``lang=`` codes and shipped baselines.
+
+    Parameters
+    ----------
+    name : str
+        A model as ``score(model_type=...)`` takes it: bert_score's table name
+        (``roberta-large``) or today's Hub id of it (``FacebookAI/roberta-large``: the Hub moved
+        the legacy ids under organisations in 2024; both give the same entry), a model beyond
+        the table (:data:`BEYOND_BERT_SCORE`), the default model, or any other id or path.
+
+    Returns
+    -------
+    ModelInfo
+        For a model outside the tables (another Hub id, a local directory or ``.onnx`` file,
+        even one named like a table model: bert_score looks names up as given), ``name`` as
+        given, ``default_layer`` and ``model_type`` None, ``convertible`` and ``in_bert_score``
+        False. Nothing is read but the package's baseline folder.
+
+    Raises
+    ------
+    InputTypeError
+        If ``name`` is not a non-empty str.
+
+    Examples
+    --------
+    >>> from rust_bertscore import model_info
+    >>> info = model_info("FacebookAI/roberta-large")
+    >>> info.name, info.default_layer, info.family, info.languages, info.baselines
+    ('roberta-large', 17, 'roberta', ('en',), ('en',))
+    >>> info == model_info("roberta-large")
+    True
+    >>> model_info("./my-checkpoint").default_layer is None
+    True
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InputTypeError(f"name must be a model id or path (a non-empty str), got {name!r}")
+    table = table_name(name)
+    supported = _supported_model_types()
+    if table == DEFAULT_MODEL:
+        family = model_type_of(table)
+        return _named(ModelInfo(table, family, DEFAULT_MODEL_LAYER, True, DEFAULT_NOTE, False))
+    if table in MODEL2LAYERS:
+        return _table_model(table, supported)
+    if table in BEYOND_BERT_SCORE:
+        return _beyond_model(table, supported)
+    return ModelInfo(name, None, None, False, OUTSIDE_THE_TABLES, False)

@@ -8,7 +8,10 @@ tuned on WMT16 correlations.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import InputTypeError, warn_user
+from .hub_names import HUB_ALIASES
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """The model used when neither ``model_type`` nor ``lang`` is given."""
@@ -224,6 +227,96 @@ def choose_model(model_type: str | None, lang: str | None) -> str:
     return DEFAULT_MODEL
 
 
+def table_name(model_type: str) -> str:
+    """bert_score's name for ``model_type``: its table entry when ``model_type`` is today's Hub
+    id of a model the tables name by its old id (:data:`~rust_bertscore.catalog.hub_names.
+    HUB_ALIASES`), else ``model_type`` unchanged (local paths and other ids are taken as given,
+    as bert_score takes them: a directory named ``roberta-large`` is not bert_score's model).
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import table_name
+    >>> table_name("FacebookAI/roberta-large"), table_name("roberta-large")
+    ('roberta-large', 'roberta-large')
+    >>> table_name("microsoft/deberta-base")  # namespaced ids kept their names
+    'microsoft/deberta-base'
+    """
+    return HUB_ALIASES.get(model_type, model_type)
+
+
+def hub_aliases(name: str) -> tuple[str, ...]:
+    """Today's Hub ids of the table model ``name`` (or of the one a Hub id names).
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import hub_aliases
+    >>> hub_aliases("bert-base-uncased"), hub_aliases("microsoft/deberta-base")
+    (('google-bert/bert-base-uncased',), ())
+    """
+    table = table_name(name)
+    return tuple(hub_id for hub_id, old in HUB_ALIASES.items() if old == table)
+
+
 def tuned_layer(model_type: str) -> int | None:
-    """The layer bert_score's authors tuned for ``model_type``, or None when it has no entry."""
-    return MODEL2LAYERS.get(model_type)
+    """The layer bert_score's authors tuned for ``model_type`` (a table name or today's Hub id
+    of one, see :func:`table_name`), or None when it has no entry.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import tuned_layer
+    >>> tuned_layer("roberta-large"), tuned_layer("FacebookAI/roberta-large"), tuned_layer("x/y")
+    (17, 17, None)
+    """
+    return MODEL2LAYERS.get(table_name(model_type))
+
+
+def model_langs(model_type: str) -> tuple[str, ...]:
+    """The language codes for which ``lang=`` picks ``model_type`` (bert_score's
+    ``lang2model``): every code without a model of its own for bert-base-multilingual-cased.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import model_langs
+    >>> model_langs("FacebookAI/roberta-large"), model_langs("t5-small")
+    (('en',), ())
+    """
+    table = table_name(model_type)
+    if table == DEFAULT_LANG_MODEL:
+        return tuple(sorted(KNOWN_LANGS - set(LANG2MODEL)))
+    return tuple(sorted(lang for lang, model in LANG2MODEL.items() if model == table))
+
+
+BASELINE_DIR = Path(__file__).resolve().parent.parent / "baselines"
+"""The rescale baselines shipped in the wheel, as bert_score's ``rescale_baseline/``."""
+
+
+def baseline_file(lang: str, model_type: str) -> Path:
+    """Where the wheel keeps the baseline of ``model_type`` for ``lang`` (it may not exist).
+
+    As bert_score's ``rescale_baseline/{lang}/{model_type}.tsv``, for the table name of
+    ``model_type`` (today's Hub id finds its model's file, see :func:`table_name`): a model id
+    with a slash is a sub-folder, a path stays under the folder, and ``lang`` is taken as given.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import BASELINE_DIR, baseline_file
+    >>> baseline_file("en", "FacebookAI/roberta-large") == BASELINE_DIR / "en/roberta-large.tsv"
+    True
+    """
+    # Joined as bert_score's f-string path: an absolute model path stays under the folder.
+    return BASELINE_DIR.joinpath(*f"{lang}/{table_name(model_type)}.tsv".split("/"))
+
+
+def baseline_langs(model_type: str) -> tuple[str, ...]:
+    """The languages with a shipped baseline of ``model_type`` (see :func:`baseline_file`).
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import baseline_langs
+    >>> baseline_langs("google-bert/bert-base-uncased"), baseline_langs("t5-small")
+    (('en',), ())
+    """
+    if not BASELINE_DIR.is_dir():
+        return ()
+    langs = (d.name for d in BASELINE_DIR.iterdir() if d.is_dir())
+    return tuple(sorted(lang for lang in langs if baseline_file(lang, model_type).is_file()))

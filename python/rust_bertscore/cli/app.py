@@ -41,6 +41,7 @@ from .common import (
     add_common_flags,
     add_line_flag,
     add_model_flags,
+    add_revision_flag,
     debug,
     flag_words,
     info,
@@ -134,6 +135,7 @@ def _run_show(args: argparse.Namespace) -> int:
         cand,
         ref,
         model_type=args.model,
+        revision=args.revision,
         num_layers=args.num_layers,
         lang=args.lang,
         rescale_with_baseline=args.rescale_with_baseline,
@@ -160,6 +162,7 @@ def _add_export(subparsers: argparse._SubParsersAction) -> None:
         "it. Then score with -m OUT (or model_type=OUT in Python).",
     )
     p.add_argument("model", metavar="MODEL", help="Hugging Face model id or checkpoint directory")
+    add_revision_flag(p)
     p.add_argument(
         "-l",
         "--num_layers",
@@ -190,7 +193,12 @@ def _run_export(args: argparse.Namespace) -> int:
     out = Path(args.output)
     debug(args, f"exporting {args.model} to {out} ...")
     result = export_model(
-        args.model, out, args.num_layers, precision=args.precision, force=args.force
+        args.model,
+        out,
+        args.num_layers,
+        precision=args.precision,
+        force=args.force,
+        revision=args.revision,
     )
     size = out.stat().st_size / 1e6
     info(
@@ -217,6 +225,7 @@ def _add_baseline(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="baseline file to write")
     p.add_argument("-m", "--model", default=None, help="model id, directory (default as score)")
+    add_revision_flag(p)
     p.add_argument("--lang", default=None, help="language code: picks the model if no -m")
     p.add_argument(
         "--pairs", type=positive_int, default=20_000, help="random pairs to average (20000)"
@@ -256,6 +265,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
             device=args.device,
             lang=args.lang,
             progress=bar.update,
+            revision=args.revision,
         )
     write_baseline(args.output, table)
     info(

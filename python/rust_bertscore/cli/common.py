@@ -107,8 +107,20 @@ def add_common_flags(parser: argparse._ActionsContainer) -> None:
     )
 
 
+def add_revision_flag(parser: argparse._ActionsContainer) -> None:
+    """``--revision REV``: the Hub branch, tag or commit of the model."""
+    parser.add_argument(
+        "--revision",
+        default=None,
+        metavar="REV",
+        help="Hugging Face Hub branch, tag or commit hash of the model (default: main); not "
+        "for a local directory or .onnx file",
+    )
+
+
 def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = True) -> None:
-    """``--lang``, ``-m/--model``, ``-l/--num_layers``, ``--device`` and ``--precision``."""
+    """``--lang``, ``-m/--model``, ``--revision``, ``-l/--num_layers``, ``--device`` and
+    ``--precision``."""
     parser.add_argument(
         "--lang",
         default=None,
@@ -121,6 +133,7 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
         help="Hugging Face model id, checkpoint directory or exported .onnx file "
         "(default: the --lang model, else sentence-transformers/all-MiniLM-L6-v2)",
     )
+    add_revision_flag(parser)
     parser.add_argument(
         "-l",
         "--num_layers",
@@ -245,6 +258,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``BERTScorer`` arguments the model and scoring flags give."""
     return {
         "model_type": args.model,
+        "revision": args.revision,
         "num_layers": args.num_layers,
         "batch_size": args.batch_size,
         "idf": args.idf,
@@ -289,6 +303,7 @@ def check_baseline(
 KEYWORD_FLAGS = {
     "lang": "--lang",
     "model_type": "-m",
+    "revision": "--revision",
     "num_layers": "--num_layers",
     "batch_size": "--batch_size",
     "baseline_path": "--baseline_path",

@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     check_baseline_path(args)
     scorer = BERTScorer(
         model_type=args.model,
+        revision=args.revision,
         num_layers=args.num_layers,
         batch_size=args.batch_size,
         device=args.device,

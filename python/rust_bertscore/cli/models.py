@@ -6,14 +6,12 @@ import argparse
 import json
 import sys
 
-from ..catalog.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, supported_models
-from ..catalog.registry import DEFAULT_MODEL, DEFAULT_MODEL_LAYER
+from ..catalog.listing import BERT_SCORE_MODEL_COUNT, ModelInfo, model_info, supported_models
+from ..catalog.registry import DEFAULT_MODEL
 from ..models.files import offline_source
 from .common import add_common_flags, info
 
-DEFAULT_ROW = ModelInfo(
-    DEFAULT_MODEL, "bert", DEFAULT_MODEL_LAYER, True, "the default model", in_bert_score=False
-)
+DEFAULT_ROW = model_info(DEFAULT_MODEL)
 """The package's default model, listed first (it is not in bert_score's table)."""
 
 
@@ -80,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         info(args, _count_line(models))
         return 0
     width = max([len("model"), *(len(m.name) for m in shown)])
-    family = max([len("family"), *(len(m.model_type) for m in shown)])
+    family = max([len("family"), *(len(str(m.model_type)) for m in shown)])
     out.write(f"{'model':<{width}}  {'family':<{family}}  layer  offline  converts\n")
     for m in shown:
         mark = "yes" if m.convertible else f"no: {m.note}"
@@ -88,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             mark = f"yes ({m.note})"
         here = "yes" if offline[m.name] else "-"
         out.write(
-            f"{m.name:<{width}}  {m.model_type:<{family}}  {m.default_layer:>5}  {here:<7}  "
+            f"{m.name:<{width}}  {m.model_type!s:<{family}}  {m.default_layer!s:>5}  {here:<7}  "
             f"{mark}\n"
         )
     out.write(_count_line(models) + "\n")

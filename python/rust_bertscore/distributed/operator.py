@@ -89,8 +89,8 @@ class BERTScoreBatch:
     error_col : str
         Column of messages with ``on_error="null"`` (None for good rows); not added otherwise.
     **options
-        ``BERTScorer`` arguments: ``model_type``, ``num_layers``, ``idf``, ``device``,
-        ``lang``, ``rescale_with_baseline``, ``baseline_path``, ``precision``,
+        ``BERTScorer`` arguments: ``model_type``, ``revision``, ``num_layers``, ``idf``,
+        ``device``, ``lang``, ``rescale_with_baseline``, ``baseline_path``, ``precision``,
         ``batch_independent``, ``cache_bytes``, ``nthreads``.
 
     Examples

@@ -268,6 +268,7 @@ def statistics_part(
     idf: bool,
     options: ScoringOptions | None = None,
     on_error: str = "raise",
+    revision: str | None = None,
 ) -> bytes:
     """:func:`batch_statistics` with the tokenizer of ``model_type`` and ``lang`` and the
     scorer's ``options`` (long texts, exclusions).
@@ -276,7 +277,7 @@ def statistics_part(
     ----------
     batch, cand_col, ref_col, index_col, pair_offsets, batch_size, floors, idf, on_error
         As for :func:`batch_statistics`.
-    model_type, lang : str or None
+    model_type, lang, revision : str or None
         The model, as ``score()`` takes them (see :func:`load_tokenizer`).
     options : ScoringOptions or None
         The scorer's token options (None: the defaults).
@@ -302,7 +303,9 @@ def statistics_part(
         cand_col,
         ref_col,
         index_col,
-        tokenizer=ScoredTokens(load_tokenizer(model_type, lang), options or ScoringOptions()),
+        tokenizer=ScoredTokens(
+            load_tokenizer(model_type, lang, revision), options or ScoringOptions()
+        ),
         pair_offsets=pair_offsets,
         batch_size=batch_size,
         floors=floors,

@@ -321,6 +321,7 @@ def first_pass(
     lang: str | None,
     options: ScoringOptions | None = None,
     on_error: str = "raise",
+    revision: str | None = None,
 ) -> ScorePlan:
     """Both passes of the plan over a dataset of ``num_rows`` rows.
 
@@ -352,6 +353,7 @@ def first_pass(
             idf=idf,
             options=options,
             on_error=on_error,
+            revision=revision,
         )
         for part in map_parts(stats_of):
             builder.add_statistics(part)

@@ -134,6 +134,7 @@ def plan_dataset(
     options: ScoringOptions | None = None,
     rows_per_batch: int = ROWS_PER_BATCH,
     on_error: str = "raise",
+    revision: str | None = None,
 ) -> ScorePlan:
     """The first pass over ``ds`` (tokenizer only, as Ray tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
@@ -169,6 +170,7 @@ def plan_dataset(
         lang=lang,
         options=options,
         on_error=check_on_error(on_error),
+        revision=revision,
     )
 
 
@@ -275,6 +277,7 @@ def score_dataset(
             idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
+            revision=options.get("revision"),
             options=ScoringOptions.from_mapping(options),
             on_error=on_error,
             rows_per_batch=rows_per_batch,

@@ -86,6 +86,7 @@ def plan_spark(
     lang: str | None = None,
     options: ScoringOptions | None = None,
     on_error: str = "raise",
+    revision: str | None = None,
 ) -> ScorePlan:
     """The first pass over ``df`` (tokenizer only, as ``mapInPandas`` tasks): see
     :mod:`rust_bertscore.distributed.plan`. ``index_col`` must number the rows 0..N-1.
@@ -124,6 +125,7 @@ def plan_spark(
         lang=lang,
         options=options,
         on_error=check_on_error(on_error),
+        revision=revision,
     )
 
 
@@ -272,6 +274,7 @@ def score_spark(
             idf=need.idf,
             model_type=options.get("model_type"),
             lang=options.get("lang"),
+            revision=options.get("revision"),
             options=ScoringOptions.from_mapping(options),
             on_error=on_error,
         )

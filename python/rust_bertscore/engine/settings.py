@@ -69,10 +69,16 @@ def make_hash(
     options: ScoringOptions | None = None,
     use_fast_tokenizer: bool = False,
     device: str = "cpu",
+    revision: str | None = None,
 ) -> str:
     """The settings string bert_score prints, naming this package and its version, the
-    precision when not fp32, the device when CUDA (``_cuda``: ``device=None`` may pick it), and
-    the options other than bert_score's (:meth:`ScoringOptions.hash_suffix`).
+    precision when not fp32, the device when CUDA (``_cuda``: ``device=None`` may pick it), the
+    options other than bert_score's (:meth:`ScoringOptions.hash_suffix`) and a Hub revision
+    other than the default branch (``_revision=v2``).
+
+    ``model_type`` is named as the user gave it, as bert_score names it, with the layer scored:
+    ``FacebookAI/roberta-large_L17...`` for today's Hub id of roberta-large (its table layer),
+    what bert_score prints for that id with ``num_layers=17``.
 
     Examples
     --------
@@ -98,4 +104,6 @@ def make_hash(
         msg += "_batch-independent"
     if options is not None:
         msg += options.hash_suffix()
+    if revision not in (None, "main"):
+        msg += f"_revision={revision}"
     return msg

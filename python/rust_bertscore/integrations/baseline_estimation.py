@@ -44,6 +44,7 @@ def compute_baseline(
     device: str | None = None,
     lang: str | None = None,
     progress: Callable[[int], object] | None = None,
+    revision: str | None = None,
 ) -> np.ndarray:
     """Mean P, R, F per layer (rows 0..depth) over random corpus pairs.
 
@@ -63,6 +64,8 @@ def compute_baseline(
         As in :func:`rust_bertscore.score`.
     progress : callable, optional
         Called with the number of pairs scored after each round.
+    revision : str, optional
+        The Hub branch, tag or commit of the model (default: ``main``).
 
     Returns
     -------
@@ -72,7 +75,12 @@ def compute_baseline(
     sentences = corpus_lines(corpus)
     a, b = random_pairs(len(sentences), pairs, seed)
     scorer = BERTScorer(
-        model_type=model_type, lang=lang, all_layers=True, batch_size=batch_size, device=device
+        model_type=model_type,
+        lang=lang,
+        all_layers=True,
+        batch_size=batch_size,
+        device=device,
+        revision=revision,
     )
     sums: np.ndarray | None = None
     for start in range(0, pairs, PAIRS_PER_ROUND):

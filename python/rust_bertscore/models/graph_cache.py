@@ -2,7 +2,9 @@
 
 A checkpoint is converted to ONNX once per (weights, layer, family, converter version,
 precision and its policy) and kept under ``$RUST_BERTSCORE_CACHE`` (default
-``~/.cache/rust-bertscore``).
+``~/.cache/rust-bertscore``). The weights are keyed by their digest, not by name or path: two Hub
+revisions of a model with different weights get two entries, revisions with the same weights
+share one (the manifest records the revision that made it).
 Entries are written atomically and carry a manifest written last; an entry whose manifest is
 missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
 the worst that happens is that two of them convert the same model at once, and the last
@@ -148,6 +150,7 @@ def converted_graph(
         raise
     meta = {
         "model": files.name,
+        "revision": files.revision,
         "family": family,
         "layers": layers,
         "precision": precision,

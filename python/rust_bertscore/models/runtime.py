@@ -14,10 +14,16 @@ from typing import NamedTuple
 
 from ..catalog.configs import has_convolutions, model_depth, model_family
 from ..catalog.registry import tuned_layer
-from ..errors import InputTypeError, InputValueError, ModelLoadError, RustBertScoreError, warn
+from ..errors import (
+    InputTypeError,
+    InputValueError,
+    ModelLoadError,
+    RustBertScoreError,
+    warn_user,
+)
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
-from .files import ModelFiles, resolve_model
+from .files import ModelFiles, check_revision, resolve_model
 
 
 @dataclass(frozen=True)
@@ -57,21 +63,43 @@ def check_precision(precision: object) -> str:
 
 UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text")
 """``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
-figure): their default, the last layer, comes with a :class:`RustBertScoreWarning`."""
+figure): their warning says so (every model without a tuned layer warns, see
+:func:`default_layer`)."""
+
+
+def untuned_message(model_type: str, depth: int, config: dict | None = None) -> str:
+    """What the warning of a model without a tuned layer says: the layer taken and how to
+    choose another.
+
+    >>> from rust_bertscore.models.runtime import untuned_message
+    >>> print(untuned_message("./my-model", 12, {"model_type": "bert"}))
+    ./my-model: not in bert_score's tuned-layer table (model2layers); using its last layer, 12, untuned. Pass num_layers to choose another.
+    """  # noqa: E501
+    family = (config or {}).get("model_type")
+    why = (
+        f"no tuned layer is known for {family} models (bert_score has none)"
+        if family in UNTUNED_FAMILIES
+        else "not in bert_score's tuned-layer table (model2layers)"
+    )
+    return (
+        f"{model_type}: {why}; using its last layer, {depth}, untuned. Pass num_layers to choose "
+        "another."
+    )
 
 
 def default_layer(model_type: str, depth: int, config: dict | None = None) -> int:
-    """bert_score's tuned layer for ``model_type`` if it has one, else the model's last layer
-    (with a warning for the :data:`UNTUNED_FAMILIES`, read from ``config``)."""
+    """bert_score's tuned layer for ``model_type`` if it has one (today's Hub ids of its table's
+    models included: ``FacebookAI/roberta-large`` takes roberta-large's 17), else the model's
+    last layer, with a :class:`RustBertScoreWarning` that names it (:func:`untuned_message`).
+
+    >>> from rust_bertscore.models.runtime import default_layer
+    >>> default_layer("FacebookAI/roberta-large", 24)
+    17
+    """
     layer = tuned_layer(model_type)
     if layer is not None:
         return layer
-    family = (config or {}).get("model_type")
-    if family in UNTUNED_FAMILIES:
-        warn(
-            f"{model_type}: no tuned layer is known for {family} models (bert_score has none); "
-            f"using the last layer, {depth}. Pass num_layers to choose one."
-        )
+    warn_user(untuned_message(model_type, depth, config))
     return depth
 
 
@@ -182,23 +210,32 @@ def load_runtime(
     precision: str = "fp32",
     use_fast_tokenizer: bool = False,
     owner: object = None,
+    revision: str | None = None,
 ) -> ModelRuntime:
     """Resolve, convert (once, cached on disk) and load ``model_type``.
 
     Loaded runtimes are kept in :data:`RUNTIMES`, so repeated ``score()`` calls pay the load
     once. ``use_fast_tokenizer``: tokenise with the model's fast tokenizer, as bert_score's
     ``use_fast_tokenizer=True`` (see :class:`TextTokenizer`). ``owner``: the scorer that will
-    hold the runtime (see :meth:`RuntimeCache.release`).
+    hold the runtime (see :meth:`RuntimeCache.release`). ``revision``: the Hub branch, tag or
+    commit (see :func:`~rust_bertscore.models.files.resolve_model`). A model without a tuned
+    layer, loaded without ``num_layers`` (and not ``all_layers``), warns on every load, cached
+    or not (:func:`default_layer`).
     """
     check_precision(precision)
-    key = (model_type, num_layers, all_layers, device, precision, use_fast_tokenizer)
-    return RUNTIMES.get(
+    revision = check_revision(revision)
+    key = (model_type, num_layers, all_layers, device, precision, use_fast_tokenizer, revision)
+    runtime = RUNTIMES.get(
         key,
         lambda: _load_runtime(
-            model_type, num_layers, all_layers, device, precision, use_fast_tokenizer
+            model_type, num_layers, all_layers, device, precision, use_fast_tokenizer, revision
         ),
         owner,
     )
+    untuned = num_layers is None and not all_layers and tuned_layer(model_type) is None
+    if untuned and "num_layers" not in _export_info(runtime.files):  # an export's was chosen
+        warn_user(untuned_message(model_type, runtime.num_layers, runtime.config))
+    return runtime
 
 
 def _load_runtime(
@@ -208,18 +245,16 @@ def _load_runtime(
     device: str | None,
     precision: str,
     use_fast_tokenizer: bool = False,
+    revision: str | None = None,
 ) -> ModelRuntime:
-    files = resolve_model(model_type)
+    files = resolve_model(model_type, revision)
     config = files.config()
     model_family(config)  # an unsupported family fails here, before any work
     depth = model_depth(config)
     exported = _export_info(files)
     if num_layers is None:
-        num_layers = (
-            exported["num_layers"]
-            if "num_layers" in exported
-            else default_layer(model_type, depth, config)
-        )
+        tuned = tuned_layer(model_type)  # without it, load_runtime warns: not memoised
+        num_layers = exported.get("num_layers", depth if tuned is None else tuned)
     elif exported.get("num_layers", num_layers) != num_layers and not all_layers:
         raise InputValueError(
             f"{files.onnx_path} was exported at layer {exported['num_layers']}, "

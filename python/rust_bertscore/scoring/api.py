@@ -36,6 +36,7 @@ def score(
     exclude_special_tokens: bool = ...,
     beta: float = ...,
     store: StoreArg = ...,
+    revision: str | None = ...,
 ) -> Scores: ...
 
 
@@ -65,6 +66,7 @@ def score(
     exclude_special_tokens: bool = ...,
     beta: float = ...,
     store: StoreArg = ...,
+    revision: str | None = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -93,6 +95,7 @@ def score(
     exclude_special_tokens: bool = ...,
     beta: float = ...,
     store: StoreArg = ...,
+    revision: str | None = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -121,6 +124,7 @@ def score(
     exclude_special_tokens: bool = ...,
     beta: float = ...,
     store: StoreArg = ...,
+    revision: str | None = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -148,6 +152,7 @@ def score(
     exclude_special_tokens: bool = False,
     beta: float = 1.0,
     store: StoreArg = None,
+    revision: str | None = None,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -159,9 +164,12 @@ def score(
         References: one per candidate, or a list per candidate (counts may differ).
     model_type : str, optional
         Hugging Face id, checkpoint directory or ``.onnx`` file. Default: ``lang``'s model, or
-        sentence-transformers/all-MiniLM-L6-v2 at layer 6 when neither is given.
+        sentence-transformers/all-MiniLM-L6-v2 at layer 6 when neither is given. Today's Hub id
+        of a model of bert_score's table (``FacebookAI/roberta-large``) takes that model's
+        tuned layer and baselines (:func:`~rust_bertscore.model_info`).
     num_layers : int, optional
-        Layer to use; default bert_score's tuned layer for the model, else its last layer.
+        Layer to use; default bert_score's tuned layer for the model, else its last layer (with
+        a warning: untuned).
     verbose : bool
         Print progress.
     idf : bool or dict
@@ -208,6 +216,9 @@ def score(
     store : str or EmbeddingStore, optional
         A directory of token vectors kept across processes (see ``BERTScorer``): texts found
         there are not encoded again; the numbers are the same.
+    revision : str, optional
+        The Hub branch, tag or commit hash of ``model_type`` (default: ``main``); a local
+        directory or ``.onnx`` file takes none. Named in the hash (``_revision=...``).
 
     Returns
     -------
@@ -264,6 +275,7 @@ def score(
         exclude_special_tokens=exclude_special_tokens,
         beta=beta,
         store=store,
+        revision=revision,
     )
     scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

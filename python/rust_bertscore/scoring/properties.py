@@ -53,6 +53,9 @@ class ScorerProperties:
     all_layers: bool
     batch_independent: bool
     options: ScoringOptions
+    revision: str | None
+    batch_size: int
+    nthreads: int
 
     # -- the scorer's life --------------------------------------------------------------------
     @property
@@ -160,6 +163,7 @@ class ScorerProperties:
             self.options,
             use_fast_tokenizer=self.use_fast_tokenizer,
             device=self._pipeline.runtime.encoder.device,
+            revision=self.revision,
         )
 
     @property
@@ -299,3 +303,18 @@ class ScorerProperties:
         >>> BERTScorer(idf=True).set_idf_dict(defaultdict(lambda: 1.0))  # every token weighs 1
         """
         self._pipeline.idf_weights = self._pipeline.idf_from_dict(idf)
+
+    # -- display ------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        """bert_score's form: ``BERTScorer(hash=..., batch_size=..., nthreads=...)``.
+
+        >>> from rust_bertscore import BERTScorer
+        >>> print(BERTScorer(batch_size=32, nthreads=2))  # doctest: +ELLIPSIS
+        BERTScorer(hash=sentence-...-L6-v2_L6_no-idf_version=...), batch_size=32, nthreads=2)
+        """
+        if self.closed:
+            return f"{self.__class__.__name__}(model_type={self._model_type}, closed)"
+        return (
+            f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, "
+            f"nthreads={self.nthreads})"
+        )

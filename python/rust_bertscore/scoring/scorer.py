@@ -54,7 +54,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         tokenizer beside it. Default: ``lang``'s model, or all-MiniLM-L6-v2 when ``lang`` is None.
     num_layers : int, optional
         The layer whose output is used (0 = embeddings). Default: bert_score's tuned layer for
-        the model, else the model's last layer.
+        the model, else the model's last layer (with a warning: untuned).
     batch_size : int
         Most texts per encoder call; calls also stay within ``encoder.DEFAULT_MAX_TOKENS``
         padded tokens (texts are batched longest first).
@@ -126,6 +126,8 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         Leave the special tokens (``[CLS]``, ``[SEP]``, ``</s>``, ...) out of matching.
     beta : float
         F is ``(1 + beta**2) P R / (beta**2 P + R)`` (default 1: F1).
+    revision : str, optional
+        The Hub branch, tag or commit of ``model_type`` (default: ``main``); named in :attr:`hash`.
 
     Attributes
     ----------
@@ -175,6 +177,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         exclude_punctuation: bool = False,
         exclude_special_tokens: bool = False,
         beta: float = 1.0,
+        revision: str | None = None,
     ) -> None:
         self.batch_independent = check_flag("batch_independent", batch_independent)
         self.options = ScoringOptions(
@@ -199,6 +202,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         self.all_layers = check_flag("all_layers", all_layers)
         self.batch_size = check_batch_size(batch_size)
         self.nthreads = nthreads
+        self.revision = revision
         self._model_type = choose_model(model_type, lang)
         check_precision(precision)
         fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
@@ -211,6 +215,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 precision=precision,
                 use_fast_tokenizer=fast,
                 owner=self,  # close() releases it from the process's cache (RUNTIMES)
+                revision=revision,
             )
         except ModelNotFoundError as e:
             if model_type is not None or lang is None:
@@ -349,20 +354,6 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
             p, r, f = (rescale(s, self._baseline_column(i)) for i, s in enumerate(out))
             out = (p, r, f)
         return (out, self.hash) if return_hash else out
-
-    def __repr__(self) -> str:
-        """bert_score's form: ``BERTScorer(hash=..., batch_size=..., nthreads=...)``.
-
-        >>> from rust_bertscore import BERTScorer
-        >>> print(BERTScorer(batch_size=32, nthreads=2))  # doctest: +ELLIPSIS
-        BERTScorer(hash=sentence-...-L6-v2_L6_no-idf_version=...), batch_size=32, nthreads=2)
-        """
-        if self.closed:
-            return f"{self.__class__.__name__}(model_type={self._model_type}, closed)"
-        return (
-            f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, "
-            f"nthreads={self.nthreads})"
-        )
 
     def _baseline_column(self, which: int) -> np.ndarray:
         vals = self.baseline_vals

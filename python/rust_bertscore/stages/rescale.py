@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import _core
+from ..catalog.registry import BASELINE_DIR, baseline_file
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
 
-BASELINE_DIR = Path(__file__).resolve().parent.parent / "baselines"
 HEADER = ("LAYER", "P", "R", "F")
 
 OWN_BASELINES = frozenset({Path("en", "sentence-transformers", "all-MiniLM-L6-v2.tsv")})
@@ -26,9 +26,17 @@ def packaged_baseline(lang: str, model_type: str) -> Path:
 
     As bert_score's ``rescale_baseline/{lang}/{model_type}.tsv``: a model id with a slash is a
     sub-folder, and ``lang`` is taken as given (bert_score lower-cases it only where it picks
-    the model from ``lang``: the caller does that).
+    the model from ``lang``: the caller does that). Today's Hub id of a model of bert_score's
+    table finds that model's file (``FacebookAI/roberta-large``: ``roberta-large.tsv``; see
+    :func:`rust_bertscore.catalog.registry.baseline_file`), where bert_score finds none.
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.rescale import packaged_baseline
+    >>> packaged_baseline("en", "FacebookAI/roberta-large").name
+    'roberta-large.tsv'
     """
-    return BASELINE_DIR / lang / f"{model_type}.tsv"
+    return baseline_file(lang, model_type)
 
 
 def baseline_origin(path: str | Path) -> str:
