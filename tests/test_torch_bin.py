@@ -4,6 +4,7 @@ dtypes, truncated files, the preference for safetensors and the fingerprint."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -358,3 +359,39 @@ def test_weights_digest_equals_the_safetensors_twins(family: str, tmp_path: Path
     shutil.copytree(TINY / family, changed, ignore=shutil.ignore_patterns("*.npz"))
     save_file(weights, str(changed / "model.safetensors"))
     assert weights_digest(changed) != weights_digest(model_dir)
+
+
+def test_a_hub_repository_without_safetensors_downloads_its_bin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download asks for the safetensors layout first, and for ``pytorch_model.bin`` only
+    when the repository has no safetensors weights (a repository with both is fetched once)."""
+    import huggingface_hub
+
+    from rust_bertscore.models.files import HUB_BIN_PATTERNS
+
+    repos = {"acme/old-bert": bin_twin("bert", tmp_path / "old"), "acme/new-bert": TINY / "bert"}
+    calls: list[tuple[str, list[str]]] = []
+
+    def fake_snapshot_download(repo_id: str, **kwargs):
+        if kwargs["local_files_only"]:
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
+        patterns = kwargs["allow_patterns"]
+        calls.append((repo_id, patterns))
+        snapshot = Path(kwargs["cache_dir"]) / repo_id.replace("/", "--")
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for f in repos[repo_id].iterdir():  # what the Hub serves for these patterns
+            if f.suffix != ".npz" and any(fnmatch.fnmatch(f.name, p) for p in patterns):
+                shutil.copy(f, snapshot / f.name)
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    old = resolve_model("acme/old-bert")
+    assert old.source == "download" and [p for _, p in calls][-1] == HUB_BIN_PATTERNS
+    assert [f.name for f in weight_files(old.model_dir)] == ["pytorch_model.bin"]
+    calls.clear()
+    new = resolve_model("acme/new-bert")
+    assert len(calls) == 1 and "pytorch_model.bin" not in calls[0][1]
+    assert [f.name for f in weight_files(new.model_dir)] == ["model.safetensors"]

@@ -13,7 +13,8 @@ from pathlib import Path
 from ..catalog.registry import DEFAULT_MODEL
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
 
-# What a scorer needs from a Hub repository: config, tokenizer and safetensors weights.
+# What a scorer needs from a Hub repository: config, tokenizer and safetensors weights (and, for
+# a repository without them, ``HUB_BIN_PATTERNS``).
 HUB_FILE_PATTERNS = [
     "config.json",
     "tokenizer.json",
@@ -29,6 +30,11 @@ HUB_FILE_PATTERNS = [
     "*.safetensors",
     "model.safetensors.index.json",
 ]
+
+# A repository without safetensors (many checkpoints of 2019-2021, some in bert_score's table):
+# its PyTorch weights, fetched only when the files above hold no weights, so a repository that
+# has both is not downloaded twice.
+HUB_BIN_PATTERNS = ["pytorch_model.bin", "pytorch_model-*.bin", "pytorch_model.bin.index.json"]
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -196,6 +202,17 @@ def _default_model_package_dir() -> Path | None:
 
 
 def _from_hub(repo_id: str, *, local_only: bool, revision: str | None = None) -> Path | None:
+    """The snapshot of ``repo_id`` (cached, or downloaded unless ``local_only``) when it holds
+    a whole checkpoint: safetensors weights, else PyTorch ``.bin`` ones (fetched only then)."""
+    path = _snapshot(repo_id, HUB_FILE_PATTERNS, local_only=local_only, revision=revision)
+    if path is not None and not snapshot_complete(path) and not local_only:
+        path = _snapshot(repo_id, HUB_BIN_PATTERNS, local_only=False, revision=revision) or path
+    return path if path is not None and snapshot_complete(path) else None
+
+
+def _snapshot(
+    repo_id: str, patterns: list[str], *, local_only: bool, revision: str | None
+) -> Path | None:
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import (
@@ -210,7 +227,7 @@ def _from_hub(repo_id: str, *, local_only: bool, revision: str | None = None) ->
         snapshot = snapshot_download(
             repo_id,
             revision=revision,
-            allow_patterns=HUB_FILE_PATTERNS,
+            allow_patterns=patterns,
             cache_dir=str(hub_cache_dir()),
             local_files_only=local_only,
         )
@@ -232,8 +249,7 @@ def _from_hub(repo_id: str, *, local_only: bool, revision: str | None = None) ->
         raise ModelNotFoundError(
             f"could not download model {repo_id!r} from the Hugging Face Hub: {e}"
         ) from e
-    path = Path(snapshot)
-    return path if snapshot_complete(path) else None
+    return Path(snapshot)
 
 
 # The weights the converter reads, in its order of preference (``convert.weight_files``): a
