@@ -14,11 +14,28 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rust_bertscore.store import files
+from rust_bertscore.store import files, key_space, text_key
 
 PLATFORMS = ("unix", "portable")
+
+
+SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")
+"""The key space of the store tests' entries."""
+
+
+def vec(seed: int, tokens: int = 5, dim: int = 8) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((tokens, dim)).astype(np.float32)
+
+
+def key(i: int) -> bytes:
+    return text_key(SPACE, [101, i, 102])
+
+
+def seg_files(d: Path) -> list[Path]:
+    return sorted((d / "segments").glob("*.seg"))
 
 
 @dataclass(frozen=True)

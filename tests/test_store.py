@@ -19,23 +19,10 @@ import pytest
 import rust_bertscore as rb
 from conftest import TINY, TINY_BERT, wmt_pairs
 from rust_bertscore.errors import RustBertScoreWarning
-from rust_bertscore.store import EmbeddingStore, files, key_space, records, segments, text_key
-from store_platforms import PLATFORMS, Platform, use_platform
+from rust_bertscore.store import EmbeddingStore, files, records, segments
+from store_platforms import PLATFORMS, Platform, key, seg_files, use_platform, vec
 
 CANDS, REFS = wmt_pairs()
-SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")
-
-
-def vec(seed: int, tokens: int = 5, dim: int = 8) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((tokens, dim)).astype(np.float32)
-
-
-def key(i: int) -> bytes:
-    return text_key(SPACE, [101, i, 102])
-
-
-def seg_files(d: Path) -> list[Path]:
-    return sorted((d / "segments").glob("*.seg"))
 
 
 @pytest.fixture(params=PLATFORMS)

@@ -15,23 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rust_bertscore.store import EmbeddingStore, files, key_space, records, text_key
+from rust_bertscore.store import EmbeddingStore, files, records
 from rust_bertscore.store.survey import Survey
-from store_platforms import PLATFORMS, FakeMsvcrt, Platform, use_platform
-
-SPACE = key_space("fp", "fp32", "6", "CPUExecutionProvider", "1.0")
-
-
-def vec(seed: int, tokens: int = 5, dim: int = 8) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((tokens, dim)).astype(np.float32)
-
-
-def key(i: int) -> bytes:
-    return text_key(SPACE, [101, i, 102])
-
-
-def seg_files(d: Path) -> list[Path]:
-    return sorted((d / "segments").glob("*.seg"))
+from store_platforms import (
+    PLATFORMS,
+    FakeMsvcrt,
+    Platform,
+    key,
+    seg_files,
+    use_platform,
+    vec,
+)
 
 
 def held_by_another(path: Path) -> bool:
