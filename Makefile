@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-gpu parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-serve-abuse bench-gpu parity clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -143,6 +143,11 @@ bench-compare: install bench-venv ## bert_score against fp32 and int8 in one run
 
 bench-serve: install bench-venv ## One-pair latency against bert_score, and the server's load test (SERVE_BENCH_OPTS)
 	$(PY) -m benches.serve --bert-score-python $(BENCH_PY) $(SERVE_BENCH_OPTS)
+
+# Loopback only (127.0.0.1), every case bounded; ABUSE_OPTS="--pythonpath ../other/python"
+# measures another checkout (the "before").
+bench-serve-abuse: install ## The server under stalled connections, orphans, floods, bad bodies (ABUSE_OPTS)
+	$(PY) -m benches.serve_abuse $(ABUSE_OPTS)
 
 # On a GPU host: onnxruntime-gpu in the package's venv (docs/gpu.md) and torch with CUDA in
 # BENCH_VENV. GPU_BENCH_OPTS="--device cpu" runs the small version anywhere; bert_score's

@@ -11,11 +11,11 @@ import pytest
 
 from rust_bertscore import BERTScorer, score
 from rust_bertscore.integrations.server.batching import (
-    Batcher,
     RequestScorer,
     ScoreRequest,
     ScoreResult,
 )
+from rust_bertscore.integrations.server.scheduler import Batcher
 
 
 class Recorder:
@@ -25,6 +25,12 @@ class Recorder:
         self.sizes: list[int] = []
         self.release = threading.Event()
         self.started = threading.Event()
+
+    def watch(self, check: Any) -> None:
+        pass
+
+    def plan(self, request: ScoreRequest) -> None:
+        return None  # every request small: scored in batches
 
     def score_batch(self, requests: list[ScoreRequest]) -> list[Any]:
         self.started.set()
@@ -49,9 +55,9 @@ def test_batches_are_bounded_and_cancelled_requests_skipped() -> None:
     batcher = Batcher(rec, max_batch=3, max_wait=0.0)  # type: ignore[arg-type]
     batcher.start()
     try:
-        first = batcher.submit(_request(1))
+        first = batcher.submit(_request(1)).future
         assert rec.started.wait(30)  # the worker holds the first request
-        futures = [batcher.submit(_request(k)) for k in range(2, 9)]
+        futures = [batcher.submit(_request(k)).future for k in range(2, 9)]
         futures[1].cancel()  # its caller left before scoring began
         rec.release.set()
         assert first.result(30).P[0] == 1
@@ -72,8 +78,8 @@ def test_an_error_goes_to_its_request_only() -> None:
     batcher = Batcher(rec, max_batch=8, max_wait=0.2)  # type: ignore[arg-type]
     batcher.start()
     try:
-        bad = batcher.submit(ScoreRequest(["boom"], ["y"]))
-        good = batcher.submit(_request(2))
+        bad = batcher.submit(ScoreRequest(["boom"], ["y"])).future
+        good = batcher.submit(_request(2)).future
         with pytest.raises(ValueError, match="boom"):
             bad.result(30)
         assert good.result(30).P[0] == 2
@@ -85,9 +91,9 @@ def test_stop_answers_what_is_queued() -> None:
     rec = Recorder()
     batcher = Batcher(rec, max_batch=2, max_wait=0.0)  # type: ignore[arg-type]
     batcher.start()
-    first = batcher.submit(_request(1))
+    first = batcher.submit(_request(1)).future
     assert rec.started.wait(30)
-    queued = [batcher.submit(_request(k)) for k in (2, 3, 4)]
+    queued = [batcher.submit(_request(k)).future for k in (2, 3, 4)]
     stopper = threading.Thread(target=batcher.stop, args=(30,))
     stopper.start()
     rec.release.set()
@@ -131,3 +137,36 @@ def test_request_scorer_idf_is_per_request() -> None:
     for request, result in zip((a, b), rs.score_batch([a, b])):
         assert isinstance(result, ScoreResult)
         np.testing.assert_array_equal(result.F, score(request.cands, request.refs, idf=True)[2])
+
+
+def test_each_text_is_tokenised_once_per_batch() -> None:
+    scorer = BERTScorer()
+    rs = RequestScorer(scorer)
+    tokens = scorer.pipeline.tokens
+    seen: list[str] = []
+    tokenize = tokens._tokenize
+
+    def counting(texts: Any) -> Any:
+        seen.extend(texts)
+        return tokenize(texts)
+
+    tokens._tokenize = counting  # type: ignore[method-assign]
+    a = ScoreRequest(["the cat sat on a mat"], ["a cat sat"])
+    b = ScoreRequest(["a dog ran"], [["the dog ran", "a cat sat"]])
+    results = rs.score_batch([a, b])
+    # the shared encoding tokenises each distinct text; the scoring of each request reuses them
+    assert sorted(seen) == sorted({*a.texts(), *b.texts()})
+    assert tokens.memo is None  # the memo lives for one batch only
+    for request, result in zip((a, b), results):
+        assert isinstance(result, ScoreResult)
+        np.testing.assert_array_equal(result.F, score(request.cands, request.refs)[2])
+
+
+def test_a_large_request_is_planned_in_slices() -> None:
+    rs = RequestScorer(BERTScorer(batch_size=4))
+    small = ScoreRequest(["a", "b"], ["c", "d"])
+    large = ScoreRequest([f"cand {i}" for i in range(5)], [f"ref {i}" for i in range(5)])
+    assert rs.plan(small) is None
+    todo = rs.plan(large)
+    assert todo is not None and len(todo) == 10 and rs.next_slice(todo) == 4
+    assert rs.next_slice(["x" * 300_000, "y"]) == 1  # one long text makes a slice alone

@@ -57,10 +57,12 @@ def _start(*flags: str) -> Server:
     )
     lines: queue.Queue[str | None] = queue.Queue()
     seen: list[str] = []
+    log: list[str] = []  # every line, for the tests to read
 
     def pump() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
+            log.append(line)
             lines.put(line)
         lines.put(None)
 
@@ -77,7 +79,7 @@ def _start(*flags: str) -> Server:
         seen.append(line)
         if "listening on http://" in line:
             port = int(line.rsplit(":", 1)[1].strip())
-            server = Server(proc, port, seen, reader)
+            server = Server(proc, port, log, reader)
             _wait_healthy(server, deadline)
             return server
     proc.kill()

@@ -5,7 +5,9 @@
 ``score()`` on that request alone. Requests that arrive together are encoded together
 (:mod:`rust_bertscore.integrations.server.batching`). Needs the extra ``[serve]`` (Starlette,
 uvicorn), imported only here. SIGTERM or Ctrl-C (Ctrl-Break on Windows): requests in flight
-are answered, then the server exits. docs/serving.md.
+are answered, then the server exits (code 0; :data:`EXIT_CUT` when the graceful timeout cut
+requests off). Connection limits: :mod:`rust_bertscore.integrations.server.connections`.
+docs/serving.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from .common import (
     positive_int,
     scorer_options,
 )
+
+EXIT_CUT = 3
+"""Exit code after a shutdown whose ``--graceful-timeout`` cut requests off (answered 503)."""
 
 EPILOG = """\
 examples:
@@ -104,11 +109,61 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="bytes of encoded texts kept between requests (512 MiB)",
     )
     server.add_argument(
+        "--max-pairs",
+        type=positive_int,
+        default=1024,
+        metavar="N",
+        help="most (candidate, reference) pairs in one request (1024; 413 past it)",
+    )
+    server.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="seconds a request may wait and be scored (60; 503 past it, its work stopped)",
+    )
+    server.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds a request has to arrive whole, headers and body (30; 408, then closed)",
+    )
+    server.add_argument(
+        "--keep-alive",
+        type=positive_float,
+        default=5.0,
+        metavar="S",
+        help="seconds an idle keep-alive connection is kept open (5)",
+    )
+    server.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="most open connections (1000; past it a new one gets 503 and is closed)",
+    )
+    server.add_argument(
+        "--backlog",
+        type=positive_int,
+        default=2048,
+        metavar="N",
+        help="connections waiting to be accepted, at most (2048)",
+    )
+    server.add_argument(
+        "--ready-queue",
+        type=positive_int,
+        default=64,
+        metavar="N",
+        help="requests waiting or in progress past which GET /ready answers 503 (64)",
+    )
+    server.add_argument(
         "--graceful-timeout",
         type=positive_float,
         default=30.0,
         metavar="S",
-        help="on SIGTERM, seconds to finish the requests in flight (30)",
+        help="on SIGTERM, seconds to finish the requests in flight (30; past it they get 503 "
+        "and the exit code is 3)",
     )
     add_model_and_scoring_groups(
         p,
@@ -127,13 +182,34 @@ def _import_server() -> tuple:
         import uvicorn
 
         from ..integrations.server.app import ScoringApp
+        from ..integrations.server.connections import guarded_protocol
     except ImportError as e:
         raise CliError(
             f"serve needs Starlette and uvicorn ({e.name} is missing): "
             "pip install 'rust-bertscore[serve]'",
             EXIT_FAILURE,
         ) from None
-    return uvicorn, ScoringApp
+    return uvicorn, ScoringApp, guarded_protocol
+
+
+FREE_DESCRIPTORS = 64
+"""Open files kept free of connections: the model's files, logs, and connections past
+``--max-connections``, which are answered 503."""
+
+
+def _raise_open_files_limit() -> int | None:
+    """The soft open-files limit up to the hard one (each connection holds a descriptor);
+    returns the limit (None where unknown)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def stop_signals() -> tuple[int, ...]:
@@ -165,7 +241,7 @@ def _server_class(uvicorn: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, bind, serve until SIGTERM / SIGINT."""
-    uvicorn, scoring_app = _import_server()
+    uvicorn, scoring_app, guarded_protocol = _import_server()
     from ..scoring.scorer import BERTScorer
 
     check_baseline_path(args)
@@ -187,6 +263,24 @@ def run(args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         max_wait=args.max_wait_ms / 1000,
         max_body=args.max_body_bytes,
+        max_pairs=args.max_pairs,
+        request_timeout=args.request_timeout,
+        ready_queue=args.ready_queue,
+    )
+    max_connections = args.max_connections
+    nofile = _raise_open_files_limit()
+    if nofile is not None and max_connections > nofile - FREE_DESCRIPTORS:
+        max_connections = max(1, nofile - FREE_DESCRIPTORS)
+        print(
+            f"{PROG} serve: --max-connections lowered to {max_connections} (the open-files "
+            f"limit is {nofile}: raise it with ulimit -n)",
+            file=sys.stderr,
+        )
+    app.limits.update(
+        read_timeout_s=args.read_timeout,
+        keep_alive_s=args.keep_alive,
+        max_connections=max_connections,
+        graceful_timeout_s=args.graceful_timeout,
     )
     try:
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
@@ -194,15 +288,20 @@ def run(args: argparse.Namespace) -> int:
         if os.name == "posix":  # on Windows it would let two servers share a port (asyncio's rule)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((args.host, args.port))
-        sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+        sock.listen(args.backlog)  # connections wait in the backlog until uvicorn accepts them
     except OSError as e:
         raise CliError(f"cannot bind {args.host}:{args.port}: {e.strerror or e}") from None
     host, port = sock.getsockname()[:2]
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
     config = uvicorn.Config(
         app.asgi(),
+        http=guarded_protocol(H11Protocol, args.read_timeout, max_connections, app.handle_busy),
         log_level="warning" if args.quiet else "info",
         access_log=args.verbose,
         timeout_graceful_shutdown=args.graceful_timeout,
+        timeout_keep_alive=args.keep_alive,
+        backlog=args.backlog,
     )
     server = _server_class(uvicorn)(config)
     shown = f"[{host}]" if ":" in host else host
@@ -211,4 +310,10 @@ def run(args: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     finally:
         scorer.close()  # the requests in flight were answered; the session goes
+    if app.cut:
+        print(
+            f"{PROG} serve: the graceful timeout cut {app.cut} request(s) off (answered 503)",
+            file=sys.stderr,
+        )
+        return EXIT_CUT
     return 0

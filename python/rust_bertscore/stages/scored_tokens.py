@@ -75,6 +75,9 @@ class ScoredTokens:
                 punctuation=options.exclude_punctuation,
                 special_tokens=options.exclude_special_tokens,
             )
+        self.memo: dict[str, tuple[list[int], bool, np.ndarray | None, bool]] | None = None
+        """Set to a dict to keep each text's tokens (ids, cut, kept tokens, empty) and reuse
+        them in later :meth:`tokenize` calls (the scoring server's batches); None: no memo."""
 
     @property
     def vocab_size(self) -> int:
@@ -92,7 +95,27 @@ class ScoredTokens:
         return min(limits) if limits else None
 
     def tokenize(self, texts: Sequence[str]) -> TokenizedTexts:
-        """Ids, exclusions and empty flags of ``texts`` (see :class:`TokenizedTexts`)."""
+        """Ids, exclusions and empty flags of ``texts`` (see :class:`TokenizedTexts`); texts
+        in :attr:`memo` are not tokenised again."""
+        memo = self.memo
+        if memo is None:
+            return self._tokenize(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            fresh = self._tokenize(missing)
+            cut = set(fresh.cut)
+            for i, text in enumerate(missing):
+                keep = None if fresh.keep is None else fresh.keep[i]
+                memo[text] = (fresh.ids[i], i in cut, keep, bool(fresh.empty[i]))
+        rows = [memo[t] for t in texts]
+        return TokenizedTexts(
+            [r[0] for r in rows],
+            [i for i, r in enumerate(rows) if r[1]],
+            None if self.filter is None else [r[2] for r in rows],  # type: ignore[misc]
+            np.fromiter((r[3] for r in rows), bool, len(rows)),
+        )
+
+    def _tokenize(self, texts: Sequence[str]) -> TokenizedTexts:
         tok = self.tokenizer
         content = tok.encode_content(texts)
         cut: list[int] = []

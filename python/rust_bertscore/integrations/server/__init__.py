@@ -1,11 +1,16 @@
 """The scoring server (``rust-bertscore serve``): one model kept loaded, JSON over HTTP.
 
 * ``batching``: :class:`~rust_bertscore.integrations.server.batching.RequestScorer` (requests
-  encoded together, each scored on its own, as ``score()``) and ``Batcher`` (the worker thread,
-  bounded wait and batch size); no web framework;
+  encoded together, each scored on its own, as ``score()``, each text tokenised once);
+* ``scheduler``: ``Batcher`` (the worker thread: bounded wait and batch size, large requests
+  in slices between which small ones are served, abandoned work stopped at the next encoder
+  batch); no web framework;
 * ``requests``: checking a ``POST /score`` body, errors naming field and index;
-* ``app``: the Starlette application (extra ``[serve]``: Starlette and uvicorn).
+* ``app``: the Starlette application (extra ``[serve]``: Starlette and uvicorn);
+* ``connections``: uvicorn's protocol with a read timeout and a connection cap, and accept
+  errors logged once per interval (used by ``rust-bertscore serve``).
 
-This ``__init__`` imports nothing, so ``batching`` and ``requests`` load without Starlette.
+This ``__init__`` imports nothing, so ``batching``, ``scheduler`` and ``requests`` load without
+Starlette.
 docs/serving.md.
 """

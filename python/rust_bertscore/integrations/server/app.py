@@ -1,4 +1,5 @@
-"""The scoring server's ASGI application (Starlette): ``GET /health`` and ``POST /score``.
+"""The scoring server's ASGI application (Starlette): ``GET /health``, ``GET /ready`` and
+``POST /score``.
 
 Needs ``pip install 'rust-bertscore[serve]'`` (Starlette and uvicorn); imported only by
 ``rust-bertscore serve`` (:mod:`rust_bertscore.cli.serve`) and by users who mount the app
@@ -19,11 +20,23 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...scoring.scorer import BERTScorer
-from .batching import Batcher, RequestScorer, ScoreResult
+from .batching import RequestScorer, ScoreResult
+from .connections import AcceptErrors
 from .requests import RequestError, parse_score_body
+from .scheduler import Batcher
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
+DEFAULT_MAX_PAIRS = 1024
+"""Most (candidate, reference) pairs in one request (413 past it)."""
+DEFAULT_REQUEST_TIMEOUT = 60.0
+"""Seconds a request may wait and be scored at most (503 past it)."""
+DEFAULT_READY_QUEUE = 64
+"""Requests waiting or in progress past which ``GET /ready`` answers 503."""
+DRAIN_BYTES = 64 * 1024 * 1024
+"""Bytes of an oversized body read and discarded before its 413, so that the client, done
+sending, reads the answer (a connection closed on unread data is reset instead)."""
+CLOSE = {"connection": "close"}
 
 
 def _float_list(values: Any) -> list[float | None]:
@@ -46,6 +59,12 @@ class ScoringApp:
         Seconds to wait for more requests once one has arrived.
     max_body : int
         Largest body accepted, in bytes.
+    max_pairs : int or None
+        Most (candidate, reference) pairs in one request (None: no limit).
+    request_timeout : float or None
+        Seconds a request may take, queued and scored (503 past it; None: no limit).
+    ready_queue : int
+        Requests waiting or in progress past which ``GET /ready`` answers 503.
 
     Examples
     --------
@@ -53,7 +72,7 @@ class ScoringApp:
     >>> from rust_bertscore.integrations.server.app import ScoringApp
     >>> app = ScoringApp(BERTScorer(), max_batch=8).asgi()  # uvicorn.run(app, port=8080)
     >>> sorted(route.path for route in app.routes)
-    ['/health', '/score']
+    ['/health', '/ready', '/score']
     """
 
     def __init__(
@@ -63,14 +82,32 @@ class ScoringApp:
         max_batch: int = 32,
         max_wait: float = 0.005,
         max_body: int = DEFAULT_MAX_BODY,
+        max_pairs: int | None = DEFAULT_MAX_PAIRS,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        ready_queue: int = DEFAULT_READY_QUEUE,
     ) -> None:
         self.scorer = scorer
         self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
         self.max_body = max_body
+        self.max_pairs = max_pairs
+        self.request_timeout = request_timeout
+        self.ready_queue = ready_queue
+        self.limits: dict[str, Any] = {
+            "max_body_bytes": max_body,
+            "max_pairs": max_pairs,
+            "request_timeout_s": request_timeout,
+            "ready_queue": ready_queue,
+        }
+        """The limits ``/health`` reports (the CLI adds its connection limits)."""
+        self.cut = 0
+        """Requests cut off unanswered by the server's shutdown (answered 503)."""
+        self.timed_out = 0
+        """Requests answered 503 past ``request_timeout``."""
+        self._asgi: Starlette | None = None
 
     def health(self) -> dict[str, Any]:
-        """What ``GET /health`` answers: the model and settings."""
-        s = self.scorer
+        """What ``GET /health`` answers: the model and settings, the queue and the limits."""
+        s, b = self.scorer, self.batcher
         return {
             "status": "ok",
             "model": s.model_type,
@@ -80,24 +117,57 @@ class ScoringApp:
             "idf": s.idf,
             "rescale_with_baseline": s.rescale_with_baseline,
             "hash": s.hash,
-            "max_batch": self.batcher.max_batch,
-            "max_wait_ms": self.batcher.max_wait * 1000,
-            "requests_scored": self.batcher.requests,
-            "batches": self.batcher.batches,
+            "max_batch": b.max_batch,
+            "max_wait_ms": b.max_wait * 1000,
+            "cache_bytes": s.pipeline.cache.nbytes,
+            "cache_texts": len(s.pipeline.cache),
+            "queued": b.queued,
+            "in_progress": b.in_progress,
+            "requests_scored": b.requests,
+            "batches": b.batches,
+            "dropped": b.skipped,
+            "cancelled": b.cancelled,
+            "timed_out": self.timed_out,
+            "limits": dict(self.limits),
         }
 
+    def ready(self) -> bool:
+        """Whether the queue (waiting and in progress) is at most ``ready_queue``."""
+        return self.batcher.queued + self.batcher.in_progress <= self.ready_queue
+
+    async def _drain(self, request: Request, read: int) -> None:
+        """Read and discard the rest of the body, up to :data:`DRAIN_BYTES` in all."""
+        stream = request.stream()
+        with contextlib.suppress(ClientDisconnect):
+            async for chunk in stream:
+                read += len(chunk)
+                if read > DRAIN_BYTES:
+                    break
+
     async def _read_body(self, request: Request) -> bytes:
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            await self._drain(request, 0)
+            raise RequestError(
+                415, f"Content-Encoding {encoding!r} is not accepted: send the JSON as it is"
+            )
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await self._drain(request, 0)
             raise RequestError(
-                413, f"the body has {declared} bytes, more than the {self.max_body} accepted"
+                413,
+                f"the body has {declared} bytes, more than the {self.max_body} accepted "
+                "(the server's --max-body-bytes)",
             )
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
+                await self._drain(request, size)
                 raise RequestError(
-                    413, f"the body is longer than the {self.max_body} bytes accepted"
+                    413,
+                    f"the body is longer than the {self.max_body} bytes accepted "
+                    "(the server's --max-body-bytes)",
                 )
             chunks.append(chunk)
         return b"".join(chunks)
@@ -105,29 +175,71 @@ class ScoringApp:
     async def handle_health(self, request: Request) -> Response:
         return JSONResponse(self.health())
 
+    async def handle_ready(self, request: Request) -> Response:
+        ready = self.ready()
+        body = {
+            "ready": ready,
+            "queued": self.batcher.queued,
+            "in_progress": self.batcher.in_progress,
+            "ready_queue": self.ready_queue,
+        }
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    async def handle_busy(self, scope: Any, receive: Any, send: Any) -> None:
+        """The ASGI app for connections past the cap: 503 JSON, then the connection closes
+        (``GET /health`` and ``/ready`` are answered as usual: probes get through)."""
+        if scope["type"] != "http":
+            return
+        if scope["path"] in ("/health", "/ready") and self._asgi is not None:
+            await self._asgi(scope, receive, send)
+            return
+        read, more = 0, True
+        while more and read <= DRAIN_BYTES:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            read += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        error = "too many open connections (the server's --max-connections): retry later"
+        headers = {**CLOSE, "retry-after": "1"}
+        await JSONResponse({"error": error}, 503, headers)(scope, receive, send)
+
     async def handle_score(self, request: Request) -> Response:
         try:
             body = await self._read_body(request)
-            parsed = parse_score_body(body)
+            parsed = parse_score_body(body, self.max_pairs)
         except RequestError as e:
-            return JSONResponse(e.body(), status_code=e.status)
+            headers = CLOSE if e.status in (413, 415) else None
+            return JSONResponse(e.body(), status_code=e.status, headers=headers)
         except ClientDisconnect:
             return Response(status_code=499)
         if not parsed.cands:
             return JSONResponse({"P": [], "R": [], "F": [], "hash": self.scorer.hash})
-        job = asyncio.ensure_future(self.batcher.score(parsed))
+        job = asyncio.ensure_future(self.batcher.score(parsed, self.request_timeout))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the server's graceful-shutdown timeout cut it off
+            job.cancel()
+            self.cut += 1
+            error = "the server stopped before this request was scored (its --graceful-timeout)"
+            return JSONResponse({"error": error}, status_code=503, headers=CLOSE)
         finally:
             gone.cancel()
-        if not job.done():  # the client left: drop its request (if not begun) and answer no one
+        if not job.done():  # the client left: drop or stop its request and answer no one
             job.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await job
             return Response(status_code=499)
         try:
             result: ScoreResult = job.result()
+        except (asyncio.TimeoutError, TimeoutError):
+            self.timed_out += 1
+            error = (
+                f"the request was not scored within the {self.request_timeout} s allowed "
+                "(the server's --request-timeout): send fewer pairs, or retry later"
+            )
+            return JSONResponse({"error": error}, status_code=503)
         except (TypeError, ValueError) as e:  # the scorer refused this request's texts
             return JSONResponse({"error": str(e)}, status_code=422)
         except Exception as e:
@@ -147,6 +259,7 @@ class ScoringApp:
 
         @contextlib.asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            asyncio.get_running_loop().set_exception_handler(AcceptErrors())
             self.batcher.start()
             try:
                 yield
@@ -157,16 +270,24 @@ class ScoringApp:
         async def http_error(request: Request, exc: Exception) -> Response:
             status = exc.status_code if isinstance(exc, HTTPException) else 500
             detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
+            if status == 404:
+                detail = f"no such path {request.url.path!r} (paths: /health, /ready, /score)"
+            elif status == 500:
+                detail = f"{type(exc).__name__}: {exc}"
             return JSONResponse({"error": detail}, status_code=status)
 
-        return Starlette(
+        app = Starlette(
             routes=[
                 Route("/health", self.handle_health, methods=["GET"]),
+                Route("/ready", self.handle_ready, methods=["GET"]),
                 Route("/score", self.handle_score, methods=["POST"]),
             ],
-            exception_handlers={HTTPException: http_error},
+            exception_handlers={HTTPException: http_error, Exception: http_error},
             lifespan=lifespan,
         )
+        app.router.redirect_slashes = False  # /score/ is a 404 JSON, not a 307 without a body
+        self._asgi = app
+        return app
 
 
 async def _disconnected(request: Request) -> None:

@@ -8,35 +8,32 @@ text of the batch in one pass through the scorer's pipeline (``pipeline.tokens.t
 texts in the cache. So the encoder's work is shared across requests, while bert_score's padding
 floor, IDF (``idf=True``: over that request's references, as ``score()``), the multi-reference
 max and rescaling are each request's own: the numbers are those of ``score()`` on that request
-alone.
+alone. Each text is tokenised once per batch: the tokens of the shared encoding are kept
+(``ScoredTokens.memo``) for the per-request scoring.
 
-:class:`Batcher` runs a :class:`RequestScorer` on one worker thread: it waits for a first
-request, gathers more for at most ``max_wait`` seconds (or until ``max_batch``), scores them
-and hands each caller its result. Requests whose caller has gone (a cancelled future) are
-skipped. This module needs no web framework.
+The worker thread that feeds it (bounded wait and batch size, large requests in slices,
+cancellation) is :mod:`~rust_bertscore.integrations.server.scheduler`. No web framework here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import queue
-import threading
-import time
 import warnings
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...engine.rounds import round_budget
-from ...errors import InputValueError
 from ...scoring.scorer import BERTScorer
 from ...stages.text import pair_texts
 
 Refs = Sequence[str] | Sequence[Sequence[str]]
+
+SLICE_CHARS = 256 * 1024
+"""Characters of text in one slice of a large request at most (besides one encoder batch of
+texts): a slice of a few long texts is as short as one of many short ones."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +42,16 @@ class ScoreRequest:
 
     cands: list[str]
     refs: list[Any]
+
+    @property
+    def pairs(self) -> int:
+        """(candidate, reference) pairs: a candidate with three references counts three."""
+        return sum(len(r) if isinstance(r, list) else 1 for r in self.refs)
+
+    def texts(self) -> list[str]:
+        """The request's distinct texts, candidates first."""
+        paired = pair_texts(self.cands, self.refs)
+        return list(dict.fromkeys([*paired.cands, *paired.refs]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,32 +94,74 @@ class RequestScorer:
         self.encoded_batches = 0
         """Shared encoder passes run so far (one per batch with texts to encode)."""
 
-    def encode_together(self, requests: Sequence[ScoreRequest]) -> None:
-        """Encode the distinct texts of ``requests`` in one pass, into the scorer's cache."""
+    @property
+    def budget(self) -> int:
+        """Token rows encoded ahead of scoring at most: half the cache (and one scoring
+        round); the rest of a request, if any, is encoded by its own ``score()``."""
         pipeline = self.scorer.pipeline
-        if not pipeline.cache.max_bytes:
-            return
-        texts: dict[str, None] = {}
-        for request in requests:
-            paired = pair_texts(request.cands, request.refs)
-            texts.update(dict.fromkeys(paired.cands))
-            texts.update(dict.fromkeys(paired.refs))
-        unique = [t for t in texts if pipeline.cache.get(t) is None]
-        if not unique:
-            return
-        ids = pipeline.tokens.tokenize(unique).ids
-        # At most half the cache (and one scoring round) of vectors at once: the rest, if any,
-        # is encoded by its own request, as score() would.
-        budget = round_budget(
+        return round_budget(
             min(pipeline.cache.max_bytes // 2, pipeline.round_bytes),
             pipeline.runtime.encoder.hidden_size or 1024,
             pipeline.layers,
         )
+
+    @contextlib.contextmanager
+    def tokens_kept(self, memo: dict[str, Any]) -> Iterator[None]:
+        """Within the block, texts tokenised once (into ``memo``) are not tokenised again."""
+        tokens = self.scorer.pipeline.tokens
+        tokens.memo = memo
+        try:
+            yield
+        finally:
+            tokens.memo = None
+
+    def uncached(self, texts: Sequence[str]) -> list[str]:
+        """Those of ``texts`` whose vectors are not in the cache (all of them without one)."""
+        cache = self.scorer.pipeline.cache
+        return [t for t in texts if cache.get(t) is None]
+
+    def watch(self, check: Callable[[int], object] | None) -> None:
+        """Call ``check`` after each encoder batch (it raises to stop the work in hand)."""
+        self.scorer.pipeline.runtime.encoder.on_batch = check
+
+    def next_slice(self, texts: Sequence[str]) -> int:
+        """How many of ``texts`` make the next slice: at most one encoder batch of texts and
+        :data:`SLICE_CHARS` characters, at least one text."""
+        n, chars = 0, 0
+        while n < min(len(texts), self.scorer.batch_size) and (
+            not n or chars + len(texts[n]) <= SLICE_CHARS
+        ):
+            chars += len(texts[n])
+            n += 1
+        return n
+
+    def plan(self, request: ScoreRequest) -> list[str] | None:
+        """The texts of ``request`` to encode ahead of its scoring, in slices, when it is
+        larger than one slice; None for a request scored in one go."""
+        todo = self.uncached(request.texts())
+        return todo if self.next_slice(todo) < len(todo) else None
+
+    def encode(self, texts: Sequence[str], budget: int | None = None) -> int:
+        """Encode ``texts`` (distinct, not cached) into the cache: as many as fit ``budget``
+        token rows (default :attr:`budget`), longest first in encoder batches of the scorer's
+        ``batch_size``. Returns the token rows encoded (0 without a cache)."""
+        pipeline = self.scorer.pipeline
+        if not pipeline.cache.max_bytes or not texts:
+            return 0
+        ids = pipeline.tokens.tokenize(texts).ids
         rows = np.cumsum([len(t) for t in ids])
-        take = int(np.searchsorted(rows, budget, side="right"))
+        take = int(np.searchsorted(rows, self.budget if budget is None else budget, "right"))
         if take:
-            pipeline.vectors(unique[:take], ids[:take], self.scorer.batch_size)
+            pipeline.vectors(texts[:take], ids[:take], self.scorer.batch_size)
             self.encoded_batches += 1
+        return int(rows[take - 1]) if take else 0
+
+    def encode_together(self, requests: Sequence[ScoreRequest]) -> None:
+        """Encode the distinct texts of ``requests`` in one pass, into the scorer's cache."""
+        texts: dict[str, None] = {}
+        for request in requests:
+            texts.update(dict.fromkeys(request.texts()))
+        self.encode(self.uncached(list(texts)))
 
     def score_one(self, request: ScoreRequest) -> ScoreResult:
         """``score(request.cands, request.refs)`` with this scorer's settings."""
@@ -126,137 +175,15 @@ class RequestScorer:
 
     def score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult | Exception]:
         """Each request's result, or the exception scoring it raised (the others still score)."""
-        if len(requests) > 1:
-            # A failure here (one bad request, memory) leaves each request to encode its own.
-            with contextlib.suppress(Exception):
-                self.encode_together(requests)
-        out: list[ScoreResult | Exception] = []
-        for request in requests:
-            try:
-                out.append(self.score_one(request))
-            except Exception as e:  # handed to that request's caller
-                out.append(e)
+        with self.tokens_kept({}):
+            if len(requests) > 1:
+                # A failure here (one bad request, memory) leaves each request to encode its own.
+                with contextlib.suppress(Exception):
+                    self.encode_together(requests)
+            out: list[ScoreResult | Exception] = []
+            for request in requests:
+                try:
+                    out.append(self.score_one(request))
+                except Exception as e:  # handed to that request's caller
+                    out.append(e)
         return out
-
-
-_STOP = object()
-
-
-class Batcher:
-    """A worker thread that scores queued requests in batches.
-
-    Parameters
-    ----------
-    scorer : RequestScorer
-    max_batch : int
-        Most requests scored together (1: no batching, one request at a time).
-    max_wait : float
-        Seconds the worker waits, after the first request of a batch arrives, for more.
-
-    Examples
-    --------
-    >>> from rust_bertscore import BERTScorer
-    >>> from rust_bertscore.integrations.server.batching import (
-    ...     Batcher, RequestScorer, ScoreRequest)
-    >>> batcher = Batcher(RequestScorer(BERTScorer()), max_batch=8, max_wait=0.005)
-    >>> batcher.start()
-    >>> result = batcher.submit(ScoreRequest(["the cat sat"], ["a cat sat"])).result(timeout=60)
-    >>> result.F.shape
-    (1,)
-    >>> batcher.stop()
-    """
-
-    def __init__(self, scorer: RequestScorer, max_batch: int = 32, max_wait: float = 0.005):
-        if max_batch < 1:
-            raise InputValueError(f"max_batch must be at least 1, got {max_batch}")
-        if not max_wait >= 0:
-            raise InputValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
-        self.scorer = scorer
-        self.max_batch = max_batch
-        self.max_wait = max_wait
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self.batches = 0
-        """Batches scored so far."""
-        self.requests = 0
-        """Requests scored so far."""
-        self.skipped = 0
-        """Requests dropped because their caller had gone before scoring began."""
-
-    def start(self) -> None:
-        """Start the worker thread."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="bertscore-batcher")
-            self._thread.daemon = True
-            self._thread.start()
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Score what is queued, then end the worker thread."""
-        if self._thread is not None:
-            self._queue.put(_STOP)
-            self._thread.join(timeout)
-            self._thread = None
-
-    def submit(self, request: ScoreRequest) -> Future[ScoreResult]:
-        """Queue ``request``; the future gets its :class:`ScoreResult` (or exception). Cancel
-        the future to drop the request if scoring has not begun."""
-        future: Future[ScoreResult] = Future()
-        self._queue.put((request, future))
-        return future
-
-    async def score(self, request: ScoreRequest) -> ScoreResult:
-        """:meth:`submit`, awaited; cancelling the awaiting task drops the request."""
-        future = self.submit(request)
-        try:
-            return await asyncio.wrap_future(future)
-        finally:
-            future.cancel()  # no-op once done; drops a request whose caller went away
-
-    def _gather(self, first: Any) -> tuple[list[Any], bool]:
-        items, stop = [first], False
-        deadline = time.monotonic() + self.max_wait
-        while len(items) < self.max_batch:
-            left = deadline - time.monotonic()
-            try:
-                item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                stop = True
-                break
-            items.append(item)
-        return items, stop
-
-    def _work(self) -> None:
-        stopping = False
-        while True:
-            if stopping:  # score what was queued before the stop, then end
-                first = self._next_queued()
-                if first is None:
-                    return
-            else:
-                first = self._queue.get()
-                if first is _STOP:
-                    stopping = True
-                    continue
-            items, stopped = self._gather(first)
-            stopping = stopping or stopped
-            live = [(r, f) for r, f in items if f.set_running_or_notify_cancel()]
-            self.skipped += len(items) - len(live)
-            if not live:
-                continue
-            results = self.scorer.score_batch([r for r, _ in live])
-            self.batches += 1
-            self.requests += len(live)
-            for (_, future), result in zip(live, results):
-                if isinstance(result, Exception):
-                    future.set_exception(result)
-                else:
-                    future.set_result(result)
-
-    def _next_queued(self) -> Any:
-        try:
-            item = self._queue.get_nowait()
-        except queue.Empty:
-            return None
-        return None if item is _STOP else item

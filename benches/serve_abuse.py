@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""The scoring server under hostile and heavy traffic, on loopback only (127.0.0.1).
+
+Starts ``rust-bertscore serve`` (a subprocess on a free port of 127.0.0.1, ``--pythonpath``
+naming the package to run: this tree's ``python`` by default, another checkout's to measure
+the "before") and measures, each case bounded in time and in connections:
+
+1. **stalled connections**: ``--stalled`` connections that send nothing, half a request line,
+   or headers without their body; how many the server has closed ``--stall-wait`` seconds
+   later, and how long ``/health`` takes meanwhile;
+2. **out of descriptors**: the server run with an open-files limit of 256, and 300 stalled
+   connections: whether ``/health`` answers within 5 s, and the bytes written to stderr in 10 s;
+3. **an orphaned large request**: ``--large`` pairs whose client leaves after 1 s, then one
+   pair: its latency, and the server's RSS before and after;
+4. **one pair behind a large request** (whose client stays): the pair's latency;
+5. **a flood**: ``--flood-clients`` clients sending one-pair requests for ``--flood-seconds``:
+   requests/s, non-200 answers, and ``/health`` latency meanwhile;
+6. **bad bodies**: the status and whether the answer is JSON, for each;
+7. **memory**: RSS idle, and the peak (VmHWM) after one text at the 8 MiB body limit;
+8. **the cache filled**: RSS once the default cache (512 MiB) is about full (``cache_bytes``
+   of ``/health``; not on a server that does not report it).
+
+Run: ``python -m benches.serve_abuse [--pythonpath DIR] [--only flood,orphan] [--json PATH]``
+(``make bench-serve-abuse``). Flags the server does not know (an older checkout) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"  # loopback only, always
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Server:
+    """``rust-bertscore serve`` on a free port of 127.0.0.1, its stderr counted."""
+
+    def __init__(self, pythonpath: str, flags: list[str], nofile: int | None = None) -> None:
+        env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1"}
+        known = subprocess.run(
+            [sys.executable, "-m", "rust_bertscore", "serve", "--help"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        ).stdout
+        kept: list[str] = []
+        for i, flag in enumerate(flags):
+            if flag.startswith("--") and flag in known:
+                kept.append(flag)
+                if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+                    kept.append(flags[i + 1])
+        self.flags = kept
+
+        def limit() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        cmd = [sys.executable, "-m", "rust_bertscore", "serve", "--host", HOST, "--port", "0"]
+        self.proc = subprocess.Popen(
+            [*cmd, "-q", *kept],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=limit,
+        )
+        self.stderr_bytes = 0
+        self.port = 0
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.stderr_bytes += len(line)
+                if b"listening on http://" in line and not self.port:
+                    self.port = int(line.rsplit(b":", 1)[1])
+                    ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(180):
+            self.stop()
+            raise SystemExit("the server did not start")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and get(self, "/health", 5)[0] != 200:
+            time.sleep(0.2)
+
+    def rss_mib(self, field: str = "VmRSS") -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> int | None:
+        self.proc.terminate()
+        try:
+            return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+
+def request(
+    server: Server, path: str, body: bytes | None, timeout: float, headers: dict | None = None
+) -> tuple[int, Any]:
+    """(status, JSON or None) of one urllib request; status 0 with the error when it failed."""
+    req = urllib.request.Request(f"http://{HOST}:{server.port}{path}", data=body)
+    for k, v in (headers or {"Content-Type": "application/json"}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw, status = resp.read(), resp.status
+    except urllib.error.HTTPError as e:
+        raw, status = e.read(), e.code
+    except (OSError, urllib.error.URLError) as e:
+        return 0, type(e).__name__ + ": " + str(e)[:60]
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
+def get(server: Server, path: str, timeout: float = 60) -> tuple[int, Any]:
+    return request(server, path, None, timeout)
+
+
+def timed(fn: Any, *args: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - start, out
+
+
+def pairs_body(n: int, seed: int, words: int = 20) -> bytes:
+    import random
+
+    rng = random.Random(seed)
+    vocab = [
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "a",
+        "warm",
+        "mat",
+        "while",
+        "rain",
+        "fell",
+        "outside",
+        "and",
+        "an",
+        "old",
+        "dog",
+        "slept",
+    ]
+    texts = [" ".join(rng.choices(vocab, k=words)) + f" {seed}.{i}" for i in range(2 * n)]
+    return json.dumps({"cands": texts[:n], "refs": texts[n:]}).encode()
+
+
+def raw_post(server: Server, body: bytes) -> socket.socket:
+    sock = socket.create_connection((HOST, server.port), timeout=30)
+    head = f"POST /score HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {len(body)}\r\n\r\n"
+    sock.sendall(head.encode() + body)
+    return sock
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+        return True  # EOF
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def stalled(server: Server, n: int, wait: float) -> dict[str, Any]:
+    kinds = [b"", b"POST /sco", b"POST /score HTTP/1.1\r\nContent-Length: 100\r\n\r\n"]
+    socks = []
+    for i in range(n):
+        sock = socket.create_connection((HOST, server.port), timeout=10)
+        sock.sendall(kinds[i % 3])
+        socks.append(sock)
+    health_s, (status, _) = timed(get, server, "/health", 60)
+    time.sleep(wait)
+    closed = sum(closed_by_server(s) for s in socks)
+    for s in socks:
+        s.close()
+    return {
+        "stalled": n,
+        "closed_by_server": closed,
+        "after_s": wait,
+        "health_s": round(health_s, 3),
+        "health": status,
+    }
+
+
+def out_of_descriptors(pythonpath: str, flags: list[str]) -> dict[str, Any]:
+    server = Server(pythonpath, flags, nofile=256)
+    try:
+        before = server.stderr_bytes
+        socks = []
+        for _ in range(300):
+            try:
+                socks.append(socket.create_connection((HOST, server.port), timeout=5))
+            except OSError:
+                break
+        health_s, (status, _) = timed(get, server, "/health", 5)
+        time.sleep(max(0.0, 10 - health_s))
+        logged = server.stderr_bytes - before
+        for s in socks:
+            s.close()
+        return {
+            "connections": len(socks),
+            "health": status,
+            "health_s": round(health_s, 3),
+            "stderr_bytes_10s": logged,
+        }
+    finally:
+        server.stop()
+
+
+def orphan(server: Server, large: int) -> dict[str, Any]:
+    rss_before = server.rss_mib()
+    sock = raw_post(server, pairs_body(large, seed=1))
+    time.sleep(1.0)
+    sock.close()
+    one, (status, _) = timed(request, server, "/score", pairs_body(1, seed=2), 600)
+    return {
+        "large_pairs": large,
+        "one_pair_after_s": round(one, 3),
+        "status": status,
+        "rss_before_mib": round(rss_before, 1),
+        "rss_after_mib": round(server.rss_mib(), 1),
+    }
+
+
+def behind(server: Server, large: int) -> dict[str, Any]:
+    sock = raw_post(server, pairs_body(large, seed=3))
+    time.sleep(0.5)
+    one, (status, _) = timed(request, server, "/score", pairs_body(1, seed=4), 600)
+    sock.close()
+    time.sleep(1.0)
+    return {"large_pairs": large, "one_pair_s": round(one, 3), "status": status}
+
+
+def flood(server: Server, clients: int, seconds: float) -> dict[str, Any]:
+    stop = time.monotonic() + seconds
+    counts = {"ok": 0, "other": 0}
+    lock = threading.Lock()
+
+    def client(k: int) -> None:
+        i = 0
+        while time.monotonic() < stop:
+            status, _ = request(server, "/score", pairs_body(1, seed=1000 * k + i), 60)
+            i += 1
+            with lock:
+                counts["ok" if status == 200 else "other"] += 1
+
+    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(clients)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds / 2)
+    health_s, _ = timed(get, server, "/health", 60)
+    for t in threads:
+        t.join(120)
+    return {
+        "clients": clients,
+        "requests_per_s": round((counts["ok"] + counts["other"]) / seconds, 1),
+        "non_200": counts["other"],
+        "health_s": round(health_s, 3),
+    }
+
+
+BAD = {
+    "deep nesting": (b"[" * 100_000 + b"]" * 100_000, None, "/score"),
+    "5,000-digit integer": (b'{"cands": [' + b"7" * 5000 + b'], "refs": ["a"]}', None, "/score"),
+    "duplicate key": (b'{"cands": ["a"], "refs": ["b"], "cands": ["c"]}', None, "/score"),
+    "UTF-16 body": ('{"cands": ["a"], "refs": ["b"]}'.encode("utf-16"), None, "/score"),
+    "gzip on a plain body": (b'{"cands": ["a"], "refs": ["b"]}', "gzip", "/score"),
+    "POST /score/": (b'{"cands": ["a"], "refs": ["b"]}', None, "/score/"),
+    "9 MiB body (urllib)": (b'{"cands": ["' + b"a " * (9 << 19) + b'"]}', None, "/score"),
+}
+
+
+def bad_bodies(server: Server) -> dict[str, Any]:
+    out = {}
+    for name, (body, encoding, path) in BAD.items():
+        headers = {"Content-Type": "application/json"}
+        if encoding:
+            headers["Content-Encoding"] = encoding
+        status, answer = request(server, path, body, 60, headers)
+        out[name] = f"{status} {'JSON' if isinstance(answer, dict) else repr(answer)[:50]}"
+    return out
+
+
+def memory(server: Server) -> dict[str, Any]:
+    idle = server.rss_mib()
+    text = "word " * ((8 << 20) // 5 - 20)
+    body = json.dumps({"cands": [text], "refs": ["a word"]}).encode()
+    status, _ = request(server, "/score", body, 600)
+    return {
+        "rss_idle_mib": round(idle, 1),
+        "one_text_at_body_limit": status,
+        "peak_rss_mib": round(server.rss_mib("VmHWM"), 1),
+    }
+
+
+def cache_fill(server: Server, large: int, most: int = 8) -> dict[str, Any]:
+    """RSS once the cache is (nearly) full: requests of ``large`` new pairs of 40 words."""
+    limit = 512 * 1024 * 1024
+    sent = 0
+    while sent < most:
+        status, _ = request(server, "/score", pairs_body(large, seed=100 + sent, words=40), 600)
+        sent += 1
+        health = get(server, "/health")[1] or {}
+        if status != 200 or health.get("cache_bytes", limit) >= 0.9 * limit:
+            break
+    return {
+        "requests": sent,
+        "cache_mib": round(health.get("cache_bytes", 0) / 2**20, 1),
+        "rss_mib": round(server.rss_mib(), 1),
+        "peak_rss_mib": round(server.rss_mib("VmHWM"), 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pythonpath", default=str(ROOT / "python"))
+    ap.add_argument("--stalled", type=int, default=200)
+    ap.add_argument("--stall-wait", type=float, default=8.0)
+    ap.add_argument("--large", type=int, default=1024)
+    ap.add_argument("--flood-clients", type=int, default=32)
+    ap.add_argument("--flood-seconds", type=float, default=5.0)
+    ap.add_argument("--only", help="comma-separated cases to run (default: all)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    flags = ["--read-timeout", "5", "--max-pairs", str(args.large)]
+    report: dict[str, Any] = {"pythonpath": args.pythonpath}
+    cases: list[tuple[str, Any]] = [
+        ("memory", memory),
+        ("bad_bodies", bad_bodies),
+        ("stalled", lambda s: stalled(s, args.stalled, args.stall_wait)),
+        ("behind_large", lambda s: behind(s, args.large)),
+        ("orphan", lambda s: orphan(s, args.large)),
+        ("flood", lambda s: flood(s, args.flood_clients, args.flood_seconds)),
+        ("cache_fill", lambda s: cache_fill(s, args.large)),
+    ]
+    only = set(args.only.split(",")) if args.only else None
+    cases = [(name, case) for name, case in cases if only is None or name in only]
+    server = Server(args.pythonpath, flags)
+    report["flags"] = server.flags
+    try:
+        for name, case in cases:
+            if server.proc.poll() is not None:  # it died in the case before: a fresh one
+                server = Server(args.pythonpath, flags)
+            try:
+                report[name] = case(server)
+            except Exception as e:
+                report[name] = {"failed": f"{type(e).__name__}: {e}"}
+            if server.proc.poll() is not None:
+                report[name]["server_exited"] = server.proc.returncode
+            print(f"{name}: {json.dumps(report[name])}", flush=True)
+    finally:
+        report["exit_code"] = server.stop()
+    if only is None or "out_of_descriptors" in only:
+        report["out_of_descriptors"] = out_of_descriptors(args.pythonpath, flags)
+    for key in ("exit_code", "out_of_descriptors"):
+        if key in report:
+            print(f"{key}: {json.dumps(report[key])}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

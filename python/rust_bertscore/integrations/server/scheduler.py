@@ -1,0 +1,255 @@
+"""The scoring server's worker thread: which request is encoded and scored next.
+
+:class:`Batcher` takes requests from a queue on one worker thread. Small requests that arrive
+together (within ``max_wait``, at most ``max_batch``) are scored as one batch by a
+:class:`~rust_bertscore.integrations.server.batching.RequestScorer`. A large request (more
+texts to encode than one encoder batch) is encoded ahead of its scoring in slices of one
+encoder batch, and between two slices the worker serves what has arrived since: a request of one
+pair waits for at most one slice of a large one, never for all of it. Work whose callers have all
+gone (:meth:`Job.abandon`, or past its deadline) stops at the next encoder batch (the encoder's
+``on_batch`` hook raises :class:`WorkCancelled`). This module needs no web framework.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import queue
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError
+from typing import Any
+
+from ...errors import InputValueError
+from .batching import RequestScorer, ScoreRequest, ScoreResult
+
+
+class WorkCancelled(BaseException):
+    """Raised at an encoder batch when every caller of the work in hand has gone (a
+    BaseException, so that no ``except Exception`` on the way swallows it)."""
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    """One queued request: its future, deadline and what is left to encode ahead of scoring."""
+
+    request: ScoreRequest
+    future: Future[ScoreResult]
+    deadline: float | None = None
+    """``time.monotonic()`` past which nobody waits for it (None: no deadline)."""
+    abandoned: bool = False
+    todo: list[str] = dataclasses.field(default_factory=list)
+    rows_left: int = 0
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def abandon(self) -> None:
+        """Its caller has gone: drop it if not begun, stop it at the next encoder batch if so."""
+        self.abandoned = True
+        self.future.cancel()
+
+    def gone(self) -> bool:
+        """Whether no one waits for it any more."""
+        if self.abandoned or self.future.cancelled():
+            return True
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def finish(self, result: ScoreResult | BaseException) -> None:
+        """Hand the caller its result (no-op once the future is done or cancelled)."""
+        try:
+            if isinstance(result, BaseException):
+                self.future.set_exception(result)
+            else:
+                self.future.set_result(result)
+        except InvalidStateError:
+            pass
+
+
+_STOP = object()
+
+
+class Batcher:
+    """A worker thread that scores queued requests in batches, large ones in slices.
+
+    Parameters
+    ----------
+    scorer : RequestScorer
+    max_batch : int
+        Most requests scored together (1: no batching, one request at a time).
+    max_wait : float
+        Seconds the worker waits, after the first request of a batch arrives, for more.
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.integrations.server.batching import RequestScorer, ScoreRequest
+    >>> from rust_bertscore.integrations.server.scheduler import Batcher
+    >>> batcher = Batcher(RequestScorer(BERTScorer()), max_batch=8, max_wait=0.005)
+    >>> batcher.start()
+    >>> job = batcher.submit(ScoreRequest(["the cat sat"], ["a cat sat"]))
+    >>> job.future.result(timeout=60).F.shape
+    (1,)
+    >>> batcher.stop()
+    """
+
+    def __init__(self, scorer: RequestScorer, max_batch: int = 32, max_wait: float = 0.005):
+        if max_batch < 1:
+            raise InputValueError(f"max_batch must be at least 1, got {max_batch}")
+        if not max_wait >= 0:
+            raise InputValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
+        self.scorer = scorer
+        self.max_batch = max_batch
+        self.max_wait = max_wait
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._large: list[Job] = []
+        self._current: list[Job] = []
+        self.batches = 0
+        """Batches scored so far."""
+        self.requests = 0
+        """Requests scored so far."""
+        self.skipped = 0
+        """Requests dropped because their caller had gone before scoring began."""
+        self.cancelled = 0
+        """Requests stopped mid-work because their caller had gone (or their deadline passed)."""
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for the worker."""
+        return self._queue.qsize()
+
+    @property
+    def in_progress(self) -> int:
+        """Requests the worker has begun: the batch in hand and large requests in slices."""
+        return len(self._current) + sum(j not in self._current for j in self._large)
+
+    def start(self) -> None:
+        """Start the worker thread (and hook the encoder, to stop abandoned work)."""
+        if self._thread is None:
+            self.scorer.watch(self._check)
+            self._thread = threading.Thread(target=self._work, name="bertscore-batcher")
+            self._thread.daemon = True
+            self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Score what is queued, then end the worker thread."""
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def submit(self, request: ScoreRequest, timeout: float | None = None) -> Job:
+        """Queue ``request`` (``timeout``: seconds it may take at most); the job's future gets
+        its :class:`ScoreResult` (or exception). :meth:`Job.abandon` drops or stops it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        job = Job(request, Future(), deadline)
+        self._queue.put(job)
+        return job
+
+    async def score(self, request: ScoreRequest, timeout: float | None = None) -> ScoreResult:
+        """:meth:`submit`, awaited; raises ``asyncio.TimeoutError`` past ``timeout``. Cancelling
+        the awaiting task, or the timeout, abandons the request."""
+        job = self.submit(request, timeout)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(job.future), timeout)
+        finally:
+            job.abandon()  # no-op once done; drops or stops a request whose caller went away
+
+    def _check(self, _texts: int) -> None:
+        current = self._current
+        if current and all(job.gone() for job in current):
+            raise WorkCancelled
+
+    def _take(self, block: bool) -> tuple[list[Job], bool]:
+        """Arrivals: when ``block``, wait for a first one and up to ``max_wait`` for more; else
+        only those queued now. Returns them and whether a stop was asked for."""
+        items: list[Job] = []
+        deadline = time.monotonic() + self.max_wait
+        while len(items) < self.max_batch:
+            try:
+                if block and not items:
+                    item = self._queue.get()
+                    deadline = time.monotonic() + self.max_wait
+                else:
+                    left = deadline - time.monotonic() if block else 0
+                    item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                return items, True
+            items.append(item)
+        return items, False
+
+    def _is_large(self, job: Job) -> bool:
+        todo = self.scorer.plan(job.request)
+        if todo is None:
+            return False
+        job.todo, job.rows_left = todo, self.scorer.budget
+        return True
+
+    def _work(self) -> None:
+        stopping = False
+        while True:
+            if not stopping:
+                arrived, stopping = self._take(block=not self._large)
+            else:  # score what was queued before the stop, then end
+                arrived, _ = self._take(block=False)
+                if not arrived and not self._large:
+                    return
+            small = []
+            for job in arrived:
+                if job.gone():
+                    self.skipped += 1
+                elif self._is_large(job):
+                    self._large.append(job)
+                else:
+                    small.append(job)
+            if small:
+                self._run(small, self._score_small, small)
+            if self._large:
+                job = self._large.pop(0)
+                if job.gone():
+                    self.skipped += 1
+                elif self._run([job], self._advance, job):
+                    self._large.append(job)  # round robin: the next slice after the others'
+
+    def _run(self, jobs: list[Job], step: Any, arg: Any) -> bool:
+        """``step(arg)`` with ``jobs`` in hand (their callers' leaving stops it); its result, or
+        False once the jobs have gone."""
+        self._current = jobs
+        try:
+            return bool(step(arg))
+        except WorkCancelled:
+            self.cancelled += len(jobs)
+            for job in jobs:
+                job.finish(TimeoutError("the request was abandoned or ran past its deadline"))
+            return False
+        finally:
+            self._current = []
+
+    def _score_small(self, jobs: list[Job]) -> bool:
+        results = self.scorer.score_batch([job.request for job in jobs])
+        self.batches += 1
+        self.requests += len(jobs)
+        for job, result in zip(jobs, results):
+            job.finish(result)
+        return False
+
+    def _advance(self, job: Job) -> bool:
+        """One slice of ``job``'s encoding, or its scoring once encoded; True: more to do."""
+        scorer = self.scorer
+        if job.todo and job.rows_left > 0:
+            n = scorer.next_slice(job.todo)
+            part, job.todo = job.todo[:n], job.todo[n:]
+            with scorer.tokens_kept(job.memo):
+                rows = scorer.encode(part, job.rows_left)
+            job.rows_left = job.rows_left - rows if rows else 0  # past the budget: score() does it
+            return True
+        with scorer.tokens_kept(job.memo):
+            try:
+                result: ScoreResult | Exception = scorer.score_one(job.request)
+            except Exception as e:  # handed to that request's caller
+                result = e
+        self.batches += 1
+        self.requests += 1
+        job.finish(result)
+        return False
