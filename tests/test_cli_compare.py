@@ -118,7 +118,7 @@ def test_json_matches_python(files: Path, expected: BERTScorer) -> None:
 
 
 def test_tsv_rows(files: Path, expected: BERTScorer) -> None:
-    proc = ok(*SYSTEMS, "-m", BERT, "--format", "tsv", "--seed", "7", "-q", cwd=files)
+    proc = ok(*SYSTEMS, "-m", BERT, "-l", "3", "--format", "tsv", "--seed", "7", "-q", cwd=files)
     rows = [line.split("\t") for line in proc.stdout.splitlines()]
     assert rows[0][:4] == ["system", "baseline", "P", "P_ci_low"] and len(rows) == 4
     assert [r[0] for r in rows[1:]] == ["base.txt", "good.txt", "mixed.txt"]

@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
-from .torch_pickle import Storage, StorageType, TensorRecord, as_count, storage_args, text, unpickle
+from .torch_pickle import (
+    MalformedPickle,
+    Storage,
+    StorageType,
+    TensorRecord,
+    as_count,
+    storage_args,
+    text,
+    unpickle,
+)
 
 BIN_NAME = "pytorch_model.bin"
 BIN_INDEX_NAME = "pytorch_model.bin.index.json"
@@ -124,9 +133,9 @@ class BinFile:
                 if key not in self._storages:
                     info = members.get(f"{prefix}/data/{key}")
                     if info is None:
-                        raise ValueError(f"storage {key!r} has no {prefix}/data/{key}")
+                        raise MalformedPickle(f"storage {key!r} has no {prefix}/data/{key}")
                     if info.file_size < numel * kind.itemsize:
-                        raise ValueError(
+                        raise MalformedPickle(
                             f"{prefix}/data/{key} holds {info.file_size} bytes, fewer than "
                             f"{numel} elements of {kind.name}"
                         )
@@ -163,7 +172,7 @@ class BinFile:
                 return self._storages.setdefault(key, Storage(key, kind, numel))
             view_key, offset, size = view
             if as_count(offset, "a view's offset") + as_count(size, "a view's size") > numel:
-                raise ValueError(f"view {view_key!r} reads past storage {key!r}")
+                raise MalformedPickle(f"view {view_key!r} reads past storage {key!r}")
             return Storage(key, kind, size, offset)
 
         state = unpickle(handle, self.path, storage)

@@ -37,6 +37,11 @@ STORAGE_DTYPES = {
 }
 
 
+class MalformedPickle(Exception):
+    """What the pickle holds is not a state dict as ``torch.save`` writes one; :func:`unpickle`
+    turns it into a ``CheckpointError`` that names the file."""
+
+
 class StorageType:
     """The stand-in for ``torch.<Kind>Storage``: a name and an element dtype, never called."""
 
@@ -90,16 +95,16 @@ class TensorRecord:
 
 
 def as_count(value: Any, what: str) -> int:
-    """``value`` if it is a non-negative int, else ValueError naming ``what``."""
+    """``value`` if it is a non-negative int, else :class:`MalformedPickle` naming ``what``."""
     if type(value) is not int or value < 0:
-        raise ValueError(f"{what} should be a non-negative int, got {value!r}")
+        raise MalformedPickle(f"{what} should be a non-negative int, got {value!r}")
     return value
 
 
 def as_counts(value: Any, what: str) -> tuple[int, ...]:
-    """``value`` if it is a tuple of non-negative ints, else ValueError naming ``what``."""
+    """``value`` if it is a tuple of non-negative ints, else :class:`MalformedPickle`."""
     if not isinstance(value, tuple):
-        raise ValueError(f"{what} should be a tuple of ints, got {value!r}")
+        raise MalformedPickle(f"{what} should be a tuple of ints, got {value!r}")
     return tuple(as_count(v, what) for v in value)
 
 
@@ -113,7 +118,7 @@ def _rebuild_tensor_v2(
     metadata: Any = None,
 ) -> TensorRecord:
     if not isinstance(storage, Storage):
-        raise ValueError(f"a tensor's storage should be a persistent storage, got {storage!r}")
+        raise MalformedPickle(f"a tensor's storage should be a persistent storage, got {storage!r}")
     record = TensorRecord(
         storage,
         as_count(storage_offset, "offset"),
@@ -121,9 +126,9 @@ def _rebuild_tensor_v2(
         as_counts(stride, "stride"),
     )
     if len(record.shape) != len(record.stride):
-        raise ValueError(f"size {record.shape} and stride {record.stride} differ in length")
+        raise MalformedPickle(f"size {record.shape} and stride {record.stride} differ in length")
     if record.offset + record.span > storage.numel:
-        raise ValueError(
+        raise MalformedPickle(
             f"a tensor of size {record.shape}, stride {record.stride} at offset {record.offset} "
             f"reads past its storage {storage.key!r} of {storage.numel} elements"
         )
@@ -132,7 +137,7 @@ def _rebuild_tensor_v2(
 
 def _rebuild_parameter(data: Any, requires_grad: Any = False, hooks: Any = None) -> TensorRecord:
     if not isinstance(data, TensorRecord):
-        raise ValueError(f"a parameter should wrap a tensor, got {data!r}")
+        raise MalformedPickle(f"a parameter should wrap a tensor, got {data!r}")
     return data
 
 
@@ -186,7 +191,7 @@ def unpickle(data: bytes | io.BufferedIOBase, path: Path, storage: Callable | No
     naming ``path``."""
 
     def no_storage(pid: Any) -> Storage:
-        raise ValueError(f"unexpected persistent id {pid!r}")
+        raise MalformedPickle(f"unexpected persistent id {pid!r}")
 
     try:
         return Unpickler(data, path, storage or no_storage).load()
@@ -203,8 +208,8 @@ def storage_args(pid: Any, count: int) -> tuple[StorageType, str, int, Any]:
     """``(type, key, numel, view)`` of a persistent id ``('storage', type, key, location,
     numel[, view])``."""
     if not isinstance(pid, tuple) or len(pid) != count or text(pid[0]) != "storage":
-        raise ValueError(f"unexpected persistent id {pid!r}")
+        raise MalformedPickle(f"unexpected persistent id {pid!r}")
     kind, key, numel = pid[1], text(pid[2]), pid[4]
     if not isinstance(kind, StorageType) or not isinstance(key, str):
-        raise ValueError(f"unexpected persistent id {pid!r}")
+        raise MalformedPickle(f"unexpected persistent id {pid!r}")
     return kind, key, as_count(numel, "a storage's size"), pid[5] if count == 6 else None
