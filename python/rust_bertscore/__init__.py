@@ -48,6 +48,7 @@ from .errors import (
     ThreadPoolError,
 )
 from .scoring.api import score
+from .scoring.metric import BERTScoreMetric
 from .scoring.scorer import BERTScorer
 from .store import EmbeddingStore
 
@@ -60,6 +61,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "LANG2MODEL",
     "MODEL2LAYERS",
+    "BERTScoreMetric",
     "BERTScorer",
     "BootstrapCI",
     "CheckpointError",
