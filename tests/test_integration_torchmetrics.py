@@ -5,6 +5,7 @@ torchmetrics; `make test-integrations` installs them)."""
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -91,6 +92,18 @@ def test_states_are_utf8_byte_tensors_reduced_by_cat(model) -> None:
     assert bytes(metric.cand_bytes[0].tolist()).decode("utf-8") == "ünïcödé ✓"
     assert metric.ref_counts[0].tolist() == [2]
     assert metric.compute()["f1"].numel() == 1
+
+
+def test_forward_clone_and_pickle_keep_the_state(model) -> None:
+    metric = BERTScore(model_name_or_path=model)
+    batch = metric(CANDS[:3], REFS[:3])  # torchmetrics' forward: this batch's scores
+    metric(CANDS[3:5], REFS[3:5])
+    expected = rb.score(CANDS[:5], REFS[:5], model_type=model)
+    np.testing.assert_array_equal(
+        batch["f1"].numpy(), rb.score(CANDS[:3], REFS[:3], model_type=model)[2]
+    )
+    for copy in (metric, metric.clone(), pickle.loads(pickle.dumps(metric))):
+        np.testing.assert_array_equal(_as_numpy(copy.compute())["f1"], expected[2])
 
 
 WORKER = """

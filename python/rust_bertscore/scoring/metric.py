@@ -85,6 +85,8 @@ class BERTScoreMetric:
 
     @property
     def scorer(self) -> BERTScorer:
+        """The :class:`~rust_bertscore.BERTScorer` that scores, built once (and again after
+        unpickling) from :attr:`options`."""
         if self._scorer is None:
             self._scorer = BERTScorer(**self._options)
         return self._scorer
