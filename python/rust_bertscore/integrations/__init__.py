@@ -4,6 +4,10 @@
   (matplotlib, imported when a figure is drawn);
 * ``hf_evaluate`` and ``evaluate_metric/``: the Hugging Face ``evaluate`` module;
 * ``baseline_estimation``: a rescale baseline computed with the scorer.
+* ``torchmetrics``, ``lighteval``, ``lm_eval``: the evaluation-harness adapters on
+  :class:`~rust_bertscore.BERTScoreMetric` (extras ``[torchmetrics]``, ``[lighteval]``,
+  ``[lm-eval]``; each imports its harness, and raises ``ImportError`` naming the extra
+  without it).
 
 ``rust_bertscore.cli`` and ``rust_bertscore.distributed`` (Ray, Spark) are integrations too,
 packages of their own. Integrations import the scorer; nothing below them imports an
