@@ -78,6 +78,9 @@ def _writer(directory: str, worker: int, start: object) -> None:
     store.close()
 
 
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs fork (not on Windows)"
+)
 def test_concurrent_writers_same_and_different_entries(tmp_path: Path, platform: Platform) -> None:
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
