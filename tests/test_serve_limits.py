@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -239,6 +240,9 @@ def test_request_timeout_answers_503_and_stops_the_work() -> None:
         _stop(s)
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="SIGTERM is TerminateProcess on Windows: no graceful stop"
+)
 def test_graceful_timeout_cut_answers_503_and_exits_3() -> None:
     s = _start("--graceful-timeout", "0.5", "--max-pairs", "600", "-b", "16", "-q")
     try:
