@@ -35,11 +35,20 @@ ROWS = 300
 @pytest.fixture(scope="module")
 def nodes():
     """A head node and this process joined to it; every process started is ended after the
-    module, even when a test fails."""
+    module, even when a test fails.
+
+    Ray Data starts a job's actors without waiting for them by default
+    (``wait_for_min_actors_s = -1``): on a loaded machine the head's actor could score every
+    row before the second node's actor had started, and the tests below, which need an actor on
+    each node, would see one. Here the job waits until both are up."""
+    context = ray.data.DataContext.get_current()
+    saved = context.wait_for_min_actors_s
+    context.wait_for_min_actors_s = 300
     cluster = RayNodes()
     try:
         yield cluster
     finally:
+        context.wait_for_min_actors_s = saved
         cluster.stop()
         assert not [p for p in cluster.started if alive(p)], "a cluster process still runs"
 
