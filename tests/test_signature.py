@@ -104,7 +104,7 @@ def test_the_option_fields() -> None:
 
 def test_a_revision_is_named() -> None:
     class Pinned(rb.BERTScorer):
-        # Works whether BERTScorer keeps ``revision`` as an attribute or not.
+        # A pinned revision without a Hub download: only the signature reads it here.
         @property
         def revision(self) -> str:
             return "v1.0"

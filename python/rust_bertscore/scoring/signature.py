@@ -54,8 +54,7 @@ DIGEST_CHARS = 16
 
 
 class SignedScorer(Protocol):
-    """What a signature reads of a scorer (:class:`~rust_bertscore.BERTScorer` has it all);
-    ``revision`` is read with ``getattr`` (None when the scorer has none).
+    """What a signature reads of a scorer (:class:`~rust_bertscore.BERTScorer` has it all).
 
     >>> from rust_bertscore import BERTScorer
     >>> from rust_bertscore.scoring.signature import signature_fields
@@ -65,6 +64,9 @@ class SignedScorer(Protocol):
 
     @property
     def model_type(self) -> str: ...
+
+    @property
+    def revision(self) -> str | None: ...
     @property
     def num_layers(self) -> int: ...
     @property
@@ -194,9 +196,8 @@ def signature_fields(scorer: SignedScorer, batch_size: int | None = None) -> dic
     floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
     encoder = scorer.runtime.encoder
     fields = {"model": scorer.model_type}
-    revision = getattr(scorer, "revision", None)
-    if revision is not None:
-        fields["rev"] = str(revision)
+    if scorer.revision is not None:
+        fields["rev"] = scorer.revision
     fields["weights"] = _weights(scorer)
     fields["layer"] = "all" if scorer.all_layers else str(scorer.num_layers)
     fields["idf"] = "yes" if scorer.idf else "no"
