@@ -127,10 +127,24 @@ class RayNodes:
         ray.data.DataContext.get_current().enable_progress_bars = False
 
     def add_node(self) -> Any:
-        """A further node (its own raylet and object store), once it has joined."""
+        """A further node (its own raylet and object store), once it has joined and runs work.
+
+        ``wait_for_nodes`` returns when the GCS knows the node; the head's scheduler may not
+        count its CPUs yet, and would then place every actor of the next job on the head (on a
+        loaded machine it did). A task pinned to the new node returns only once it can be
+        scheduled there, and the cluster's CPUs must add up."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         node = self.cluster.add_node(**RAY_NODE)
         self.cluster.wait_for_nodes()
         self.started |= node_processes(node)
+        pinned = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+        ray.get(ray.remote(_node_ready).options(scheduling_strategy=pinned).remote(), timeout=300)
+        want = RAY_NODE["num_cpus"] * (1 + len(self.cluster.worker_nodes))
+        deadline = time.monotonic() + 60
+        while ray.cluster_resources().get("CPU", 0) < want and time.monotonic() < deadline:
+            time.sleep(0.2)
         return node
 
     def remove_node(self, node: Any) -> None:
@@ -169,6 +183,11 @@ _RAY_FLAG = "ENABLE_RAY_CLUSTER"  # that variable, as ray_constants read it at i
 def node_processes(node: Any) -> set[int]:
     """The pids ``ray.cluster_utils`` started for ``node`` (raylet, GCS, ...)."""
     return {info.process.pid for infos in node.all_processes.values() for info in infos}
+
+
+def _node_ready() -> bool:
+    """A task that only proves it ran (on the node it was pinned to)."""
+    return True
 
 
 def raylet_pid(node: Any) -> int:
