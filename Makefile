@@ -100,7 +100,7 @@ bench-rust: ## criterion suite of the Rust kernel
 # The Python benches are the package benches/ (shared helpers in benches/common.py), run as
 # modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
 BENCH_OPTS ?=
-.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-store test-cluster
+.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-store bench-cpu-precisions test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) -m benches.end_to_end $(BENCH_OPTS)
@@ -123,6 +123,11 @@ bench-clusters: install ## Two-node Ray and Spark standalone against one score()
 
 bench-store: install ## Embedding store reads: os.pread against lseek + read (the path without pread)
 	$(PY) -m benches.store_reads $(BENCH_OPTS)
+
+# The bench-only quantisers (ONNX Runtime's MatMulNBits needs onnx-ir) beside the [openvino] extra.
+bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runtime, OpenVINO fp32/bf16/int8) against bert_score and fp32, with the ISA (skips without WMT)
+	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4" "onnx-ir>=0.1"
+	$(PY) -m benches.cpu_precisions --bert-score-python $(BENCH_PY) $(BENCH_OPTS)
 
 test-cluster: install ## Only the tests on real clusters (pytest -m cluster; part of test-python)
 	$(PY) -m pytest -q -m cluster

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Every CPU precision path against bert_score and against our fp32, in one run per host.
+
+For each model the paths of ``benches/precision_paths.py`` (``--paths``) and bert_score 0.3.13
+(``--bert-score-python``, the bench venv of ``make bench-venv``) score the same WMT pairs in
+turns (``--rounds``; each side's best run kept, so a shared machine's drift hits all alike).
+Printed per path: pairs/s, the speed-up over bert_score and over ONNX Runtime fp32, and mean,
+max |dF| against our fp32 (and fp32's max |dF| against bert_score). Then the GEMM ceilings of
+``benches/gemm_limits.py`` and the processor's ISA flags, which decide the answer: bf16 pays
+only where the CPU has AMX (or a bf16 dot product faster than two fp32 FMAs), int8 where it has
+VNNI or AMX.
+
+Models: ``minilm`` (the default model, layer 6, ``--pairs`` WMT pairs) and ``roberta-large``
+(roberta-large's shape with random weights, layer 17, ``--large-pairs`` pairs; made once by
+``benches/shapes.py`` under ``--work-dir``). The pairs are taken from the start of the WMT
+files and stop before the calibration texts (the last 300 references), so no path is measured
+on the text it was calibrated on.
+
+A path this install cannot run (OpenVINO not installed, bf16 without BF16) is listed with the
+reason and skipped; without the WMT files the bench says so and exits 0.
+
+Usage: ``python -m benches.cpu_precisions [--paths a,b] [--models minilm,roberta-large]
+[--pairs N] [--large-pairs N] [--rounds N] [--threads N] [--bert-score-python PY]
+[--json PATH]``; ``make bench-cpu-precisions``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benches import shapes
+from benches.common import (
+    bert_score_once,
+    bert_score_python,
+    default_model_dir,
+    load_average,
+    machine,
+    print_table,
+    wmt_pairs,
+    write_json,
+)
+from benches.gemm_limits import gemm_rates, isa_flags
+from benches.precision_paths import CALIBRATION_LINES, PATHS, make_path
+
+WMT_LINES = 3004
+
+
+def measure_model(
+    name: str,
+    model_dir: Path,
+    layer: int,
+    hyps: list[str],
+    refs: list[str],
+    calibration: list[str],
+    args: argparse.Namespace,
+    bs_python: str | None,
+    tmp: Path,
+) -> dict:
+    """Every path and bert_score on one model, in turns; best time of each."""
+    scorers, skipped, loads_s = {}, {}, {}
+    for path in args.paths:
+        t0 = time.perf_counter()
+        try:
+            scorer = make_path(path, model_dir, layer, calibration, tmp, args.threads)
+            scorer.score(hyps[:16], refs[:16])  # warm: the graph is built and loaded
+        except (ImportError, TypeError, ValueError, RuntimeError) as e:
+            skipped[path] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            print(f"{name}: {path} skipped ({skipped[path]})", flush=True)
+            continue
+        scorers[path] = scorer
+        loads_s[path] = time.perf_counter() - t0
+    cands_file, refs_file = tmp / f"{name}_cands.txt", tmp / f"{name}_refs.txt"
+    cands_file.write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    refs_file.write_text("\n".join(refs) + "\n", encoding="utf-8")
+    times: dict[str, list[float]] = {k: [] for k in ["bert_score", *scorers]}
+    F: dict[str, np.ndarray] = {}
+    loads = [load_average().split()[0]]
+    for _ in range(args.rounds):
+        if bs_python:
+            seconds, F["bert_score"], _info = bert_score_once(
+                bs_python, model_dir, layer, cands_file, refs_file, tmp
+            )
+            times["bert_score"].append(seconds)
+        for path, scorer in scorers.items():
+            t0 = time.perf_counter()
+            _, _, f = scorer.score(hyps, refs)
+            times[path].append(time.perf_counter() - t0)
+            F[path] = np.asarray(f, dtype=np.float64)
+        loads.append(load_average().split()[0])
+    n = len(hyps)
+    rate = {k: n / min(v) for k, v in times.items() if v}
+    result: dict = {
+        "model": name,
+        "layer": layer,
+        "pairs": n,
+        "rounds": args.rounds,
+        "load_averages": loads,
+        "times": times,
+        "pairs_per_s": rate,
+        "load_s": loads_s,
+        "skipped": skipped,
+        "dF_vs_fp32": {},
+    }
+    base = F.get("ort-fp32")
+    for path in scorers:
+        if base is not None:
+            d = np.abs(F[path] - base)
+            result["dF_vs_fp32"][path] = {
+                "mean": float(d.mean()),
+                "max": float(d.max()),
+                "pearson_r": float(np.corrcoef(F[path], base)[0, 1]),
+            }
+    if base is not None and "bert_score" in F:
+        result["fp32_vs_bert_score_max_abs_dF"] = float(np.max(np.abs(base - F["bert_score"])))
+    return result
+
+
+def print_model(r: dict) -> None:
+    rate = r["pairs_per_s"]
+    bs, fp32 = rate.get("bert_score"), rate.get("ort-fp32")
+    print(
+        f"\n{r['model']}: {r['pairs']:,} WMT pairs, layer {r['layer']}, {r['rounds']} rounds in "
+        f"turns, 1-min load {' -> '.join(r['load_averages'])}"
+    )
+    rows = []
+    for path, value in rate.items():
+        d = r["dF_vs_fp32"].get(path)
+        rows.append(
+            [
+                path,
+                f"{value:.1f}",
+                f"{value / bs:.2f}x" if bs else "-",
+                f"{value / fp32:.2f}x" if fp32 else "-",
+                f"{d['mean']:.2e}" if d else "-",
+                f"{d['max']:.2e}" if d else "-",
+                PATHS.get(path, "bert_score 0.3.13 (torch, its own venv)"),
+            ]
+        )
+    header = ("path", "pairs/s", "vs bert_score", "vs fp32", "mean |dF|", "max |dF|", "what")
+    print_table(header, rows, right=(1, 2, 3, 4, 5))
+    if "fp32_vs_bert_score_max_abs_dF" in r:
+        print(f"fp32 vs bert_score: max |dF| {r['fp32_vs_bert_score_max_abs_dF']:.1e}")
+    for path, why in r["skipped"].items():
+        print(f"skipped {path}: {why}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--paths", default=",".join(PATHS), help="comma-separated paths")
+    parser.add_argument("--models", default="minilm,roberta-large")
+    parser.add_argument("--pairs", type=int, default=WMT_LINES - CALIBRATION_LINES - 4)
+    parser.add_argument("--large-pairs", type=int, default=200, help="pairs for roberta-large")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, help="OpenVINO threads (default: all cores)")
+    parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
+    parser.add_argument("--no-gemm", action="store_true", help="skip the GEMM ceilings")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "rust-bertscore-bench",
+        help="where generated checkpoints are kept",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    unknown = [p for p in args.paths if p not in PATHS]
+    if unknown:
+        parser.error(f"unknown paths {unknown}: expected some of {', '.join(PATHS)}")
+    if "ort-fp32" not in args.paths:
+        args.paths.insert(0, "ort-fp32")  # every |dF| is against it
+    limit = WMT_LINES - CALIBRATION_LINES
+    if max(args.pairs, args.large_pairs) > limit:
+        parser.error(f"at most {limit} pairs: the last {CALIBRATION_LINES} calibrate")
+
+    pairs = wmt_pairs("cpu_precisions", WMT_LINES)
+    if pairs is None:
+        return 0
+    hyps, refs = pairs
+    calibration = refs[-CALIBRATION_LINES:]
+    bs_python = bert_score_python(args.bert_score_python, "cpu_precisions")
+    flags = isa_flags()
+    results: dict = {
+        "machine": machine(),
+        "isa": flags,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "models": {},
+    }
+    print("ISA:", " ".join(k for k, v in flags.items() if v) or "(unknown)")
+    with tempfile.TemporaryDirectory(prefix="rbs-precisions-") as tmp_name:
+        tmp = Path(tmp_name)
+        for name in (m.strip() for m in args.models.split(",") if m.strip()):
+            if name == "minilm":
+                model_dir, layer, n = default_model_dir(), 6, args.pairs
+            elif name == "roberta-large":
+                model_dir = shapes.roberta_large_shape(args.work_dir, hyps + refs)
+                layer, n = shapes.ROBERTA_LARGE_LAYER, args.large_pairs
+            else:
+                parser.error(f"unknown model {name!r}: expected minilm or roberta-large")
+            r = measure_model(
+                name, model_dir, layer, hyps[:n], refs[:n], calibration, args, bs_python, tmp
+            )
+            results["models"][name] = r
+            print_model(r)
+    if not args.no_gemm:
+        results["gemm_gflops"] = gemm_rates(args.threads)
+        print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")
+        for key, value in results["gemm_gflops"].items():
+            print(f"  {key:14s} {value:7.0f} GFLOP/s")
+    info = results["machine"]
+    print(
+        f"\nmachine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs; "
+        f"onnxruntime {info['onnxruntime']}; {results['date']}; load {load_average()}"
+    )
+    write_json(args.json, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
