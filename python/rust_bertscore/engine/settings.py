@@ -74,8 +74,9 @@ def make_hash(
 ) -> str:
     """The settings string bert_score prints, naming this package and its version, the
     precision when not fp32, the runtime when not ONNX Runtime (``_openvino``), the device when
-    CUDA (``_cuda``: ``device=None`` may pick it), the options other than bert_score's (:meth:`ScoringOptions.hash_suffix`) and a Hub revision
-    other than the default branch (``_revision=v2``).
+    CUDA (``_cuda``: ``device=None`` may pick it), the options other than bert_score's
+    (:meth:`ScoringOptions.hash_suffix`) and a Hub revision other than the default branch
+    (``_revision=v2``).
 
     ``model_type`` is named as the user gave it, as bert_score names it, with the layer scored:
     ``FacebookAI/roberta-large_L17...`` for today's Hub id of roberta-large (its table layer),

@@ -213,7 +213,15 @@ def load_runtime(
     check_precision(precision)
     backend = check_backend(runtime, precision, device)
     revision = check_revision(revision)
-    key = (model_type, num_layers, all_layers, device, precision, use_fast_tokenizer, revision)
+    key: tuple[Hashable, ...] = (
+        model_type,
+        num_layers,
+        all_layers,
+        device,
+        precision,
+        use_fast_tokenizer,
+        revision,
+    )
     if backend != "onnxruntime":  # the default's key as before
         key = (*key, backend)
     loaded = RUNTIMES.get(
@@ -266,11 +274,11 @@ def _load_runtime(
 
         tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
         check_vocabulary(tokenizer, config)
-        encoder = openvino_encoder(
+        on_openvino = openvino_encoder(
             files, config, layer, all_layers, precision, tokenizer, _pad_id(config)
         )
         return ModelRuntime(
-            files, config, depth, layer, all_layers, precision, tokenizer, encoder, backend
+            files, config, depth, layer, all_layers, precision, tokenizer, on_openvino, backend
         )
     if files.onnx_path is not None:
         # An exported graph is what it is: its precision names it in the hash (an fp32 graph

@@ -189,7 +189,7 @@ class ScorerProperties:
         >>> scorer.signature_for(32).replace("bs32", "bs64") == scorer.signature
         True
         >>> BERTScorer(batch_independent=True).signature_for(32)  # doctest: +ELLIPSIS
-        'model:...|floor:no|prec:fp32|device:cpu|version:...'
+        'model:...|floor:no|prec:fp32|device:cpu|runtime:onnxruntime|version:...'
         """
         return scorer_signature(self, batch_size)
 

@@ -215,7 +215,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         check_backend(runtime, precision, device)
         fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
         try:
-            runtime = load_runtime(
+            loaded = load_runtime(
                 self._model_type,
                 num_layers,
                 all_layers=self.all_layers,
@@ -233,10 +233,10 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 f"{e} (lang={lang!r} picks {self._model_type}, as in bert_score; to keep "
                 f"another model, pass it with lang: lang={lang!r}, model_type=...)"
             ) from e
-        self.device = runtime.encoder.device
+        self.device = loaded.encoder.device
         self._own_store = None if opened is store else opened  # opened from a path: ours
         self._open_pipeline = ScoringPipeline(
-            runtime, EmbeddingCache(cache_bytes), opened, self.options
+            loaded, EmbeddingCache(cache_bytes), opened, self.options
         )
         self.use_custom_baseline = baseline_path is not None
         if baseline_path is None:

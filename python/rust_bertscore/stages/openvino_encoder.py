@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InputValueError, ModelLoadError
-from .encoder import Encoder, default_threads
 from .devices import DEFAULT_MAX_TOKENS
+from .encoder import Encoder, default_threads
 
 OPENVINO_EXTRA_HINT = "pip install 'rust-bertscore[openvino]'"
 """How to install what ``runtime="openvino"`` needs (openvino, and nncf for int8)."""
@@ -134,7 +134,10 @@ class OpenVINOSession:
     """
 
     def __init__(
-        self, model: str | Path | bytes | Any, precision: str = "fp32", num_threads: int | None = None
+        self,
+        model: str | Path | bytes | Any,
+        precision: str = "fp32",
+        num_threads: int | None = None,
     ) -> None:
         ov = openvino()
         core = ov.Core()
@@ -216,7 +219,7 @@ class OpenVINOEncoder(Encoder):
     backend = "openvino"
     runtime_label = "OpenVINO"
 
-    def __init__(  # noqa: PLR0913 - the encoder's settings
+    def __init__(
         self,
         graph: str | Path | bytes | Any,
         *,
@@ -232,8 +235,8 @@ class OpenVINOEncoder(Encoder):
         if num_threads is None:
             num_threads = default_threads()
         self.on_batch = None
-        in_file = isinstance(graph, (str, Path))
-        self.graph = Path(graph) if in_file else None
+        self.graph = Path(graph) if isinstance(graph, (str, Path)) else None
+        in_file = self.graph is not None
         if isinstance(graph, bytes):
             digest = "sha256:" + hashlib.sha256(graph).hexdigest()
         self.graph_digest = None if in_file else (digest or "?")
