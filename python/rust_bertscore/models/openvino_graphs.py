@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -134,12 +135,14 @@ def quantize(graph: Path | bytes, tokenizer: TextTokenizer, pad_id: int) -> Any:
     core = openvino().Core()
     model = core.read_model(io.BytesIO(graph) if isinstance(graph, bytes) else str(graph))
     feeds = calibration_feeds(tokenizer, pad_id)
-    return lib.quantize(
-        model,
-        lib.Dataset(feeds),
-        model_type=lib.ModelType.TRANSFORMER,
-        subset_size=len(feeds),
-    )
+    # NNCF's progress bars go to stdout, where the command line writes scores: to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        return lib.quantize(
+            model,
+            lib.Dataset(feeds),
+            model_type=lib.ModelType.TRANSFORMER,
+            subset_size=len(feeds),
+        )
 
 
 def entry_key(fingerprint: str, family: str, layers: str, kind: str) -> str:
