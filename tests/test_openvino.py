@@ -255,3 +255,36 @@ def test_int8_build_keeps_stdout_for_the_scores(
     assert cli_main([*args, "--format", "json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hash"].endswith("_int8_openvino") and len(out["pairs"]) == 1
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_full_disk_builds_in_memory(
+    precision: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache that cannot be written: one warning, the graph built in memory, same scores."""
+    import errno
+    import os
+    import warnings
+
+    from rust_bertscore.convert import writer
+
+    model, cands, refs = str(TINY / "distilbert"), ["a cat sat"], ["a cat was sitting"]
+    kw = {"model_type": model, "num_layers": 2, "runtime": "openvino", "precision": precision}
+    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "writable"))
+    rb.clear_cache()
+    want = rb.score(cands, refs, **kw)
+
+    def no_space(proto: object, path: Path, external: bool) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(writer, "save_model", no_space)
+    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "full"))
+    rb.clear_cache()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = rb.score(cands, refs, **kw)
+    messages = [str(w.message) for w in caught if "model cache" in str(w.message)]
+    assert len(messages) == 1 and "in memory" in messages[0], messages
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert not list((tmp_path / "full").glob("openvino/*/model.*"))
