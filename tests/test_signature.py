@@ -30,7 +30,19 @@ from rust_bertscore.stages.rescale import baseline_digest, read_baseline, write_
 ROOT = Path(__file__).resolve().parents[1]
 BERT = str(TINY / "bert")
 USER_BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
-CORE = ("model", "weights", "layer", "idf", "tok", "rescale", "floor", "prec", "device", "version")
+CORE = (
+    "model",
+    "weights",
+    "layer",
+    "idf",
+    "tok",
+    "rescale",
+    "floor",
+    "prec",
+    "device",
+    "runtime",
+    "version",
+)
 
 
 def fields(scorer: rb.BERTScorer, batch_size: int | None = None) -> dict[str, str]:

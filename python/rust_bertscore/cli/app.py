@@ -142,6 +142,7 @@ def _run_show(args: argparse.Namespace) -> int:
         baseline_path=args.baseline_path,
         device=args.device,
         precision=args.precision,
+        runtime=args.runtime,
         use_fast_tokenizer=args.use_fast_tokenizer,
     )
     out = plot_similarity(sim, args.file)

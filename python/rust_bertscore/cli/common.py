@@ -119,8 +119,8 @@ def add_revision_flag(parser: argparse._ActionsContainer) -> None:
 
 
 def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = True) -> None:
-    """``--lang``, ``-m/--model``, ``--revision``, ``-l/--num_layers``, ``--device`` and
-    ``--precision``."""
+    """``--lang``, ``-m/--model``, ``--revision``, ``-l/--num_layers``, ``--device``,
+    ``--precision`` and ``--runtime``."""
     parser.add_argument(
         "--lang",
         default=None,
@@ -152,10 +152,18 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
     if precision:
         parser.add_argument(
             "--precision",
-            choices=("fp32", "tf32", "fp16", "int8"),
+            choices=("fp32", "tf32", "fp16", "int8", "bf16"),
             default="fp32",
             help="encoder precision: fp32 (on CUDA without TF32), tf32 (CUDA's TF32 GEMMs), "
-            "fp16 (float16 graph, float32 norms), int8 (projections per token); default fp32",
+            "fp16 (float16 graph, float32 norms), int8 (projections per token), bf16 "
+            "(--runtime openvino on a CPU with BF16); default fp32",
+        )
+        parser.add_argument(
+            "--runtime",
+            choices=("onnxruntime", "openvino"),
+            default="onnxruntime",
+            help="what runs the encoder: onnxruntime (default, bert_score's numbers) or openvino "
+            "(CPU only: fp32, bf16, int8; pip install 'rust-bertscore[openvino]')",
         )
 
 
@@ -267,6 +275,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
+        "runtime": getattr(args, "runtime", "onnxruntime"),
         "use_fast_tokenizer": getattr(args, "use_fast_tokenizer", False),
         **{name: getattr(args, name) for name in OPTION_NAMES if hasattr(args, name)},
         "store": getattr(args, "store", None),
@@ -311,6 +320,7 @@ KEYWORD_FLAGS = {
     "use_fast_tokenizer": "--use_fast_tokenizer",
     "device": "--device",
     "precision": "--precision",
+    "runtime": "--runtime",
     "long_texts": "--long-texts",
     "window_stride": "--window-stride",
     "exclude_punctuation": "--exclude-punctuation",

@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
         precision=args.precision,
+        runtime=args.runtime,
         batch_independent=True,
         store=args.store,
     )

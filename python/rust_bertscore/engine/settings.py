@@ -70,11 +70,13 @@ def make_hash(
     use_fast_tokenizer: bool = False,
     device: str = "cpu",
     revision: str | None = None,
+    runtime: str = "onnxruntime",
 ) -> str:
     """The settings string bert_score prints, naming this package and its version, the
-    precision when not fp32, the device when CUDA (``_cuda``: ``device=None`` may pick it), the
-    options other than bert_score's (:meth:`ScoringOptions.hash_suffix`) and a Hub revision
-    other than the default branch (``_revision=v2``).
+    precision when not fp32, the runtime when not ONNX Runtime (``_openvino``), the device when
+    CUDA (``_cuda``: ``device=None`` may pick it), the options other than bert_score's
+    (:meth:`ScoringOptions.hash_suffix`) and a Hub revision other than the default branch
+    (``_revision=v2``).
 
     ``model_type`` is named as the user gave it, as bert_score names it, with the layer scored:
     ``FacebookAI/roberta-large_L17...`` for today's Hub id of roberta-large (its table layer),
@@ -87,6 +89,8 @@ def make_hash(
     ...     "(rust-bertscore)_fp16_cuda"
     ... )
     True
+    >>> make_hash("all-MiniLM-L6-v2", 6, False, False, False, "int8", runtime="openvino")[-14:]
+    '_int8_openvino'
     """
     msg = (
         f"{model_type}_L{num_layers}{'_idf' if idf else '_no-idf'}"
@@ -98,6 +102,8 @@ def make_hash(
         msg += "_fast-tokenizer"  # bert_score's get_hash
     if precision != "fp32":
         msg += f"_{precision}"
+    if runtime != "onnxruntime":
+        msg += f"_{runtime}"
     if device == "cuda":
         msg += "_cuda"
     if batch_independent:

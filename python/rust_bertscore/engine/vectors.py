@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 
 
 def runtime_key_space(runtime: ModelRuntime, extra: str = "") -> bytes:
-    """The store's key space of a loaded model (see ``store.keys.key_space``)."""
-    import onnxruntime
-
+    """The store's key space of a loaded model (see ``store.keys.key_space``): the runtime
+    (ONNX Runtime's provider and version, or OpenVINO's) is part of it."""
     from ..models.graph_cache import cache_root
 
     encoder = runtime.encoder
@@ -32,7 +31,7 @@ def runtime_key_space(runtime: ModelRuntime, extra: str = "") -> bytes:
     layers = "all" if runtime.all_layers else str(runtime.num_layers)
     provider = encoder.providers[0] if encoder.providers else "?"
     return key_space(
-        fingerprint, runtime.precision, layers, provider, onnxruntime.__version__, extra
+        fingerprint, runtime.precision, layers, provider, encoder.runtime_version, extra
     )
 
 

@@ -43,6 +43,7 @@ def similarity_matrix(
     batch_size: int = 64,
     use_fast_tokenizer: bool = False,
     revision: str | None = None,
+    runtime: str = "onnxruntime",
 ) -> SimilarityMatrix:
     """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1:
     :meth:`BERTScorer.similarity_matrix` of a scorer with these settings.
@@ -70,6 +71,7 @@ def similarity_matrix(
         cache_bytes=0,
         use_fast_tokenizer=use_fast_tokenizer,
         revision=revision,
+        runtime=runtime,
     )
     return scorer.similarity_matrix(candidate, reference)
 

@@ -23,6 +23,12 @@ from ..errors import (
 )
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
+from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re-exported
+    BACKENDS,
+    PRECISIONS,
+    check_backend,
+    check_precision,
+)
 from .files import ModelFiles, check_revision, resolve_model
 
 
@@ -38,27 +44,8 @@ class ModelRuntime:
     precision: str
     tokenizer: TextTokenizer
     encoder: Encoder
-
-
-PRECISIONS = ("fp32", "tf32", "fp16", "int8")
-"""A scorer's ``precision``: float32 (on CUDA without TF32), float32 with CUDA's TF32 GEMMs
-(the fp32 graph; the CPU has no TF32 and computes fp32), the float16 graph
-(``convert.to_fp16``), the int8 graph (``convert.quantize_int8``)."""
-
-
-def check_precision(precision: object) -> str:
-    """``precision`` if it is one of :data:`PRECISIONS`, else ValueError naming them.
-
-    Examples
-    --------
-    >>> from rust_bertscore.models.runtime import check_precision
-    >>> check_precision("fp16")
-    'fp16'
-    """
-    if precision not in PRECISIONS:
-        names = ", ".join(repr(p) for p in PRECISIONS)
-        raise InputValueError(f"precision must be one of {names}, got {precision!r}")
-    return str(precision)
+    backend: str = "onnxruntime"
+    """The runtime that runs the encoder: one of :data:`BACKENDS` (a scorer's ``runtime``)."""
 
 
 UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text")
@@ -211,6 +198,7 @@ def load_runtime(
     use_fast_tokenizer: bool = False,
     owner: object = None,
     revision: str | None = None,
+    runtime: str = "onnxruntime",
 ) -> ModelRuntime:
     """Resolve, convert (once, cached on disk) and load ``model_type``.
 
@@ -220,22 +208,40 @@ def load_runtime(
     hold the runtime (see :meth:`RuntimeCache.release`). ``revision``: the Hub branch, tag or
     commit (see :func:`~rust_bertscore.models.files.resolve_model`). A model without a tuned
     layer, loaded without ``num_layers`` (and not ``all_layers``), warns on every load, cached
-    or not (:func:`default_layer`).
+    or not (:func:`default_layer`). ``runtime``: one of :data:`BACKENDS` (:func:`check_backend`).
     """
     check_precision(precision)
+    backend = check_backend(runtime, precision, device)
     revision = check_revision(revision)
-    key = (model_type, num_layers, all_layers, device, precision, use_fast_tokenizer, revision)
-    runtime = RUNTIMES.get(
+    key: tuple[Hashable, ...] = (
+        model_type,
+        num_layers,
+        all_layers,
+        device,
+        precision,
+        use_fast_tokenizer,
+        revision,
+    )
+    if backend != "onnxruntime":  # the default's key as before
+        key = (*key, backend)
+    loaded = RUNTIMES.get(
         key,
         lambda: _load_runtime(
-            model_type, num_layers, all_layers, device, precision, use_fast_tokenizer, revision
+            model_type,
+            num_layers,
+            all_layers,
+            device,
+            precision,
+            use_fast_tokenizer,
+            revision,
+            backend,
         ),
         owner,
     )
     untuned = num_layers is None and not all_layers and tuned_layer(model_type) is None
-    if untuned and "num_layers" not in _export_info(runtime.files):  # an export's was chosen
-        warn_user(untuned_message(model_type, runtime.num_layers, runtime.config))
-    return runtime
+    if untuned and "num_layers" not in _export_info(loaded.files):  # an export's was chosen
+        warn_user(untuned_message(model_type, loaded.num_layers, loaded.config))
+    return loaded
 
 
 def _load_runtime(
@@ -246,6 +252,7 @@ def _load_runtime(
     precision: str,
     use_fast_tokenizer: bool = False,
     revision: str | None = None,
+    backend: str = "onnxruntime",
 ) -> ModelRuntime:
     files = resolve_model(model_type, revision)
     config = files.config()
@@ -261,6 +268,18 @@ def _load_runtime(
             f"but num_layers={num_layers}"
         )
     layer = check_layer(model_type, num_layers, depth)
+    if backend == "openvino":
+        # OpenVINO's graphs (and the converter, openvino) load here: not at import.
+        from .openvino_graphs import openvino_encoder
+
+        tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
+        check_vocabulary(tokenizer, config)
+        on_openvino = openvino_encoder(
+            files, config, layer, all_layers, precision, tokenizer, _pad_id(config)
+        )
+        return ModelRuntime(
+            files, config, depth, layer, all_layers, precision, tokenizer, on_openvino, backend
+        )
     if files.onnx_path is not None:
         # An exported graph is what it is: its precision names it in the hash (an fp32 graph
         # may run with TF32).

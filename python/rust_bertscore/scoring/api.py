@@ -37,6 +37,7 @@ def score(
     beta: float = ...,
     store: StoreArg = ...,
     revision: str | None = ...,
+    runtime: str = ...,
 ) -> Scores: ...
 
 
@@ -67,6 +68,7 @@ def score(
     beta: float = ...,
     store: StoreArg = ...,
     revision: str | None = ...,
+    runtime: str = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -96,6 +98,7 @@ def score(
     beta: float = ...,
     store: StoreArg = ...,
     revision: str | None = ...,
+    runtime: str = ...,
 ) -> tuple[Scores, str]: ...
 
 
@@ -125,6 +128,7 @@ def score(
     beta: float = ...,
     store: StoreArg = ...,
     revision: str | None = ...,
+    runtime: str = ...,
 ) -> Scores | tuple[Scores, str]: ...
 
 
@@ -153,6 +157,7 @@ def score(
     beta: float = 1.0,
     store: StoreArg = None,
     revision: str | None = None,
+    runtime: str = "onnxruntime",
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -196,7 +201,7 @@ def score(
     use_fast_tokenizer : bool
         Tokenise with the model's fast tokenizer (``tokenizer.json``), as bert_score's
         ``use_fast_tokenizer=True``; the hash ends in ``_fast-tokenizer``.
-    precision : {"fp32", "tf32", "fp16", "int8"}
+    precision : {"fp32", "tf32", "fp16", "int8", "bf16"}
         Encoder precision (see :class:`BERTScorer`): fp32 is float32 everywhere (TF32 off on
         CUDA).
     batch_independent : bool
@@ -219,6 +224,10 @@ def score(
     revision : str, optional
         The Hub branch, tag or commit hash of ``model_type`` (default: ``main``); a local
         directory or ``.onnx`` file takes none. Named in the hash (``_revision=...``).
+    runtime : {"onnxruntime", "openvino"}
+        What runs the encoder (see :class:`BERTScorer`): ONNX Runtime (default, bert_score's
+        numbers) or OpenVINO on the CPU (fp32, ``precision="bf16"`` or ``"int8"``; the
+        ``[openvino]`` extra). Named in the hash (``_openvino``).
 
     Returns
     -------
@@ -276,6 +285,7 @@ def score(
         beta=beta,
         store=store,
         revision=revision,
+        runtime=runtime,
     )
     scorer.missing_baseline = "warn"  # bert_score's score() warns and returns raw scores
     if idf_dict is not None:

@@ -164,6 +164,7 @@ class ScorerProperties:
             use_fast_tokenizer=self.use_fast_tokenizer,
             device=self._pipeline.runtime.encoder.device,
             revision=self.revision,
+            runtime=self._pipeline.runtime.backend,
         )
 
     @property
@@ -172,7 +173,7 @@ class ScorerProperties:
         form (``key:value|...``): model, revision, a digest of the weights' values, layer, IDF,
         tokenizer, options, rescaling with the baseline's origin and digest, the padding floor
         with its batch size (``score()``'s default, 64: see :meth:`signature_for`), precision,
-        device and version. The weights digest is computed the first time a signature of a
+        device, runtime and version. The weights digest is computed the first time a signature of a
         checkpoint is asked for, then kept in the model cache. Fields:
         :mod:`rust_bertscore.scoring.signature`; what to report: docs/reproducibility.md.
         :attr:`hash` stays bert_score's settings string."""
@@ -188,7 +189,7 @@ class ScorerProperties:
         >>> scorer.signature_for(32).replace("bs32", "bs64") == scorer.signature
         True
         >>> BERTScorer(batch_independent=True).signature_for(32)  # doctest: +ELLIPSIS
-        'model:...|floor:no|prec:fp32|device:cpu|version:...'
+        'model:...|floor:no|prec:fp32|device:cpu|runtime:onnxruntime|version:...'
         """
         return scorer_signature(self, batch_size)
 

@@ -2,7 +2,7 @@
 by ``|``, naming everything its scores depend on (docs/reproducibility.md).
 
 ``model:sentence-transformers/all-MiniLM-L6-v2|weights:7babd26b2c0cac2f|layer:6|idf:no|``
-``tok:slow|rescale:no|floor:bs64|prec:fp32|device:cpu|version:0.2.0``
+``tok:slow|rescale:no|floor:bs64|prec:fp32|device:cpu|runtime:onnxruntime|version:0.2.0``
 
 Fields, in this order:
 
@@ -20,7 +20,8 @@ Fields, in this order:
 - ``floor``: bert_score's batch padding floor with the batch size that decides it (``bs64``),
   or ``no`` with ``batch_independent=True``, where the batch size changes no score;
 - ``prec``: the precision the encoder computes in (``tf32`` off CUDA computes ``fp32``);
-  ``device``: ``cpu`` or ``cuda``;
+  ``device``: ``cpu`` or ``cuda``; ``runtime``: what ran the encoder, ``onnxruntime`` or
+  ``openvino``;
 - ``version``: this package's version.
 
 Values are escaped (``%`` as ``%25``, ``|`` as ``%7C``) so that :func:`parse_signature` reads
@@ -208,6 +209,7 @@ def signature_fields(scorer: SignedScorer, batch_size: int | None = None) -> dic
     precision = scorer.precision
     fields["prec"] = "fp32" if precision == "tf32" and not encoder.tf32 else precision
     fields["device"] = encoder.device
+    fields["runtime"] = encoder.backend
     fields["version"] = __version__
     return fields
 

@@ -166,7 +166,13 @@ class Encoder:
     ----------
     provider_options : list
         The providers as passed to ONNX Runtime (with the CUDA options).
+    backend : str
+        The runtime that runs the graph: ``"onnxruntime"`` (``"openvino"`` for
+        :class:`~rust_bertscore.stages.openvino_encoder.OpenVINOEncoder`).
     """
+
+    backend = "onnxruntime"
+    runtime_label = "ONNX Runtime"
 
     def __init__(
         self,
@@ -235,6 +241,11 @@ class Encoder:
         self._buffers = threading.local()
 
     @property
+    def runtime_version(self) -> str:
+        """The runtime's version, part of the embedding store's keys."""
+        return str(onnxruntime().__version__)
+
+    @property
     def device(self) -> str:
         """``"cuda"`` when the session runs on CUDA, else ``"cpu"``."""
         return "cuda" if devices.uses_cuda(self.providers) else "cpu"
@@ -259,7 +270,7 @@ class Encoder:
                     f"out of memory encoding a batch of {rows} texts of up to {width} "
                     f"tokens: use a smaller batch_size ({e})"
                 ) from e
-            raise RustBertScoreError(f"ONNX Runtime failed on a batch: {e}") from e
+            raise RustBertScoreError(f"{self.runtime_label} failed on a batch: {e}") from e
         return out
 
     def _run_bound(self, input_ids: np.ndarray, mask: np.ndarray, reuse: bool) -> np.ndarray:

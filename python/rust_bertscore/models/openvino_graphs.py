@@ -1,0 +1,326 @@
+"""The graphs ``runtime="openvino"`` runs, cached beside ONNX Runtime's (docs/caches.md).
+
+- fp32 and bf16 run the converter's graph of standard ONNX ops
+  (``convert.export_onnx(fused=False)``): OpenVINO's import of the fused
+  ``com.microsoft.Attention`` the ONNX Runtime graphs use computes something else.
+- int8 runs NNCF's post-training quantisation of that graph (``nncf.quantize`` with
+  ``model_type=TRANSFORMER``), calibrated on :data:`CALIBRATION_FILE` (300 English WMT
+  references, tokenised with the model's own tokenizer), saved as OpenVINO IR
+  (``model.xml`` + ``model.bin``).
+
+Entries live under ``<cache>/openvino/<key>/``; the key names the weights' digest, family,
+layers, converter version, the graph's kind and its policy (for int8: NNCF's and OpenVINO's
+versions and the calibration set's digest). As in :mod:`.graph_cache`, files are written
+atomically and the manifest last; a cache that cannot be written builds the graph in memory
+after one warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import convert
+from ..errors import InputValueError, RustBertScoreError, warn, warn_user
+from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
+from ..stages.tokenization.tokenizer import TextTokenizer
+from ..support.atomic import write_text_atomic
+from .files import ModelFiles
+from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint
+
+OPENVINO_GRAPH = "standard-ops"
+"""The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
+
+NNCF_POLICY = "nncf-ptq|model_type=transformer|batches=32"
+"""How the int8 model is made: ``nncf.quantize(..., model_type=nncf.ModelType.TRANSFORMER)``
+on the calibration texts in padded batches of :data:`CALIBRATION_BATCH` (without
+``TRANSFORMER`` F is off by 0.33 on average on all-MiniLM-L6-v2: garbage)."""
+
+CALIBRATION_BATCH = 32
+"""Texts per calibration batch."""
+
+CALIBRATION_FILE = "calibration_en.txt"
+"""The calibration texts, one a line, shipped in ``rust_bertscore.convert``: the last 300 lines
+of bert_score's ``example/refs_long.txt`` (THIRD_PARTY_NOTICES.md)."""
+
+NNCF_HINT = "pip install 'rust-bertscore[openvino]'"
+
+LOOSER_FAMILIES = {"t5": 5e-5}
+"""Converter families whose OpenVINO fp32 scores are further than 1e-5 from bert_score's, with
+the bound measured on the tiny reference cases: T5 (t5, mT5, ByT5) 3.5e-5. T5 does not scale
+its attention scores: on the tiny checkpoint they reach 1.2e3, so the GEMMs' last-bit rounding
+(2.8e-7 relative, OpenVINO's against ONNX Runtime's) moves them by 3e-4 and the softmax turns
+that into 3e-5 (openvino 2026.4.1). Loading one warns."""
+
+
+def calibration_texts() -> list[str]:
+    """The calibration texts (:data:`CALIBRATION_FILE`).
+
+    >>> from rust_bertscore.models.openvino_graphs import calibration_texts
+    >>> len(calibration_texts())
+    300
+    """
+    text = resources.files(convert).joinpath(CALIBRATION_FILE).read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def calibration_digest() -> str:
+    """SHA-256 of the calibration texts (as :func:`calibration_texts` reads them)."""
+    return hashlib.sha256("\n".join(calibration_texts()).encode()).hexdigest()
+
+
+def nncf() -> Any:
+    """The ``nncf`` module, imported when an int8 OpenVINO graph is built; ImportError naming
+    the extra when it is not installed."""
+    try:
+        import nncf
+    except ImportError:
+        raise ImportError(
+            f"runtime='openvino' with precision='int8' quantises with NNCF, which is not "
+            f"installed: {NNCF_HINT}"
+        ) from None
+    return nncf
+
+
+def graph_kind(precision: str) -> str:
+    """The graph a precision runs on OpenVINO: int8 its own, fp32 and bf16 the fp32 graph (bf16
+    is an inference hint).
+
+    >>> from rust_bertscore.models.openvino_graphs import graph_kind
+    >>> graph_kind("bf16"), graph_kind("int8")
+    ('fp32', 'int8')
+    """
+    if precision not in ("fp32", "bf16", "int8"):
+        raise InputValueError(f"OpenVINO runs fp32, bf16 or int8, not {precision!r}")
+    return "int8" if precision == "int8" else "fp32"
+
+
+def openvino_policy(kind: str) -> str:
+    """What a cached OpenVINO graph of ``kind`` is: part of its key and manifest."""
+    if kind == "fp32":
+        return OPENVINO_GRAPH
+    versions = f"nncf {nncf().__version__}|openvino {openvino().get_version()}"
+    return f"{OPENVINO_GRAPH}|{NNCF_POLICY}|{versions}|calibration sha256:{calibration_digest()}"
+
+
+def calibration_feeds(tokenizer: TextTokenizer, pad_id: int) -> list[dict[str, np.ndarray]]:
+    """The calibration texts as the graph's feeds: padded int64 batches of
+    :data:`CALIBRATION_BATCH` texts (``input_ids``, ``attention_mask``)."""
+    ids = tokenizer.encode(calibration_texts())
+    feeds = []
+    for start in range(0, len(ids), CALIBRATION_BATCH):
+        batch = ids[start : start + CALIBRATION_BATCH]
+        width = max(1, *(len(t) for t in batch))
+        input_ids = np.full((len(batch), width), pad_id, np.int64)
+        mask = np.zeros((len(batch), width), np.int64)
+        for row, text in enumerate(batch):
+            input_ids[row, : len(text)] = text
+            mask[row, : len(text)] = 1
+        feeds.append({"input_ids": input_ids, "attention_mask": mask})
+    return feeds
+
+
+def quantize(graph: Path | bytes, tokenizer: TextTokenizer, pad_id: int) -> Any:
+    """NNCF's int8 model of the fp32 ``graph`` (:data:`NNCF_POLICY`), an ``openvino.Model``."""
+    import io
+
+    lib = nncf()
+    core = openvino().Core()
+    model = core.read_model(io.BytesIO(graph) if isinstance(graph, bytes) else str(graph))
+    feeds = calibration_feeds(tokenizer, pad_id)
+    # NNCF's progress bars go to stdout, where the command line writes scores: to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        return lib.quantize(
+            model,
+            lib.Dataset(feeds),
+            model_type=lib.ModelType.TRANSFORMER,
+            subset_size=len(feeds),
+        )
+
+
+def entry_key(fingerprint: str, family: str, layers: str, kind: str) -> str:
+    text = f"{fingerprint}|{family}|{layers}|{convert.CONVERTER_VERSION}|{kind}|" + (
+        openvino_policy(kind)
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _entry_files(entry: Path, kind: str) -> list[Path]:
+    if kind == "fp32":
+        return [entry / "model.onnx"]
+    return [entry / "model.xml", entry / "model.bin"]
+
+
+def _valid(files: list[Path], manifest: Path) -> bool:
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        sizes = [f.stat().st_size for f in files]
+        return sizes[0] == meta["size"] and sizes == meta["sizes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def openvino_graph_path(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    *,
+    all_layers: bool,
+    kind: str,
+    tokenizer: TextTokenizer,
+    pad_id: int,
+) -> Path:
+    """The cached graph OpenVINO runs for ``kind`` (``"fp32"``: the standard-op ONNX graph;
+    ``"int8"``: NNCF's model as IR, ``model.xml``), built once."""
+    family = convert.model_family(config)
+    layers = "all" if all_layers else str(num_layers)
+    fingerprint = weights_fingerprint(files.model_dir)
+    entry = cache_root() / "openvino" / entry_key(fingerprint, family, layers, kind)
+    paths, manifest = _entry_files(entry, kind), entry / "manifest.json"
+    if _valid(paths, manifest):
+        return paths[0]
+    entry.mkdir(parents=True, exist_ok=True)
+    if kind == "fp32":
+        convert.export_onnx(
+            files.model_dir, paths[0], num_layers, all_layers=all_layers, fused=False
+        )
+    else:
+        source = openvino_graph_path(
+            files,
+            config,
+            num_layers,
+            all_layers=all_layers,
+            kind="fp32",
+            tokenizer=tokenizer,
+            pad_id=pad_id,
+        )
+        model = quantize(source, tokenizer, pad_id)
+        with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
+            openvino().save_model(model, str(Path(tmp) / "model.xml"), compress_to_fp16=False)
+            os.replace(Path(tmp) / "model.bin", paths[1])  # the weights first, the xml after
+            os.replace(Path(tmp) / "model.xml", paths[0])
+    meta = {
+        "model": files.name,
+        "revision": files.revision,
+        "family": family,
+        "layers": layers,
+        "precision": kind,
+        "runtime": "openvino",
+        "policy": openvino_policy(kind),
+        "converter_version": convert.CONVERTER_VERSION,
+        "weights_sha256": fingerprint,
+        "size": paths[0].stat().st_size,
+        "sizes": [p.stat().st_size for p in paths],
+    }
+    write_text_atomic(manifest, json.dumps(meta, indent=1))
+    return paths[0]
+
+
+def openvino_graph(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    *,
+    all_layers: bool,
+    precision: str,
+    tokenizer: TextTokenizer,
+    pad_id: int,
+) -> tuple[Path | bytes | Any, str | None]:
+    """The graph OpenVINO runs for ``precision`` and, for one held in memory, what names it:
+    :func:`openvino_graph_path`, or (when the cache cannot be written, after one
+    ``RustBertScoreWarning``) the graph built in memory."""
+    kind = graph_kind(precision)
+    try:
+        path = openvino_graph_path(
+            files,
+            config,
+            num_layers,
+            all_layers=all_layers,
+            kind=kind,
+            tokenizer=tokenizer,
+            pad_id=pad_id,
+        )
+        return path, None
+    except OSError as error:
+        if error.errno not in CACHE_WRITE_ERRNOS:
+            raise
+        reason = error.strerror or str(error)
+    warn(
+        f"cannot write the OpenVINO graph of {files.name} to the model cache {cache_root()} "
+        f"({reason}): building it in memory, again in every new process; free space there "
+        "or set RUST_BERTSCORE_CACHE to a writable directory with room"
+    )
+    graph = convert.build_model(
+        files.model_dir, num_layers, all_layers=all_layers, fused=False
+    ).SerializeToString()
+    if kind == "fp32":
+        return graph, None
+    layers = "all" if all_layers else str(num_layers)
+    fingerprint = weights_fingerprint(files.model_dir)
+    digest = "openvino:" + entry_key(fingerprint, convert.model_family(config), layers, kind)
+    return quantize(graph, tokenizer, pad_id), digest
+
+
+def invalidate(graph: Path | bytes | Any) -> None:
+    """Drop a cache entry found damaged (OpenVINO could not load it)."""
+    if isinstance(graph, Path):
+        with contextlib.suppress(OSError):
+            (graph.parent / "manifest.json").unlink()
+
+
+def openvino_encoder(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    all_layers: bool,
+    precision: str,
+    tokenizer: TextTokenizer,
+    pad_id: int,
+) -> OpenVINOEncoder:
+    """The OpenVINO encoder of a checkpoint at ``precision`` (what ``load_runtime`` opens for
+    ``runtime="openvino"``). An exported ``.onnx`` is refused (its fused attention computes
+    something else on OpenVINO), as is bf16 on a CPU without it (:func:`check_bf16`)."""
+    if files.onnx_path is not None:
+        raise InputValueError(
+            f"runtime='openvino' cannot run {files.onnx_path}: it runs the graphs it converts "
+            "from a checkpoint (standard ONNX ops), and an exported graph's fused attention "
+            "(com.microsoft.Attention) computes something else on OpenVINO; pass the model's "
+            "checkpoint directory or Hub id, or use runtime='onnxruntime'"
+        )
+    graph_kind(precision)
+    openvino()  # not installed: the extra's hint, before any work
+    if precision == "bf16":
+        check_bf16()
+    family = convert.model_family(config)
+    if precision == "fp32" and family in LOOSER_FAMILIES:
+        warn_user(
+            f"{files.name}: {family} encoders on OpenVINO give F within about "
+            f"{LOOSER_FAMILIES[family]:.0e} of bert_score, not 1e-5; use runtime='onnxruntime' "
+            "for bert_score's numbers"
+        )
+    for attempt in (1, 2):
+        graph, digest = openvino_graph(
+            files,
+            config,
+            num_layers,
+            all_layers=all_layers,
+            precision=precision,
+            tokenizer=tokenizer,
+            pad_id=pad_id,
+        )
+        try:
+            return OpenVINOEncoder(graph, precision=precision, pad_id=pad_id, digest=digest)
+        except RustBertScoreError:
+            if attempt == 2 or not isinstance(graph, Path):
+                raise
+            invalidate(graph)  # a damaged cache entry: built again, once
+    raise AssertionError("unreachable")  # pragma: no cover
