@@ -104,7 +104,7 @@ bench-rust: ## criterion suite of the Rust kernel
 # The Python benches are the package benches/ (shared helpers in benches/common.py), run as
 # modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
 BENCH_OPTS ?=
-.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-store bench-cpu-precisions test-cluster
+.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-dry-run bench-store bench-cpu-precisions test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) -m benches.end_to_end $(BENCH_OPTS)
@@ -122,8 +122,12 @@ bench-int8: install ## int8 variants against fp32 on the WMT pairs (skips withou
 bench-distributed: install ## In-process against Ray and Spark on one machine (skips without WMT)
 	$(PY) -m benches.distributed $(BENCH_OPTS)
 
-bench-clusters: install ## Two-node Ray and Spark standalone against one score(), and a lost worker
+# CLUSTER_BENCH_SIZES (default 3000) sets the pairs per job, e.g. CLUSTER_BENCH_SIZES=3000,30000,100000.
+bench-clusters: install ## Two-node Ray and Spark standalone against one cold score(), on unique rows, per size
 	$(PY) -m benches.clusters $(BENCH_OPTS)
+
+bench-dry-run: install ## 10^6 rows through the distributed path with a tiny model: partitions, IDF pass, store, on_error
+	$(PY) -m benches.dry_run $(BENCH_OPTS)
 
 bench-store: install ## Embedding store reads: os.pread against lseek + read (the path without pread)
 	$(PY) -m benches.store_reads $(BENCH_OPTS)

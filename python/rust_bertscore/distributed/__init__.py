@@ -7,6 +7,7 @@
   or dict of NumPy arrays in; the same rows plus P, R, F out).
 * :func:`score_dataset`, :func:`summarize`, :func:`plan_dataset`: Ray Data.
 * :func:`score_spark`, :func:`summarize_spark`, :func:`plan_spark`, :func:`map_in_pandas`: Spark.
+* :func:`batching`: rows per engine batch and partitions from the token budget.
 * :mod:`.plan`: the engine-independent first pass (IDF document frequencies, padding floors).
 * :mod:`.passes`: the per-batch work of that pass, run on the workers.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import WorkerPythonError
+from .batching import Batching, batching
 from .columns import DistributedInputError
 from .operator import SCORE_COLUMNS, BERTScoreBatch
 from .plan import ScorePlan
@@ -37,10 +39,12 @@ _SPARK = (
 __all__ = [
     "SCORE_COLUMNS",
     "BERTScoreBatch",
+    "Batching",
     "DistributedInputError",
     "ScorePlan",
     "Summary",
     "WorkerPythonError",
+    "batching",
     *_RAY,
     *_SPARK,
 ]
