@@ -131,8 +131,9 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     runtime : {"onnxruntime", "openvino"}
         What runs the encoder: ONNX Runtime (default: bert_score's numbers) or OpenVINO, on the
         CPU only (the ``[openvino]`` extra): fp32 within 1e-5 of bert_score, ``"bf16"`` on CPUs
-        with BF16 (fast with AMX), ``"int8"`` NNCF's (2.6x ONNX Runtime fp32 at mean |dF| 0.002
-        on a 2-core AVX512-VNNI Xeon). Named in :attr:`hash` (``_openvino``) and
+        with BF16 (fast with AMX only), ``"int8"`` NNCF's (4.35x bert_score, 2.7x ONNX Runtime
+        fp32, at mean |dF| 0.0025 on a 2-core AVX512-VNNI Xeon). Named in :attr:`hash`
+        (``_openvino``) and
         :attr:`signature`; docs/cpu_precisions.md says when to use which.
 
     Attributes
