@@ -85,7 +85,14 @@ def make_rows(model: Path, rows: int, pool: int, bad_every: int, seed: int = 0) 
 
 
 _JOB: dict[str, Any] = {}
-"""What the forked workers share with the driver: the batches, then the scoring operator."""
+"""What the worker processes get from the driver when they start: the batches, then the scoring
+operator."""
+
+
+def _start_worker(job: dict[str, Any]) -> None:
+    """A worker's initializer: keep the driver's ``job`` (batches, operator factory)."""
+    _JOB.clear()
+    _JOB.update(job)
 
 
 def _map(fn: Any, where: tuple[int, int]) -> Any:
@@ -125,7 +132,7 @@ def dry_run(
     bad_every: int = 10_000,
     workers: int = WORKERS,
 ) -> dict[str, Any]:
-    """Score ``rows`` rows as the engines do, on ``workers`` forked worker processes (see the
+    """Score ``rows`` rows as the engines do, on ``workers`` spawned worker processes (see the
     module docstring); the figures, the scores (``"scores"``: P, R, F in row order) and the
     rows (``"rows_data"``)."""
     from rust_bertscore import EmbeddingStore
@@ -148,10 +155,13 @@ def dry_run(
     ]
     where = [(p, b) for p, part in enumerate(_JOB["batches"]) for b in range(len(part))]
     made = time.perf_counter() - t0
-    context = multiprocessing.get_context("fork")
+    # Spawned, not forked: a fork of a driver with threads (a test process, a notebook) can
+    # inherit a lock another thread held and hang on it.
+    context = multiprocessing.get_context("spawn")
+    job = {"batches": _JOB["batches"]}
 
     t1 = time.perf_counter()
-    with context.Pool(workers) as procs:
+    with context.Pool(workers, initializer=_start_worker, initargs=(job,)) as procs:
         plan = first_pass(
             lambda fn: procs.imap(functools.partial(_map, fn), where),
             lambda: False,
@@ -184,7 +194,8 @@ def dry_run(
     scores = np.full((3, rows), np.nan, dtype=np.float32)
     errors, sums, worker_rss = 0, [], 0
     t2 = time.perf_counter()
-    with context.Pool(workers) as procs:
+    job["make_op"] = _JOB["make_op"]
+    with context.Pool(workers, initializer=_start_worker, initargs=(job,)) as procs:
         for rss, index, got, bad, packed in procs.imap_unordered(
             _score_partition, range(len(_JOB["batches"]))
         ):

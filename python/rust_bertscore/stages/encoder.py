@@ -125,6 +125,19 @@ def session_options(num_threads: int | None) -> ort.SessionOptions:
     return options
 
 
+def graph_output(outputs: Sequence[str], where: str) -> tuple[str, bool]:
+    """The encoder output among a graph's ``outputs`` and whether it holds all layers;
+    ``ModelLoadError`` naming ``where`` for a graph without one."""
+    if "hidden_states" in outputs:
+        return "hidden_states", True
+    if "hidden_state" in outputs:
+        return "hidden_state", False
+    raise ModelLoadError(
+        f"{where} is not a rust-bertscore encoder graph: it has outputs {list(outputs)}, "
+        "expected 'hidden_state' or 'hidden_states'"
+    )
+
+
 class Encoder:
     """An ONNX Runtime session over a converted encoder graph.
 
@@ -220,16 +233,9 @@ class Encoder:
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
             raise ModelLoadError(f"ONNX Runtime cannot load {where}: {e}") from e
-        outputs = [o.name for o in self.session.get_outputs()]
-        if "hidden_states" in outputs:
-            self.output_name, self.all_layers = "hidden_states", True
-        elif "hidden_state" in outputs:
-            self.output_name, self.all_layers = "hidden_state", False
-        else:
-            raise ModelLoadError(
-                f"{where} is not a rust-bertscore encoder graph: it has outputs {outputs}, "
-                "expected 'hidden_state' or 'hidden_states'"
-            )
+        self.output_name, self.all_layers = graph_output(
+            [o.name for o in self.session.get_outputs()], where
+        )
         self.pad_id = int(pad_id)
         self.max_tokens = int(max_tokens)
         self.providers = self.session.get_providers()

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import InputValueError, ModelLoadError
 from .devices import DEFAULT_MAX_TOKENS
-from .encoder import Encoder, default_threads
+from .encoder import Encoder, default_threads, graph_output
 
 OPENVINO_EXTRA_HINT = "pip install 'rust-bertscore[openvino]'"
 """How to install what ``runtime="openvino"`` needs (openvino, and nncf for int8)."""
@@ -248,16 +248,9 @@ class OpenVINOEncoder(Encoder):
         except Exception as e:  # OpenVINO raises its own untyped errors
             raise ModelLoadError(f"OpenVINO cannot load {where}: {e}") from e
         self.provider_options = [OPENVINO_PROVIDER]
-        outputs = [o.name for o in self.session.get_outputs()]
-        if "hidden_states" in outputs:
-            self.output_name, self.all_layers = "hidden_states", True
-        elif "hidden_state" in outputs:
-            self.output_name, self.all_layers = "hidden_state", False
-        else:
-            raise ModelLoadError(
-                f"{where} is not a rust-bertscore encoder graph: it has outputs {outputs}, "
-                "expected 'hidden_state' or 'hidden_states'"
-            )
+        self.output_name, self.all_layers = graph_output(
+            [o.name for o in self.session.get_outputs()], where
+        )
         max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         if max_tokens < 1:
             raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
