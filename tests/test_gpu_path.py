@@ -150,8 +150,10 @@ def test_the_convolution_rule_matches_the_graphs(model: Path) -> None:
 
 
 def test_precision_is_checked_and_named() -> None:
-    with pytest.raises(ValueError, match="'fp32', 'tf32', 'fp16', 'int8'"):
-        rb.BERTScorer(model_type=TINY_BERT, precision="bf16")
+    with pytest.raises(ValueError, match="'fp32', 'tf32', 'fp16', 'int8', 'bf16'"):
+        rb.BERTScorer(model_type=TINY_BERT, precision="fp8")
+    with pytest.raises(ValueError, match="precision='bf16' needs runtime='openvino'"):
+        rb.BERTScorer(model_type=TINY_BERT, precision="bf16")  # ONNX Runtime, the default
     fp32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0)
     tf32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0, precision="tf32")
     assert fp32.device == tf32.device == "cpu"
