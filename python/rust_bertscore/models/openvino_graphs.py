@@ -164,7 +164,7 @@ def _valid(files: list[Path], manifest: Path) -> bool:
     try:
         meta = json.loads(manifest.read_text(encoding="utf-8"))
         sizes = [f.stat().st_size for f in files]
-        return sizes[0] == meta["size"] and sizes == meta["sizes"]
+        return bool(sizes == meta["sizes"])
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -218,7 +218,6 @@ def openvino_graph_path(
         "policy": openvino_policy(kind),
         "converter_version": convert.CONVERTER_VERSION,
         "weights_sha256": fingerprint,
-        "size": paths[0].stat().st_size,
         "sizes": [p.stat().st_size for p in paths],
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))

@@ -221,9 +221,8 @@ def load_runtime(
         precision,
         use_fast_tokenizer,
         revision,
+        backend,
     )
-    if backend != "onnxruntime":  # the default's key as before
-        key = (*key, backend)
     loaded = RUNTIMES.get(
         key,
         lambda: _load_runtime(

@@ -233,14 +233,19 @@ class Encoder:
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
             raise ModelLoadError(f"ONNX Runtime cannot load {where}: {e}") from e
+        self._attach(where, pad_id, max_tokens)
+        self.tf32 = bool(tf32) and devices.uses_cuda(self.providers)
+        self.io_binding = devices.uses_cuda(self.providers) if io_binding is None else io_binding
+
+    def _attach(self, where: str, pad_id: int, max_tokens: int) -> None:
+        """What every runtime's encoder reads off its open :attr:`session`: the output, the
+        providers and the hidden size; and its padding id and token budget."""
         self.output_name, self.all_layers = graph_output(
             [o.name for o in self.session.get_outputs()], where
         )
         self.pad_id = int(pad_id)
         self.max_tokens = int(max_tokens)
         self.providers = self.session.get_providers()
-        self.tf32 = bool(tf32) and devices.uses_cuda(self.providers)
-        self.io_binding = devices.uses_cuda(self.providers) if io_binding is None else io_binding
         width = self.session.get_outputs()[0].shape[-1]
         self.hidden_size: int | None = width if isinstance(width, int) and width > 0 else None
         """The graph's hidden size, when it declares it (the converter's graphs do)."""

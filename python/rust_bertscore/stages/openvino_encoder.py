@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InputValueError, ModelLoadError
-from .devices import DEFAULT_MAX_TOKENS
-from .encoder import Encoder, default_threads, graph_output
+from .devices import default_max_tokens
+from .encoder import Encoder, default_threads
 
 OPENVINO_EXTRA_HINT = "pip install 'rust-bertscore[openvino]'"
 """How to install what ``runtime="openvino"`` needs (openvino, and nncf for int8)."""
@@ -234,6 +234,11 @@ class OpenVINOEncoder(Encoder):
             raise InputValueError(f"OpenVINO runs precision {names}, got {precision!r}")
         if num_threads is None:
             num_threads = default_threads()
+        self.provider_options = [OPENVINO_PROVIDER]
+        if max_tokens is None:
+            max_tokens = default_max_tokens(self.provider_options)
+        if max_tokens < 1:
+            raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         self.on_batch = None
         self.graph = Path(graph) if isinstance(graph, (str, Path)) else None
         in_file = self.graph is not None
@@ -247,20 +252,9 @@ class OpenVINOEncoder(Encoder):
             raise
         except Exception as e:  # OpenVINO raises its own untyped errors
             raise ModelLoadError(f"OpenVINO cannot load {where}: {e}") from e
-        self.provider_options = [OPENVINO_PROVIDER]
-        self.output_name, self.all_layers = graph_output(
-            [o.name for o in self.session.get_outputs()], where
-        )
-        max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
-        if max_tokens < 1:
-            raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        self.pad_id, self.max_tokens = int(pad_id), int(max_tokens)
-        self.providers = self.session.get_providers()
+        self._attach(where, pad_id, max_tokens)
         self.tf32 = self.io_binding = False
         self.precision = precision
-        width = self.session.get_outputs()[0].shape[-1]
-        self.hidden_size = width if isinstance(width, int) and width > 0 else None
-        self._buffers = threading.local()
 
     @property
     def runtime_version(self) -> str:
