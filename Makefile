@@ -52,8 +52,8 @@ install: build ## Install the wheel into the venv, as a user gets it
 lint: deps ## cargo fmt --check, clippy -D warnings, ruff (SLF001: no private reach-ins), mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(VENV)/bin/ruff check python tests benches docs/gen_api.py
-	$(VENV)/bin/ruff format --check python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff check python tests benches packaging docs/gen_api.py
+	$(VENV)/bin/ruff format --check python tests benches packaging docs/gen_api.py
 	$(VENV)/bin/mypy
 
 stubtest: ## _core.pyi against the installed extension (after install or dev)
@@ -61,8 +61,8 @@ stubtest: ## _core.pyi against the installed extension (after install or dev)
 
 fmt: deps ## Format Rust and Python sources
 	cargo fmt --all
-	$(VENV)/bin/ruff format python tests benches docs/gen_api.py
-	$(VENV)/bin/ruff check --fix python tests benches docs/gen_api.py
+	$(VENV)/bin/ruff format python tests benches packaging docs/gen_api.py
+	$(VENV)/bin/ruff check --fix python tests benches packaging docs/gen_api.py
 
 test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
@@ -193,6 +193,19 @@ sdist-check: deps ## Build the sdist, pip install it in a fresh venv (compiles t
 test-pythons: deps ## The wheel under every CPython found here (lowest and highest claimed required)
 	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
 	$(PY) tests/pythons.py $$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1) $(PYTHONS_OPTS)
+
+# rust-bertscore-gpu: the same wheel with onnxruntime-gpu required instead of onnxruntime
+# (packaging/gpu_wheel.py rewrites the metadata; no second compile). Installed into a fresh venv
+# from the index: no CPU build resolved, the CUDA provider listed, CPU scoring unchanged, a mixed
+# install warned with the fix (tests/gpu_install.py). Needs no GPU.
+.PHONY: gpu-wheel test-gpu-wheel
+gpu-wheel: deps ## The rust-bertscore-gpu wheel from target/wheels into target/gpu-wheels
+	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
+	$(PY) packaging/gpu_wheel.py $(WHEEL_DIR)/rust_bertscore-*.whl --out target/gpu-wheels
+
+test-gpu-wheel: deps ## pip install rust-bertscore-gpu in a fresh venv: onnxruntime-gpu alone, CUDA listed, CPU scores
+	@ls $(WHEEL_DIR)/rust_bertscore-*.whl >/dev/null 2>&1 || $(MAKE) build
+	$(PY) tests/gpu_install.py $$(ls $(WHEEL_DIR)/rust_bertscore-*.whl | head -n 1)
 
 # The evaluation-harness adapters (extras [torchmetrics], [lighteval], [lm-eval]) are tested in a
 # venv of their own: torch, torchmetrics, lighteval and lm-eval are large and never a dependency

@@ -43,7 +43,7 @@ def test_cuda_provider_options_turn_tf32_off_unless_asked() -> None:
     assert devices.select_providers("cpu", tf32=True, available=both) == [CPU]
     with pytest.raises(ValueError, match="cuda:N"):
         devices.select_providers("cuda:x", available=both)
-    with pytest.raises(DeviceNotAvailableError, match=r"rust-bertscore\[gpu\]"):
+    with pytest.raises(DeviceNotAvailableError, match="pip install rust-bertscore-gpu"):
         devices.select_providers("cuda", available=[CPU])
 
 
@@ -183,13 +183,70 @@ def test_gpu_extra_and_install_checks() -> None:
     root = Path(__file__).resolve().parents[1]
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert any(r.startswith("onnxruntime-gpu") for r in project["optional-dependencies"]["gpu"])
-    assert "pip uninstall -y onnxruntime onnxruntime-gpu" in devices.GPU_INSTALL
-    assert "rust-bertscore[gpu]" in (root / "docs" / "gpu.md").read_text(encoding="utf-8")
-    assert devices.install_problem(["onnxruntime-gpu"]) is None
-    problem = devices.install_problem(["onnxruntime", "onnxruntime-gpu"])
-    assert problem is not None and "pip uninstall -y onnxruntime" in problem
-    # This venv has the CPU build alone.
+    assert devices.GPU_INSTALL == "pip install rust-bertscore-gpu"
+    docs = (root / "docs" / "gpu.md").read_text(encoding="utf-8")
+    assert devices.GPU_INSTALL in docs and devices.GPU_REINSTALL in docs
+    assert devices.GPU_INSTALL in (root / "README.md").read_text(encoding="utf-8")
+    assert devices.install_problem(["onnxruntime-gpu"], ["rust-bertscore-gpu"]) is None
+    problem = devices.install_problem(["onnxruntime", "onnxruntime-gpu"], ["rust-bertscore"])
+    assert problem is not None and devices.GPU_REINSTALL in problem
+    both = devices.install_problem(["onnxruntime-gpu"], ["rust-bertscore", "rust-bertscore-gpu"])
+    assert both is not None and "rust-bertscore and rust-bertscore-gpu" in both
+    # This venv has the CPU builds alone.
     assert devices.onnxruntime_distributions() == ["onnxruntime"]
+    assert devices.package_distributions() == ["rust-bertscore"]
+
+
+def test_mixed_install_warns_once_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    monkeypatch.setattr(devices, "_INSTALL_CHECKED", [])
+    monkeypatch.setattr(
+        devices, "onnxruntime_distributions", lambda: ["onnxruntime", "onnxruntime-gpu"]
+    )
+    with pytest.warns(rb.RustBertScoreWarning, match="pip install rust-bertscore-gpu"):
+        devices.onnxruntime()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        devices.onnxruntime()  # once per process
+
+
+def test_gpu_wheel_metadata(tmp_path: Path) -> None:
+    """packaging/gpu_wheel.py on a built wheel: the same files, the GPU requirement, no CPU one."""
+    import importlib.util
+    import zipfile
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("gpu_wheel", root / "packaging" / "gpu_wheel.py")
+    assert spec is not None and spec.loader is not None
+    gpu_wheel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_wheel)
+    wheels = sorted((root / "target" / "wheels").glob("rust_bertscore-*.whl"))
+    if not wheels:
+        pytest.skip("no wheel in target/wheels (make build)")
+    out = gpu_wheel.make_gpu_wheel(wheels[0], tmp_path)
+    assert out.name == wheels[0].name.replace("rust_bertscore-", "rust_bertscore_gpu-", 1)
+    with zipfile.ZipFile(wheels[0]) as cpu, zipfile.ZipFile(out) as gpu:
+        cpu_files = {n: cpu.read(n) for n in cpu.namelist() if ".dist-info/" not in n}
+        gpu_files = {n: gpu.read(n) for n in gpu.namelist() if ".dist-info/" not in n}
+        assert cpu_files == gpu_files  # byte for byte, the extension included
+        info = [n for n in gpu.namelist() if n.endswith(".dist-info/METADATA")]
+        assert info == [info[0]] and info[0].startswith("rust_bertscore_gpu-")
+        meta = gpu.read(info[0]).decode()
+        record = gpu.read(info[0].replace("METADATA", "RECORD")).decode()
+        all_names = set(gpu.namelist())
+    requires = [
+        line.split(": ", 1)[1] for line in meta.splitlines() if line.startswith("Requires-Dist: ")
+    ]
+    base = [r for r in requires if ";" not in r]
+    assert "Name: rust-bertscore-gpu" in meta.splitlines()
+    assert any(r.startswith("onnxruntime-gpu>=") for r in base)
+    assert not any(r.split(">")[0].split("=")[0] == "onnxruntime" for r in requires)
+    assert "Provides-Extra: gpu" not in meta.splitlines()
+    listed = {line.split(",")[0] for line in record.splitlines() if line}
+    assert listed == all_names
+    with pytest.raises(gpu_wheel.WheelError, match="not a rust-bertscore wheel"):
+        gpu_wheel.make_gpu_wheel(out, tmp_path / "again")
 
 
 # ---- token budgets ----------------------------------------------------------------------------

@@ -119,7 +119,24 @@ def test_publish_only_on_a_version_tag_with_trusted_publishing() -> None:
     release = load("release.yml")
     publish = release["jobs"]["publish"]
     assert publish["if"] == "startsWith(github.ref, 'refs/tags/v')"
-    assert publish["needs"] == ["smoke"]
+    assert publish["needs"] == ["smoke", "gpu-wheels"]
     assert publish["permissions"] == {"id-token": "write"}
     assert any(u.startswith("pypa/gh-action-pypi-publish@") for u in uses(publish))
     assert "password" not in str(publish), "trusted publishing takes no token"
+
+
+def test_release_makes_and_checks_the_gpu_wheels() -> None:
+    """rust-bertscore-gpu comes from the built wheels (no second compile), for the platforms
+    onnxruntime-gpu ships, and is installed and checked before publishing."""
+    release = load("release.yml")
+    gpu = release["jobs"]["gpu-wheels"]
+    assert gpu["needs"] == ["wheels"]
+    steps = str(gpu["steps"])
+    assert "packaging/gpu_wheel.py" in steps and "tests/gpu_install.py" in steps
+    assert "maturin" not in steps
+    built = {p["name"] for p in release["jobs"]["wheels"]["strategy"]["matrix"]["platform"]}
+    pattern = next(
+        s["with"]["pattern"] for s in gpu["steps"] if "download-artifact" in s.get("uses", "")
+    )
+    platforms = pattern.removeprefix("wheel-{").removesuffix("}").split(",")
+    assert set(platforms) <= built and "macos-arm64" not in platforms

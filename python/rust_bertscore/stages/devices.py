@@ -45,6 +45,10 @@ def onnxruntime() -> ModuleType:
     """The ``onnxruntime`` module, imported on first use (when a session is made or providers
     are listed), so that ``import rust_bertscore`` does not load it.
 
+    On that first use the install is checked once per process (:func:`install_problem`): two
+    ONNX Runtime builds, or both this package's distributions, installed together get a
+    :class:`~rust_bertscore.errors.RustBertScoreWarning` that names the fix.
+
     Examples
     --------
     >>> from rust_bertscore.stages.devices import CPU_PROVIDER, onnxruntime
@@ -53,16 +57,45 @@ def onnxruntime() -> ModuleType:
     """
     import onnxruntime
 
+    if not _INSTALL_CHECKED:
+        _INSTALL_CHECKED.append(True)
+        problem = install_problem()
+        if problem is not None:
+            warn_user(problem)
     return onnxruntime
 
 
-GPU_INSTALL = (
-    "pip install 'rust-bertscore[gpu]' && pip uninstall -y onnxruntime onnxruntime-gpu && "
-    "pip install onnxruntime-gpu"
+_INSTALL_CHECKED: list[bool] = []
+"""Holds one item once :func:`onnxruntime` has checked the install in this process."""
+
+GPU_PACKAGE = "rust-bertscore-gpu"
+"""This package's CUDA distribution: the same files, requiring ``onnxruntime-gpu`` instead of
+``onnxruntime`` (made from the same wheel by ``packaging/gpu_wheel.py``)."""
+
+CPU_PACKAGE = "rust-bertscore"
+
+GPU_INSTALL = f"pip install {GPU_PACKAGE}"
+"""The one-command CUDA install (docs/gpu.md)."""
+
+GPU_REINSTALL = (
+    f"pip uninstall -y {CPU_PACKAGE} {GPU_PACKAGE} onnxruntime onnxruntime-gpu && {GPU_INSTALL}"
 )
-"""The documented way to a CUDA-capable install (docs/gpu.md): the ``[gpu]`` extra pulls
-``onnxruntime-gpu`` beside the CPU ``onnxruntime`` the package requires; the two write the same
-files, so both are removed and the GPU build alone put back."""
+"""The fix for a mixed install: every build out, the GPU distribution alone back in (it brings
+``onnxruntime-gpu`` and no CPU build)."""
+
+
+def _installed(prefix: str, module: str) -> list[str]:
+    from importlib import metadata
+
+    names = set()
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if (
+            name.startswith(prefix)
+            and module in (dist.read_text("top_level.txt") or module).split()
+        ):
+            names.add(name)
+    return sorted(names)
 
 
 def onnxruntime_distributions() -> list[str]:
@@ -75,38 +108,57 @@ def onnxruntime_distributions() -> list[str]:
     >>> "onnxruntime" in onnxruntime_distributions()  # this project's test venv: the CPU build
     True
     """
-    from importlib import metadata
-
-    names = set()
-    for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name.startswith("onnxruntime") and "onnxruntime" in (
-            (dist.read_text("top_level.txt") or "onnxruntime").split()
-        ):
-            names.add(name)
-    return sorted(names)
+    return _installed("onnxruntime", "onnxruntime")
 
 
-def install_problem(distributions: Sequence[str] | None = None) -> str | None:
-    """What is wrong with the ONNX Runtime install for CUDA, or None: two builds installed
-    together (they overwrite each other's files, and which one wins is luck).
+def package_distributions() -> list[str]:
+    """The installed distributions of this package: ``rust-bertscore`` (requires the CPU
+    ONNX Runtime) and ``rust-bertscore-gpu`` (requires the GPU build). They hold the same files.
+
+    Examples
+    --------
+    >>> from rust_bertscore.stages.devices import package_distributions
+    >>> package_distributions()  # this project's test venv: the CPU distribution
+    ['rust-bertscore']
+    """
+    return [n for n in _installed(CPU_PACKAGE, "rust_bertscore") if n in (CPU_PACKAGE, GPU_PACKAGE)]
+
+
+def install_problem(
+    distributions: Sequence[str] | None = None, packages: Sequence[str] | None = None
+) -> str | None:
+    """What is wrong with the install, or None: two ONNX Runtime builds installed together
+    (they overwrite each other's files, and which one wins is luck), or both this package's
+    distributions (one of them pulls the CPU build back in on its next upgrade).
+
+    ``distributions`` and ``packages`` stand in for :func:`onnxruntime_distributions` and
+    :func:`package_distributions`.
 
     Examples
     --------
     >>> from rust_bertscore.stages.devices import install_problem
-    >>> install_problem(["onnxruntime"]) is None
+    >>> install_problem(["onnxruntime"], ["rust-bertscore"]) is None
     True
     >>> print(install_problem(["onnxruntime", "onnxruntime-gpu"]))  # doctest: +ELLIPSIS
-    onnxruntime and onnxruntime-gpu are both installed ... pip install onnxruntime-gpu
+    onnxruntime and onnxruntime-gpu are both installed ... && pip install rust-bertscore-gpu
     """
     if distributions is None:
         distributions = onnxruntime_distributions()
+    if packages is None:
+        packages = package_distributions()
+    found = []
     if len(distributions) > 1:
-        return (
-            f"{' and '.join(distributions)} are both installed and overwrite each other's "
-            f"files; keep one: {GPU_INSTALL.split(' && ', 1)[1]}"
+        found.append(
+            f"{' and '.join(distributions)} are both installed and overwrite each other's files"
         )
-    return None
+    if len(packages) > 1:
+        found.append(
+            f"{' and '.join(packages)} are both installed "
+            "(the same files, different ONNX Runtime builds)"
+        )
+    if not found:
+        return None
+    return "; ".join(found) + f"; for CUDA keep the GPU builds alone: {GPU_REINSTALL}"
 
 
 def cuda_options(device_id: int | None = None, *, tf32: bool = False) -> dict[str, str]:
@@ -161,7 +213,7 @@ def select_providers(
             raise DeviceNotAvailableError(
                 f"device={device!r} needs ONNX Runtime's CUDA execution provider, which this "
                 f"onnxruntime build does not offer (it has {available}); "
-                + (problem or f"install the GPU build ({GPU_INSTALL}; docs/gpu.md)")
+                + (problem or f"install the GPU build ({GPU_REINSTALL}; docs/gpu.md)")
                 + ", or use device='cpu'"
             )
         if index and not index.isdigit():
