@@ -104,6 +104,10 @@ bench-rust: ## criterion suite of the Rust kernel
 # The Python benches are the package benches/ (shared helpers in benches/common.py), run as
 # modules from the repository root against the installed wheel. BENCH_OPTS passes options on.
 BENCH_OPTS ?=
+.PHONY: bench-int8-quality
+bench-int8-quality: install ## int8/bf16 paths' |dF| against fp32 on MiniLM and all-mpnet-base-v2 (skips without WMT)
+	$(PY) -m benches.int8_quality $(BENCH_OPTS)
+
 .PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-dry-run bench-store bench-cpu-precisions test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)

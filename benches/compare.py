@@ -115,7 +115,11 @@ def compare_model(
     fp32_load = time.perf_counter() - t0
     t0 = time.perf_counter()
     int8 = rb.BERTScorer(
-        model_type=str(model_dir), num_layers=layer, cache_bytes=0, precision="int8"
+        model_type=str(model_dir),
+        num_layers=layer,
+        cache_bytes=0,
+        precision="int8",
+        runtime="onnxruntime",
     )
     int8.score(hyps[:16], refs[:16])
     int8_load = time.perf_counter() - t0

@@ -47,6 +47,7 @@ from benches.common import (
 )
 from benches.gemm_limits import gemm_rates, isa_flags
 from benches.precision_paths import CALIBRATION_LINES, PATHS, make_path
+from benches.stage_shares import STAGES, ceiling_fraction, stage_times
 
 WMT_LINES = 3004
 
@@ -93,6 +94,7 @@ def measure_model(
             times[path].append(time.perf_counter() - t0)
             F[path] = np.asarray(f, dtype=np.float64)
         loads.append(load_average().split()[0])
+    stages = {path: stage_times(scorer, hyps, refs) for path, scorer in scorers.items()}
     n = len(hyps)
     rate = {k: n / min(v) for k, v in times.items() if v}
     result: dict = {
@@ -106,7 +108,9 @@ def measure_model(
         "load_s": loads_s,
         "skipped": skipped,
         "dF_vs_fp32": {},
+        "stage_seconds": stages,
     }
+    result["_scorers"] = scorers  # for the ceiling fractions (dropped before the JSON)
     base = F.get("ort-fp32")
     for path in scorers:
         if base is not None:
@@ -148,6 +152,28 @@ def print_model(r: dict) -> None:
         print(f"fp32 vs bert_score: max |dF| {r['fp32_vs_bert_score_max_abs_dF']:.1e}")
     for path, why in r["skipped"].items():
         print(f"skipped {path}: {why}")
+
+
+def print_shares(r: dict, gemm: dict[str, float], texts: list[str]) -> None:
+    """Per path: each stage's share of a pass, and the encoder's GFLOP/s against its ceiling."""
+    rows = []
+    r["ceiling"] = {}
+    for path, spent in r["stage_seconds"].items():
+        total = spent["total"]
+        limit = ceiling_fraction(path, r["_scorers"][path], texts, spent["encoder"], gemm)
+        r["ceiling"][path] = limit
+        rows.append(
+            [
+                path,
+                *(f"{100 * spent[stage] / total:.1f}%" for stage in STAGES),
+                f"{limit['gflops']:.0f}" if limit else "-",
+                f"{limit['ceiling']:.0f}" if limit else "-",
+                f"{limit['fraction']:.2f}" if limit else "-",
+            ]
+        )
+    print(f"\n{r['model']}: where a pass goes, and the encoder against its GEMM ceiling")
+    header = (*("path", *STAGES), "encoder GFLOP/s", "ceiling", "fraction")
+    print_table(header, rows, right=tuple(range(1, len(header))))
 
 
 def main() -> int:
@@ -207,12 +233,16 @@ def main() -> int:
                 name, model_dir, layer, hyps[:n], refs[:n], calibration, args, bs_python, tmp
             )
             results["models"][name] = r
+            r["_texts"] = hyps[:n] + refs[:n]
             print_model(r)
-    if not args.no_gemm:
-        results["gemm_gflops"] = gemm_rates(args.threads)
-        print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")
-        for key, value in results["gemm_gflops"].items():
-            print(f"  {key:14s} {value:7.0f} GFLOP/s")
+        if not args.no_gemm:
+            results["gemm_gflops"] = gemm_rates(args.threads)
+            print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")
+            for key, value in results["gemm_gflops"].items():
+                print(f"  {key:14s} {value:7.0f} GFLOP/s")
+        for r in results["models"].values():
+            print_shares(r, results.get("gemm_gflops", {}), r.pop("_texts"))
+            r.pop("_scorers")
     info = results["machine"]
     print(
         f"\nmachine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs; "

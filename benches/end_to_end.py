@@ -128,7 +128,7 @@ def measure_scoring(
     F32 = np.asarray(out32[-1][2], dtype=np.float64)
     flops, padded = encoder_flops(fp32, hyps + refs, fp32.batch_size)
 
-    int8 = rb.BERTScorer(cache_bytes=0, precision="int8")
+    int8 = rb.BERTScorer(cache_bytes=0, precision="int8", runtime="onnxruntime")
     int8.score(hyps[:64], refs[:64])
     out8: list = []
     t8 = best_time(lambda: out8.append(int8.score(hyps, refs)), repeats, warmup=False, rates=rates)

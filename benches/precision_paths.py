@@ -108,7 +108,7 @@ def make_path(
     if name == "ort-fp32":
         return scorer()
     if name == "ort-int8":
-        return scorer(precision="int8")
+        return scorer(precision="int8", runtime="onnxruntime")
     if name in ("ov-fp32", "ov-bf16", "ov-int8"):
         return scorer(runtime="openvino", precision=name.split("-")[1])
     base = scorer()

@@ -44,7 +44,14 @@ def score_with_warnings(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # num_layers: the tiny model has no tuned layer, and its warning is not the cache's
-        out = rb.score(CANDS, REFS, model_type=str(model), num_layers=3, precision=precision)
+        out = rb.score(
+            CANDS,
+            REFS,
+            model_type=str(model),
+            num_layers=3,
+            precision=precision,
+            runtime="onnxruntime",
+        )
     return out, [w for w in caught if issubclass(w.category, RustBertScoreWarning)]
 
 

@@ -539,7 +539,7 @@ def test_export_int8(tmp_path: Path, examples) -> None:
     # The exported graph is the scorer's own int8 graph. (The tiny random-weight model is far
     # more sensitive to int8 than a trained one: compare with int8 in process, not with fp32;
     # int8's accuracy on a real model is measured in docs/performance.md.)
-    in_process = rb.score(cands, refs, model_type=BERT, precision="int8")[2]
+    in_process = rb.score(cands, refs, model_type=BERT, precision="int8", runtime="onnxruntime")[2]
     np.testing.assert_allclose(int8, in_process, atol=1e-6)
 
 

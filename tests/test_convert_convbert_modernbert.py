@@ -162,7 +162,9 @@ def test_int8_and_all_layers_score(family: str) -> None:
     cands, refs = case["cands"][:8], case["refs"][:8]
     model_type = str(TINY / family)
     fp32 = rb.score(cands, refs, model_type=model_type, num_layers=2)
-    int8 = rb.score(cands, refs, model_type=model_type, num_layers=2, precision="int8")
+    int8 = rb.score(
+        cands, refs, model_type=model_type, num_layers=2, precision="int8", runtime="onnxruntime"
+    )
     assert float(np.max(np.abs(int8[2] - fp32[2]))) < 0.05
     every = rb.score(cands, refs, model_type=model_type, num_layers=2, all_layers=True)
     assert every[2].shape == (4, 8)

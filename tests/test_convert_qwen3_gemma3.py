@@ -175,7 +175,9 @@ def test_int8_and_export(tmp_path: Path, family: str) -> None:
     cands, refs = case["cands"][:8], case["refs"][:8]
     model_type = str(TINY / family)
     fp32 = rb.score(cands, refs, model_type=model_type, num_layers=2)
-    int8 = rb.score(cands, refs, model_type=model_type, num_layers=2, precision="int8")
+    int8 = rb.score(
+        cands, refs, model_type=model_type, num_layers=2, precision="int8", runtime="onnxruntime"
+    )
     diff = float(np.max(np.abs(int8[2] - fp32[2])))
     assert 0 < diff < 0.05
     graph = export_onnx(TINY / family, tmp_path / "g.onnx", 2, fused=True)

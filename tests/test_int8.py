@@ -22,7 +22,9 @@ CANDS, REFS = wmt_pairs()
 
 def test_int8_within_bound_of_fp32(minilm_dir: Path) -> None:
     fp32 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
-    int8 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")
+    int8 = rb.BERTScorer(
+        model_type=str(minilm_dir), cache_bytes=0, precision="int8", runtime="onnxruntime"
+    )
     F32 = fp32.score(CANDS, REFS)[2].astype(np.float64)
     F8 = int8.score(CANDS, REFS)[2].astype(np.float64)
     # Issue 14's bound for int8 a paper could report: mean |dF| <= 0.003 against fp32
@@ -116,7 +118,9 @@ def test_per_token_int8_closer_to_fp32_than_per_tensor(minilm_dir: Path, tmp_pat
     from rust_bertscore.stages.encoder import Encoder
 
     fp32 = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0)
-    token = rb.BERTScorer(model_type=str(minilm_dir), cache_bytes=0, precision="int8")
+    token = rb.BERTScorer(
+        model_type=str(minilm_dir), cache_bytes=0, precision="int8", runtime="onnxruntime"
+    )
     source = convert.export_onnx(minilm_dir, tmp_path / "fp32.onnx", 6, fused=True)
     graph = convert.quantize_int8(source, tmp_path / "tensor.onnx", activations="per-tensor")
     assert "QAttention" in {n.op_type for n in onnx.load(str(graph)).graph.node}

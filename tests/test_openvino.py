@@ -134,7 +134,7 @@ def test_unknown_runtime_names_the_choices() -> None:
 
 def test_bf16_on_onnxruntime_is_refused() -> None:
     with pytest.raises(InputValueError, match="no bf16 GEMM on x86"):
-        rb.score(["a"], ["a"], precision="bf16")
+        rb.score(["a"], ["a"], precision="bf16", runtime="onnxruntime")
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])

@@ -290,7 +290,14 @@ def test_int8_runs_and_stays_close(family: str, tmp_path: Path) -> None:
     case = next(c for c in CASES if c["model_dir"] == family)
     model = str(TINY / family)
     fp32 = rb.score(case["cands"], case["refs"], model_type=model, num_layers=2)[2]
-    int8 = rb.score(case["cands"], case["refs"], model_type=model, num_layers=2, precision="int8")
+    int8 = rb.score(
+        case["cands"],
+        case["refs"],
+        model_type=model,
+        num_layers=2,
+        precision="int8",
+        runtime="onnxruntime",
+    )
     assert float(np.max(np.abs(int8[2] - fp32))) <= 0.03
 
 

@@ -82,7 +82,7 @@ VARIANTS = [
         id="rescale",
     ),
     pytest.param({"batch_independent": True}, {"floor"}, id="floor"),
-    pytest.param({"precision": "int8"}, {"prec"}, id="precision"),
+    pytest.param({"precision": "int8", "runtime": "onnxruntime"}, {"prec"}, id="precision"),
     pytest.param({"long_texts": "window", "window_stride": 32}, {"long"}, id="windows"),
     pytest.param({"exclude_punctuation": True}, {"excl"}, id="exclusions"),
     pytest.param({"beta": 2.0}, {"beta"}, id="beta"),
@@ -109,7 +109,10 @@ def test_the_option_fields() -> None:
     )
     assert (got["long"], got["excl"], got["beta"]) == ("window", "punct+special", "0.5")
     assert fields(rb.BERTScorer(model_type=BERT, all_layers=True))["layer"] == "all"
-    assert fields(rb.BERTScorer(model_type=BERT, precision="int8"))["prec"] == "int8"
+    assert (
+        fields(rb.BERTScorer(model_type=BERT, precision="int8", runtime="onnxruntime"))["prec"]
+        == "int8"
+    )
     # TF32 is a CUDA setting: on the CPU the encoder computes fp32, and the signature says so.
     assert fields(rb.BERTScorer(model_type=BERT, precision="tf32", device="cpu"))["prec"] == "fp32"
 

@@ -268,7 +268,7 @@ def test_other_layer_precision_or_model_never_reuses_entries(tmp_path: Path) -> 
     for other in (
         {"model_type": TINY_BERT, "num_layers": 1},
         {"model_type": TINY_BERT, "num_layers": 2, "all_layers": True},
-        {"model_type": TINY_BERT, "num_layers": 2, "precision": "int8"},
+        {"model_type": TINY_BERT, "num_layers": 2, "precision": "int8", "runtime": "onnxruntime"},
         {"model_type": str(TINY / "roberta"), "num_layers": 2},
     ):
         scorer = rb.BERTScorer(**other, cache_bytes=0, store=tmp_path)  # type: ignore[arg-type]

@@ -156,14 +156,16 @@ def add_model_flags(parser: argparse._ActionsContainer, *, precision: bool = Tru
             default="fp32",
             help="encoder precision: fp32 (on CUDA without TF32), tf32 (CUDA's TF32 GEMMs), "
             "fp16 (float16 graph, float32 norms), int8 (projections per token), bf16 "
-            "(--runtime openvino on a CPU with BF16); default fp32",
+            "(openvino, on a CPU with BF16); default fp32",
         )
         parser.add_argument(
             "--runtime",
-            choices=("onnxruntime", "openvino"),
-            default="onnxruntime",
-            help="what runs the encoder: onnxruntime (default, bert_score's numbers) or openvino "
-            "(CPU only: fp32, bf16, int8; pip install 'rust-bertscore[openvino]')",
+            choices=("auto", "onnxruntime", "openvino"),
+            default="auto",
+            help="what runs the encoder: auto (default: onnxruntime, and openvino for int8 and "
+            "bf16 on a CPU where it is installed and capable), onnxruntime (bert_score's "
+            "numbers) or openvino (CPU only: fp32, bf16, int8; pip install "
+            "'rust-bertscore[openvino]')",
         )
 
 
@@ -275,7 +277,7 @@ def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
         "rescale_with_baseline": args.rescale_with_baseline,
         "baseline_path": args.baseline_path,
         "precision": args.precision,
-        "runtime": getattr(args, "runtime", "onnxruntime"),
+        "runtime": getattr(args, "runtime", "auto"),
         "use_fast_tokenizer": getattr(args, "use_fast_tokenizer", False),
         **{name: getattr(args, name) for name in OPTION_NAMES if hasattr(args, name)},
         "store": getattr(args, "store", None),

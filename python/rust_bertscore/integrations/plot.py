@@ -43,7 +43,7 @@ def similarity_matrix(
     batch_size: int = 64,
     use_fast_tokenizer: bool = False,
     revision: str | None = None,
-    runtime: str = "onnxruntime",
+    runtime: str = "auto",
 ) -> SimilarityMatrix:
     """Cosine similarities of the tokens of ``candidate`` and ``reference``, and their P/R/F1:
     :meth:`BERTScorer.similarity_matrix` of a scorer with these settings.

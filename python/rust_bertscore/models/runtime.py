@@ -26,6 +26,7 @@ from ..stages.tokenization.tokenizer import TextTokenizer
 from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re-exported
     BACKENDS,
     PRECISIONS,
+    RUNTIME_CHOICES,
     check_backend,
     check_precision,
 )
@@ -208,7 +209,10 @@ def load_runtime(
     hold the runtime (see :meth:`RuntimeCache.release`). ``revision``: the Hub branch, tag or
     commit (see :func:`~rust_bertscore.models.files.resolve_model`). A model without a tuned
     layer, loaded without ``num_layers`` (and not ``all_layers``), warns on every load, cached
-    or not (:func:`default_layer`). ``runtime``: one of :data:`BACKENDS` (:func:`check_backend`).
+    or not (:func:`default_layer`). ``runtime``: one of :data:`RUNTIME_CHOICES`
+    (:func:`check_backend`; the scorers' default is ``"auto"``, this one's ONNX Runtime);
+    ``"auto"`` falls back to ONNX Runtime for an exported ``.onnx``
+    (OpenVINO runs only the graphs it converts).
     """
     check_precision(precision)
     backend = check_backend(runtime, precision, device)
@@ -234,6 +238,7 @@ def load_runtime(
             use_fast_tokenizer,
             revision,
             backend,
+            runtime == "auto",
         ),
         owner,
     )
@@ -252,8 +257,11 @@ def _load_runtime(
     use_fast_tokenizer: bool = False,
     revision: str | None = None,
     backend: str = "onnxruntime",
+    auto: bool = False,
 ) -> ModelRuntime:
     files = resolve_model(model_type, revision)
+    if auto and files.onnx_path is not None:
+        backend = "onnxruntime"  # an exported graph runs on ONNX Runtime only
     config = files.config()
     model_family(config)  # an unsupported family fails here, before any work
     depth = model_depth(config)

@@ -157,7 +157,7 @@ def score(
     beta: float = 1.0,
     store: StoreArg = None,
     revision: str | None = None,
-    runtime: str = "onnxruntime",
+    runtime: str = "auto",
 ) -> Scores | tuple[Scores, str]:
     """BERTScore of candidates against references, as ``bert_score.score``.
 
@@ -224,10 +224,11 @@ def score(
     revision : str, optional
         The Hub branch, tag or commit hash of ``model_type`` (default: ``main``); a local
         directory or ``.onnx`` file takes none. Named in the hash (``_revision=...``).
-    runtime : {"onnxruntime", "openvino"}
-        What runs the encoder (see :class:`BERTScorer`): ONNX Runtime (default, bert_score's
-        numbers) or OpenVINO on the CPU (fp32, ``precision="bf16"`` or ``"int8"``; the
-        ``[openvino]`` extra). Named in the hash (``_openvino``).
+    runtime : {"auto", "onnxruntime", "openvino"}
+        What runs the encoder (see :class:`BERTScorer`): ``"auto"`` (default) is ONNX Runtime
+        (bert_score's numbers), and OpenVINO for ``precision="int8"`` or ``"bf16"`` on a CPU
+        where it is installed (the ``[openvino]`` extra) and capable. Named in the hash
+        (``_openvino``) when OpenVINO ran.
 
     Returns
     -------

@@ -128,13 +128,16 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         F is ``(1 + beta**2) P R / (beta**2 P + R)`` (default 1: F1).
     revision : str, optional
         The Hub branch, tag or commit of ``model_type`` (default: ``main``); named in :attr:`hash`.
-    runtime : {"onnxruntime", "openvino"}
-        What runs the encoder: ONNX Runtime (default: bert_score's numbers) or OpenVINO, on the
-        CPU only (the ``[openvino]`` extra): fp32 within 1e-5 of bert_score, ``"bf16"`` on CPUs
-        with BF16 (fast with AMX only), ``"int8"`` NNCF's (4.35x bert_score, 2.7x ONNX Runtime
-        fp32, at mean |dF| 0.0025 on a 2-core AVX512-VNNI Xeon). Named in :attr:`hash`
-        (``_openvino``) and
-        :attr:`signature`; docs/cpu_precisions.md says when to use which.
+    runtime : {"auto", "onnxruntime", "openvino"}
+        What runs the encoder. ``"auto"`` (the default) is ONNX Runtime (bert_score's numbers)
+        for fp32, tf32 and fp16 and on CUDA, and OpenVINO for ``precision="int8"`` and
+        ``"bf16"`` on the CPU where it is installed (the ``[openvino]`` extra) and its CPU
+        plugin reports INT8/BF16 (else ONNX Runtime's int8, or an error for bf16).
+        ``"onnxruntime"`` or ``"openvino"`` choose. OpenVINO runs on the CPU only: fp32 within
+        1e-5 of bert_score, ``"bf16"`` on CPUs with BF16, ``"int8"`` NNCF's (4.35x bert_score,
+        2.7x ONNX Runtime fp32, at mean |dF| 0.0025 on a 2-core AVX512-VNNI Xeon). The runtime
+        that ran is named in :attr:`hash` (``_openvino``) and :attr:`signature`;
+        docs/cpu_precisions.md says when to use which.
 
     Attributes
     ----------
@@ -185,7 +188,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         exclude_special_tokens: bool = False,
         beta: float = 1.0,
         revision: str | None = None,
-        runtime: str = "onnxruntime",
+        runtime: str = "auto",
     ) -> None:
         self.batch_independent = check_flag("batch_independent", batch_independent)
         self.options = ScoringOptions(
