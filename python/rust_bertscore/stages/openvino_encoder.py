@@ -136,8 +136,8 @@ def check_bf16(capabilities: Sequence[str] | None = None) -> None:
 
 
 ROW_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
-"""Batch sizes OpenVINO is run at, up to 32 (then multiples of 8): each padded up by at most a
-quarter."""
+"""Batch sizes OpenVINO is run at, up to 32 (then multiples of 8): a batch gets at most a
+quarter more rows."""
 
 
 def bucket_shape(rows: int, width: int) -> tuple[int, int]:
@@ -145,10 +145,10 @@ def bucket_shape(rows: int, width: int) -> tuple[int, int]:
 
     OpenVINO's CPU plugin prepares its kernels for each new input shape, once per compiled
     model, which made a first pass over a corpus about 25% slower than a warm one. Batches are
-    padded to a few shapes instead: widths up to a multiple of 8 (to 64), 16 (to 256), then 64;
-    rows to :data:`ROW_BUCKETS`, then a multiple of 8. Each costs at most a quarter more
-    compute, usually far less, and padding is masked: a real token's state does not change
-    (the fp32 parity tests hold at 1e-5).
+    padded to a few shapes instead: widths up to a multiple of 8 (to 64), 16 (to 256), then 64
+    (fewer than 8, 16 or 64 padding columns); rows to :data:`ROW_BUCKETS` (at most a quarter
+    more), then a multiple of 8. Padding is masked: a real token's state does not change (the
+    fp32 parity tests hold at 1e-5).
 
     Examples
     --------
