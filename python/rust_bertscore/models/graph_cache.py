@@ -28,6 +28,7 @@ from pathlib import Path
 from .. import convert
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8", "fp16")
@@ -64,12 +65,9 @@ def weights_fingerprint(model_dir: Path) -> str:
     stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
     memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
     memo = cache_root() / "fingerprints" / f"{memo_key}.json"
-    try:
-        saved = json.loads(memo.read_text(encoding="utf-8"))
-        if saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
-            return saved["digest"]
-    except (OSError, ValueError):
-        pass
+    saved = read_memo(memo)
+    if saved is not None and saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
+        return str(saved["digest"])
     digest = convert.weights_fingerprint(model_dir)
     with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
         write_text_atomic(memo, json.dumps({"stamp": stamp, "digest": digest}))
@@ -98,10 +96,10 @@ def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str
 
 
 def _valid(graph: Path, manifest: Path) -> bool:
+    meta = read_memo(manifest)
     try:
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
-        return graph.is_file() and graph.stat().st_size == meta["size"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return meta is not None and graph.is_file() and graph.stat().st_size == meta.get("size")
+    except OSError:
         return False
 
 
@@ -184,10 +182,16 @@ CACHE_WRITE_ERRNOS = frozenset(
         errno.EROFS,
         errno.EACCES,
         errno.EPERM,
+        # a cache path that is, or lies under, something other than a directory
+        errno.ENOTDIR,
+        errno.EEXIST,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
     )
     if code is not None
 )
-"""What a cache that cannot be written raises: full disk or quota, read-only, no permission."""
+"""What a cache that cannot be written raises: full disk or quota, read-only, no permission, a
+path through a regular file."""
 
 
 def encoder_graph(

@@ -34,6 +34,7 @@ from ..errors import InputValueError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
 from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 from .files import ModelFiles
 from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint
 
@@ -161,11 +162,10 @@ def _entry_files(entry: Path, kind: str) -> list[Path]:
 
 
 def _valid(files: list[Path], manifest: Path) -> bool:
+    meta = read_memo(manifest)
     try:
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
-        sizes = [f.stat().st_size for f in files]
-        return bool(sizes == meta["sizes"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return meta is not None and [f.stat().st_size for f in files] == meta.get("sizes")
+    except OSError:
         return False
 
 

@@ -3,7 +3,6 @@ through :data:`RUNTIMES` (emptied by :func:`rust_bertscore.clear_cache`; docs/ca
 
 from __future__ import annotations
 
-import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -23,6 +22,7 @@ from ..errors import (
 )
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
+from ..support.inputs import read_json_object
 from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re-exported
     BACKENDS,
     PRECISIONS,
@@ -352,12 +352,17 @@ def _export_info(files: ModelFiles) -> dict:
         return {}
     path = export_info_path(files.onnx_path)
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        info = read_json_object(path, error=InputValueError)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
-        raise InputValueError(f"cannot read {path}: {e}") from e
-    return info if isinstance(info, dict) else {}
+    layers = info.get("num_layers")
+    if "num_layers" in info and (isinstance(layers, bool) or not isinstance(layers, int)):
+        raise InputValueError(f"{path}: key 'num_layers' must be an integer, got {layers!r:.80}")
+    if "precision" in info and info["precision"] not in PRECISIONS:
+        raise InputValueError(
+            f"{path}: key 'precision' must be one of {PRECISIONS}, got {info['precision']!r:.80}"
+        )
+    return info
 
 
 def _pad_id(config: dict) -> int:
