@@ -591,6 +591,46 @@ TARGETS: dict[str, Target] = {
 }  # fmt: skip
 
 
+def _one_byte(dst: Path) -> None:
+    (dst / "x").write_bytes(b"x")
+
+
+def _selftest(kind: str) -> Callable[[Path], None]:
+    def load(directory: Path) -> None:
+        from rust_bertscore.errors import CheckpointError
+
+        if kind == "typed":
+            raise CheckpointError(f"{directory}: a typed error")
+        if kind == "foreign":
+            raise KeyError("a foreign error")
+        if kind == "crash":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if kind == "hang":
+            time.sleep(3600)
+        if kind == "memory":
+            bytearray(2 * MEMORY_CAP)
+
+    return load
+
+
+SELF_TESTS: dict[str, Target] = {
+    f"selftest-{kind}": Target(
+        f"selftest-{kind}",
+        _one_byte,
+        ("x",),
+        lambda rng, data: data,
+        _selftest(kind),
+    )
+    for kind in ("typed", "foreign", "crash", "hang", "memory")
+}
+"""Targets that prove the harness: each case's outcome is its own, whatever the case before it
+did."""
+
+
+def target_named(name: str) -> Target:
+    return TARGETS[name] if name in TARGETS else SELF_TESTS[name]
+
+
 def make_case(target: Target, seed: int, base: Path) -> tuple[str, bytes]:
     """The file a case replaces and its mutated bytes (deterministic in ``seed``)."""
     rng = random.Random(f"{target.name}:{seed}")
@@ -652,7 +692,7 @@ def worker(cases: list[list]) -> None:
     _cap_memory()
     try:
         for i, case in enumerate(cases):
-            target = TARGETS[case[0]]
+            target = target_named(case[0])
             if target.name not in bases:
                 bases[target.name] = root / f"base-{target.name}"
                 bases[target.name].mkdir()
@@ -690,10 +730,12 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
     while pending:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(pending, f)
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(HERE.parent / "python"), str(HERE)]),
-        }
+        # The package the interpreter imports (the installed wheel under make test); or
+        # RBS_FUZZ_PACKAGE: another copy to fuzz (an older commit, to show that a saved finding
+        # failed there).
+        paths = [os.environ.get("RBS_FUZZ_PACKAGE"), str(HERE), os.environ.get("PYTHONPATH")]
+        paths = [p for p in paths if p]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", f.name],
             stdout=subprocess.PIPE,
@@ -744,6 +786,14 @@ def is_finding(outcome: Outcome) -> bool:
     return outcome.status not in ("ok", "typed", "skipped")
 
 
+def signature(outcome: Outcome) -> tuple[str, str, str, str]:
+    """What makes two findings the same: target, outcome, exception type and where it was
+    raised (not the message, which names offsets and bytes)."""
+    exc = outcome.detail.split(":", 1)[0] if outcome.status == "bad" else ""
+    where = outcome.detail.rsplit(" at ", 1)[-1] if outcome.status == "bad" else ""
+    return outcome.case[0], outcome.status, exc, where
+
+
 def save_finding(outcome: Outcome, base_cache: dict[str, Path]) -> Path:
     """Write a finding's mutated file under tests/data/fuzz/<target>-<seed>/ with a case.json
     naming its target and the file it replaces."""
@@ -775,6 +825,7 @@ def campaign(
     seed = first_seed
     counts: dict[str, dict[str, int]] = {t: {} for t in targets}
     findings = 0
+    kinds: set[tuple[str, str, str, str]] = set()  # one saved input per kind of finding
     bases: dict[str, Path] = {}
     while time.monotonic() - start < seconds:
         cases = [[t, seed + k] for k in range(batch) for t in targets]
@@ -786,14 +837,17 @@ def campaign(
                 print(f"  {outcome.case} {outcome.status}: {outcome.detail}")
             if is_finding(outcome):
                 findings += 1
-                path = save_finding(outcome, bases) if save else "(not saved)"
+                kind = signature(outcome)
+                new = kind not in kinds
+                kinds.add(kind)
+                path = save_finding(outcome, bases) if save and new else "(not saved)"
                 print(f"FOUND {outcome.case} {outcome.status}: {outcome.detail} -> {path}")
     elapsed = time.monotonic() - start
     total = sum(sum(c.values()) for c in counts.values())
     for t, c in counts.items():
         print(f"  {t:16s} {sum(c.values()):6d} cases  {c}")
-    print(f"{total} cases in {elapsed:.0f} s: {total / elapsed:.1f} cases/s; {findings} findings; "
-          f"seeds {first_seed}..{seed - 1}")  # fmt: skip
+    print(f"{total} cases in {elapsed:.0f} s: {total / elapsed:.1f} cases/s; {findings} findings "
+          f"of {len(kinds)} kinds; seeds {first_seed}..{seed - 1}")  # fmt: skip
     for base in bases.values():
         shutil.rmtree(base, ignore_errors=True)
     return 1 if findings else 0
