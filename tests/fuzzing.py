@@ -49,6 +49,9 @@ FINDINGS = DATA / "fuzz"
 MEMORY_CAP = 1 << 30
 """Bytes of address space a worker may add to what it holds after its imports."""
 
+RESTART = 75
+"""A worker's exit status after a case that poisoned it: the rest go to a fresh worker."""
+
 CASE_TIMEOUT = 30.0
 """Seconds one case may take before it counts as a hang."""
 
@@ -346,12 +349,58 @@ def mutate_zip_fields(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
+def _pickle_str(text: str) -> bytes:
+    raw = text.encode()
+    return b"X" + struct.pack("<I", len(raw)) + raw
+
+
+def _pickle_value(rng: random.Random) -> bytes:
+    """A small pickled value: an interesting integer, a tuple of them, or a dtype name."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return b"J" + struct.pack("<i", rng.choice((0, 1, -1, 2**31 - 1, 4096, 40000)))
+    if kind == 1:
+        return _pickle_str(rng.choice(("f2", "f4", "bf16", "i8", "u1", "<f8")))
+    items = [
+        b"J" + struct.pack("<i", rng.choice((0, 1, -1, 3, 64, 10000, 40000, 2**31 - 1)))
+        for _ in range(rng.randint(1, 2))
+    ]
+    return b"(" + b"".join(items) + b"t"
+
+
+def build_attack(rng: random.Random, pkl: bytes) -> bytes:
+    """Insert a BUILD that sets a slot of the object on the stack: a tensor record right after
+    its ``_rebuild_tensor_v2`` REDUCE (stride, shape, offset, storage), or a ``torch.*Storage``
+    class pushed, changed and popped at the start (its dtype): the state a loader must refuse
+    or keep to one load."""
+    import pickletools
+
+    if rng.random() < 0.4:
+        name = rng.choice(("FloatStorage", "HalfStorage", "BFloat16Storage", "LongStorage"))
+        attr = rng.choice(("dtype", "name", "itemsize"))
+        state = b"N}" + _pickle_str(attr) + _pickle_value(rng) + b"s\x86b0"
+        insert_at = 2 if pkl[:1] == b"\x80" else 0
+        patch = b"ctorch\n" + name.encode() + b"\n" + state
+        return pkl[:insert_at] + patch + pkl[insert_at:]
+    reduces = [pos for op, _, pos in pickletools.genops(pkl) if op.name == "REDUCE"]
+    pos = rng.choice(reduces) + 1
+    attr = rng.choice(("stride", "shape", "offset", "storage", "numel", "key", "base"))
+    state = b"N}" + _pickle_str(attr) + _pickle_value(rng) + b"s\x86b"
+    return pkl[:pos] + state + pkl[pos:]
+
+
 def mutate_bin(rng: random.Random, data: bytes) -> bytes:
     """A ``.bin`` zip: its ``data.pkl`` mutated at opcode level (stored or deflated), a
     storage member cut or grown, or its zip directory fields."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         members = [(info, archive.read(info)) for info in archive.infolist()]
-    kind = rng.randrange(10)
+    kind = rng.randrange(12)
+    if kind >= 10:  # BUILD aimed at a checked tensor record or a storage class
+        members = [
+            (info, build_attack(rng, payload) if info.filename.endswith("data.pkl") else payload)
+            for info, payload in members
+        ]
+        return _rezip(members, set())
     if kind < 5:
         members = [
             (info, mutate_pickle(rng, payload) if info.filename.endswith("data.pkl") else payload)
@@ -454,6 +503,9 @@ class Target:
     files: tuple[str, ...]  # the files a case may mutate
     mutate: Callable[[random.Random, bytes], bytes]
     load: Callable[[Path], None]
+    after: Callable[[Path], None] | None = None
+    """Run on the valid inputs after every case, in the same process: a case must not change
+    how a later, valid file loads (process-wide state a file could poison)."""
 
 
 def _copy(src: Path, names: tuple[str, ...] | None = None) -> Callable[[Path], None]:
@@ -485,6 +537,23 @@ def load_weights(directory: Path) -> None:
         _, shape = store.spec(name)
         array = store.get(name, shape)
         assert array.shape == tuple(shape) and str(array.dtype) == "float32"
+
+
+_CLEAN: dict[str, dict[str, bytes]] = {}
+
+
+def same_as_clean(directory: Path) -> None:
+    """Every tensor of the valid checkpoint in ``directory`` has the bytes it had on the first
+    load in this process."""
+    from rust_bertscore.convert.checkpoint import WeightStore
+
+    store = WeightStore(directory)
+    now = {name: store.get(name, store.spec(name)[1]).tobytes() for name in store.names()}
+    first = _CLEAN.setdefault(str(directory), now)
+    changed = [name for name in first if now.get(name) != first[name]]
+    assert not changed and now.keys() == first.keys(), (
+        f"the valid file loads differently: {changed[:3]}"
+    )
 
 
 def load_config_and_build(directory: Path) -> None:
@@ -568,7 +637,7 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target("safetensors", _copy(TINY / "bert", ("model.safetensors",)), ("model.safetensors",),
                mutate_safetensors, load_weights),
-        Target("bin", _bin_base, ("pytorch_model.bin",), mutate_bin, load_weights),
+        Target("bin", _bin_base, ("pytorch_model.bin",), mutate_bin, load_weights, same_as_clean),
         Target("config", _copy(TINY / "bert", ("config.json", "model.safetensors")),
                ("config.json",), mutate_json, load_config_and_build),
         Target("tokenizer-json", _copy(TINY / "bert"),
@@ -707,7 +776,15 @@ def worker(cases: list[list]) -> None:
                 continue
             directory = _case_dir(bases[target.name], root / "case", name, data)
             status, detail = run_one(target, directory)
+            if target.after is not None:
+                try:
+                    target.after(bases[target.name])
+                except BaseException as exc:  # a changed later load
+                    status, detail = "poisoned", f"{type(exc).__name__}: {str(exc)[:200]}"
             print(json.dumps([i, status, detail]), flush=True)
+            if status == "poisoned":  # later cases get a fresh process, not this one's state
+                sys.stdout.flush()
+                os._exit(RESTART)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -759,6 +836,8 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
             chunk = os.read(proc.stdout.fileno(), 65536)
             if not chunk:
                 rc = proc.wait()
+                if rc == RESTART:
+                    break
                 err = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
                 failed = Outcome(pending[done], "crash", f"worker exit {rc}: {err}")
                 break
@@ -783,6 +862,8 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
 
 
 def is_finding(outcome: Outcome) -> bool:
+    """Anything but a typed error or a good load (``ok``, ``typed``; ``skipped``: the mutator
+    could not make the case): ``bad`` (another exception), ``crash``, ``hang``, ``poisoned``."""
     return outcome.status not in ("ok", "typed", "skipped")
 
 

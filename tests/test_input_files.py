@@ -462,3 +462,31 @@ def test_a_cache_path_under_a_regular_file_converts_in_memory(
     messages = [str(w.message) for w in caught if issubclass(w.category, RustBertScoreWarning)]
     assert any("in memory" in m and "RUST_BERTSCORE_CACHE" in m for m in messages), messages
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+def test_a_graph_whose_weights_point_outside_its_directory(tmp_path: Path) -> None:
+    """External data at an absolute path or above the graph's directory: ONNX Runtime refuses
+    to load the graph, and the weights digest (signature hashes) refuses to read it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from rust_bertscore.convert.digest import graph_digest
+    from rust_bertscore.stages.encoder import Encoder
+
+    (tmp_path / "secret.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    (tmp_path / "sub").mkdir()
+    for location in (str(tmp_path / "secret.bin"), "../secret.bin"):
+        w = numpy_helper.from_array(np.zeros(4, np.float32), "w")
+        w.ClearField("raw_data")
+        w.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", "0"), ("length", "16")):
+            entry = w.external_data.add()
+            entry.key, entry.value = key, value
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+        graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [w])
+        path = tmp_path / "sub" / "m.onnx"
+        path.write_bytes(helper.make_model(graph).SerializeToString())
+        with pytest.raises(ModelLoadError, match=r"m\.onnx: cannot read the graph's weights"):
+            graph_digest(path)
+        with pytest.raises(ModelLoadError, match=r"m\.onnx"):
+            Encoder(path)

@@ -206,15 +206,16 @@ def _read_tensor(path: Path, key: str, info: TensorInfo) -> np.ndarray:
     as NumPy's dtype (bfloat16 as float32)."""
     if info.dtype != "BF16" and info.dtype not in _NUMPY_DTYPES:
         raise CheckpointError(f"{path}: tensor {key!r} has dtype {info.dtype}, expected floats")
+    raw = bytearray(info.end - info.start)  # writable, as safetensors' arrays are
     try:
         with open(path, "rb") as handle:
             handle.seek(info.start)
-            raw = handle.read(info.end - info.start)
+            got = handle.readinto(raw)
     except OSError as exc:
         raise CheckpointError(
             f"{path}: cannot read tensor {key!r} ({exc.strerror or exc})"
         ) from None
-    if len(raw) != info.end - info.start:
+    if got != len(raw):
         raise CheckpointError(f"{path}: tensor {key!r} is truncated")
     if info.dtype == "BF16":
         bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16

@@ -79,7 +79,13 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, TensorInfo]:
     >>> info.dtype, info.shape, info.end - info.start == 4 * 30522 * 384
     ('F32', (30522, 384), True)
     """
-    path = Path(path)
+    try:
+        return _read_header(Path(path))
+    except CheckpointError as exc:
+        raise CheckpointError(f"{exc} (the file may be truncated or corrupt)") from None
+
+
+def _read_header(path: Path) -> dict[str, TensorInfo]:
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
