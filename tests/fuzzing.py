@@ -49,6 +49,9 @@ FINDINGS = DATA / "fuzz"
 MEMORY_CAP = 1 << 30
 """Bytes of address space a worker may add to what it holds after its imports."""
 
+PREFIX = "@@rbs-fuzz "
+"""Marks a worker's answer lines."""
+
 RESTART = 75
 """A worker's exit status after a case that poisoned it: the rest go to a fresh worker."""
 
@@ -755,6 +758,15 @@ def worker(cases: list[list]) -> None:
     import rust_bertscore.stages.tokenization.tokenizer  # noqa: F401
 
     warnings.simplefilter("ignore")
+    # The answers go to the original stdout; whatever a library prints (C code included) goes
+    # to stderr, which the driver keeps in a file.
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def answer(i: int, status: str, detail: str) -> None:
+        channel.write(PREFIX + json.dumps([i, status, detail]) + "\n")
+        channel.flush()
+
     root = Path(tempfile.mkdtemp(prefix="rbs-fuzz-"))
     os.environ["RUST_BERTSCORE_CACHE"] = str(root / "cache")
     bases: dict[str, Path] = {}
@@ -772,7 +784,7 @@ def worker(cases: list[list]) -> None:
                 else:
                     name, data = case[1], Path(case[2]).read_bytes()
             except Exception as exc:  # the mutator's own failure: no input to try
-                print(json.dumps([i, "skipped", f"mutator: {exc!r}"[:200]]), flush=True)
+                answer(i, "skipped", f"mutator: {exc!r}"[:200])
                 continue
             directory = _case_dir(bases[target.name], root / "case", name, data)
             status, detail = run_one(target, directory)
@@ -781,9 +793,8 @@ def worker(cases: list[list]) -> None:
                     target.after(bases[target.name])
                 except BaseException as exc:  # a changed later load
                     status, detail = "poisoned", f"{type(exc).__name__}: {str(exc)[:200]}"
-            print(json.dumps([i, status, detail]), flush=True)
+            answer(i, status, detail)
             if status == "poisoned":  # later cases get a fresh process, not this one's state
-                sys.stdout.flush()
                 os._exit(RESTART)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -807,6 +818,8 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
     while pending:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(pending, f)
+        # A file, not a pipe: a chatty worker never blocks on it. Closed below.
+        errors = tempfile.TemporaryFile()  # noqa: SIM115
         # The package the interpreter imports (the installed wheel under make test); or
         # RBS_FUZZ_PACKAGE: another copy to fuzz (an older commit, to show that a saved finding
         # failed there).
@@ -816,7 +829,7 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", f.name],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             env=env,
             start_new_session=True,
         )
@@ -838,20 +851,22 @@ def run_batch(cases: list[list], timeout: float = CASE_TIMEOUT) -> list[Outcome]
                 rc = proc.wait()
                 if rc == RESTART:
                     break
-                err = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
+                errors.seek(0)
+                err = errors.read().decode(errors="replace")[-500:]
                 failed = Outcome(pending[done], "crash", f"worker exit {rc}: {err}")
                 break
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
-                i, status, detail = json.loads(line)
+                if not line.startswith(PREFIX.encode()):
+                    continue
+                i, status, detail = json.loads(line[len(PREFIX) :])
                 outcomes.append(Outcome(pending[i], status, detail))
                 done = i + 1
                 deadline = time.monotonic() + timeout
         proc.kill()
         proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        errors.close()
         proc.stdout.close()
         os.unlink(f.name)
         if failed is not None:

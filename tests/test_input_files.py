@@ -276,8 +276,9 @@ def test_a_builder_failure_names_config_json(
         (b"[" * 3000 + b"]" * 3000, r"nested deeper than 64"),
         (b'"a string"', r"expected a JSON object, got str"),
         (b"{", r"not valid JSON at line 1, column 2"),
+        (b'{"unk_token": "\\ud800"}', r"a lone UTF-16 surrogate \(\\u escape\) in key 'unk_token'"),
     ],
-    ids=["utf8", "depth", "string", "syntax"],
+    ids=["utf8", "depth", "string", "syntax", "surrogate"],
 )
 def test_bad_tokenizer_json_files(tmp_path: Path, name: str, text: bytes, match: str) -> None:
     model = model_copy(tmp_path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,40 @@ def parse_json(
         raise _fail(error, Path(path), f"not valid JSON ({exc})") from None
     if json_depth_over(value, max_depth):
         raise _fail(error, Path(path), f"JSON nested deeper than {max_depth} levels")
+    if _SURROGATE_ESCAPE.search(text):  # an escaped surrogate left unpaired is no character
+        where = _lone_surrogate(value)
+        if where is not None:
+            raise _fail(error, Path(path), f"a lone UTF-16 surrogate (\\u escape) in {where}")
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Where ``value`` holds a string that is not valid Unicode (``"key 'k'"``, ``"item 3"``),
+    or None."""
+
+    def bad(text: str) -> bool:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
+    stack: list[tuple[Any, str]] = [(value, "the top value")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str) and bad(item):
+            return where
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if bad(key):
+                    return f"a key near {key.encode('utf-8', 'replace')[:40]!r}"
+                stack.append((sub, f"key {key[:40]!r}"))
+        elif isinstance(item, list):
+            stack.extend((sub, f"item {i} of {where}") for i, sub in enumerate(item))
+    return None
 
 
 def read_json(
