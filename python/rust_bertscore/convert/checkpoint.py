@@ -17,6 +17,7 @@ from safetensors import safe_open
 from ..catalog.configs import CONFIG_NAME
 from ..errors import CheckpointError
 from .torch_bin import BIN_INDEX_NAME, BIN_NAME, BinFile
+from .torch_pickle import brief
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
@@ -272,6 +273,12 @@ class WeightStore:
             raise CheckpointError(f"{where}: tensor {name!r} is missing from the checkpoint")
         path, key = self._where[name]
         if path in self._bins:
+            saved = self._bins[path].shape(key)
+            if saved != tuple(shape):  # checked before a byte of it is read
+                raise CheckpointError(
+                    f"{path}: tensor {key!r} has shape {brief(saved)}, expected "
+                    f"{tuple(shape)} from config.json"
+                )
             array = self._bins[path].load(key)
         else:
             array = self._read_safetensors(path, key)
