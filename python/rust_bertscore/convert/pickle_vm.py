@@ -121,6 +121,8 @@ class Machine:
         self.data, self.pos, self.at = data, start, start
         self.resolve, self.call, self.build, self.persistent = resolve, call, build, persistent
         self.text_bytes = 0
+        self.stack: list[Any] = []
+        self.marks: list[int] = []
 
     # -- reading the data ------------------------------------------------------------------------
     def _take(self, count: int) -> bytes:
@@ -202,6 +204,7 @@ class Machine:
         """Run the pickle to its STOP; the value it builds (:attr:`pos`: the byte after STOP)."""
         stack: list[Any] = []
         marks: list[int] = []
+        self.stack, self.marks = stack, marks  # what was built so far, for error messages
         memo: dict[int, Any] = {}
         pop = self._pop
         for _ in range(MAX_OPS):

@@ -289,12 +289,29 @@ def unpickle(
     except CheckpointError:
         raise
     except Exception as exc:  # MalformedPickle, or anything a stand-in raised on bad arguments
+        key = _pending_key(machine)
+        at = f"{path}: {where}, opcode at byte {machine.at}" + (
+            f" (tensor {brief(key)})" if key is not None else ""
+        )
+        if isinstance(exc, MalformedPickle):
+            raise CheckpointError(f"{at}: {exc}") from exc
         raise CheckpointError(
-            f"{path}: {where}, opcode at byte {machine.at}: {exc}"
-            if isinstance(exc, MalformedPickle)
-            else f"{path}: {where}, opcode at byte {machine.at}: cannot unpickle the state dict, "
-            f"the file may be truncated or corrupt ({type(exc).__name__}: {brief(str(exc))})"
+            f"{at}: cannot unpickle the state dict, the file may be truncated or corrupt "
+            f"({type(exc).__name__}: {brief(str(exc))})"
         ) from exc
+
+
+def _pending_key(machine: Machine) -> Any:
+    """The key of the state dict entry being built when the pickle stopped, if any: torch
+    pushes ``key, tensor`` pairs above the dict's MARK, so it is the first key not followed by
+    a finished tensor."""
+    if not machine.marks:
+        return None
+    items = machine.stack[machine.marks[0] :]
+    j = 0
+    while j + 1 < len(items) and type(items[j]) is str and type(items[j + 1]) is TensorRecord:
+        j += 2
+    return items[j] if j < len(items) and type(items[j]) in (str, bytes) else None
 
 
 def storage_args(pid: Any, count: int) -> tuple[StorageType, str, int, Any]:
