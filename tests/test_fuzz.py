@@ -18,12 +18,7 @@ SEEDS_PER_TARGET = 50
 """Seeded cases per target in ``make test`` (seeds 0..49 of every target)."""
 
 NOT_BIN = [name for name in fuzzing.TARGETS if name != "bin"]
-
-BIN_PENDING = pytest.mark.xfail(
-    reason="the .bin reader (convert/torch_bin.py, torch_pickle.py) is hardened on branch "
-    "issue-46-bin (issue 46 sections 1-3): remove this mark when it is merged",
-    strict=False,
-)
+"""The targets of test_seeded_cases; the slower .bin target has its own test."""
 
 
 def report(outcomes: list[fuzzing.Outcome]) -> str:
@@ -47,7 +42,6 @@ def test_seeded_cases() -> None:
         assert "typed" in statuses, (name, statuses)
 
 
-@BIN_PENDING
 def test_seeded_bin_cases() -> None:
     """``.bin`` files: pickle opcodes and arguments, zip directory fields, cut or grown
     storages, a compressible ``data.pkl``."""
@@ -58,11 +52,6 @@ def test_seeded_bin_cases() -> None:
 
 def saved_findings() -> list[Path]:
     return sorted(p.parent for p in fuzzing.FINDINGS.glob("*/case.json"))
-
-
-def finding_param(directory: Path) -> object:
-    marks = [BIN_PENDING] if directory.name.startswith("bin-") else []
-    return pytest.param(directory, id=directory.name, marks=marks)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +65,7 @@ def replayed() -> dict[str, fuzzing.Outcome]:
     return dict(zip(names, run(cases)))
 
 
-@pytest.mark.parametrize("directory", [finding_param(d) for d in saved_findings()])
+@pytest.mark.parametrize("directory", saved_findings(), ids=lambda d: d.name)
 def test_saved_finding_is_fixed(directory: Path, replayed: dict[str, fuzzing.Outcome]) -> None:
     """Each input a fuzzing run found (tests/data/fuzz/<target>-<seed>/: the mutated file and
     case.json) now ends in a typed error or a good load."""

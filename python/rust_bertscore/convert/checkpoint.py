@@ -16,6 +16,7 @@ from ..errors import CheckpointError
 from ..support.inputs import read_json_object
 from .safetensors_header import TensorInfo, read_header
 from .torch_bin import BIN_INDEX_NAME, BIN_NAME, BinFile
+from .torch_pickle import brief
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
@@ -263,6 +264,12 @@ class WeightStore:
             raise CheckpointError(f"{where}: tensor {name!r} is missing from the checkpoint")
         path, key = self._where[name]
         if path in self._bins:
+            saved = self._bins[path].shape(key)
+            if saved != tuple(shape):  # checked before a byte of it is read
+                raise CheckpointError(
+                    f"{path}: tensor {key!r} has shape {brief(saved)}, expected "
+                    f"{tuple(shape)} from config.json"
+                )
             array = self._bins[path].load(key)
         else:
             array = _read_tensor(path, key, self._headers[path][key])

@@ -36,7 +36,7 @@ from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import write_text_atomic
 from ..support.inputs import read_memo
 from .files import ModelFiles
-from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint
+from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
 
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
@@ -184,7 +184,8 @@ def openvino_graph_path(
     family = convert.model_family(config)
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
-    entry = cache_root() / "openvino" / entry_key(fingerprint, family, layers, kind)
+    weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
+    entry = cache_root() / "openvino" / entry_key(weights, family, layers, kind)
     paths, manifest = _entry_files(entry, kind), entry / "manifest.json"
     if _valid(paths, manifest):
         return paths[0]
