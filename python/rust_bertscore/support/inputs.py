@@ -138,7 +138,15 @@ def decode_utf8(data: bytes, path: str | os.PathLike[str], error: type[RustBertS
 def read_text(
     path: str | os.PathLike[str], *, max_bytes: int, error: type[RustBertScoreError]
 ) -> str:
-    """:func:`read_bytes` then :func:`decode_utf8`."""
+    """:func:`read_bytes` then :func:`decode_utf8`.
+
+    >>> import tempfile
+    >>> from rust_bertscore.errors import InputValueError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp, "t.csv"); _ = p.write_bytes("café".encode())
+    ...     read_text(p, max_bytes=100, error=InputValueError)
+    'café'
+    """
     return decode_utf8(read_bytes(path, max_bytes=max_bytes, error=error), path, error)
 
 
@@ -264,7 +272,18 @@ def read_json_object(
     error: type[RustBertScoreError],
     max_bytes: int = MAX_CONFIG_BYTES,
 ) -> dict[str, Any]:
-    """:func:`read_json` of a file that must hold a JSON object."""
+    """:func:`read_json` of a file that must hold a JSON object.
+
+    >>> import tempfile
+    >>> from rust_bertscore.errors import InputValueError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp, "c.json"); _ = p.write_text("[1]")
+    ...     try:
+    ...         read_json_object(p, error=InputValueError)
+    ...     except InputValueError as e:
+    ...         print(str(e).endswith("expected a JSON object, got list"))
+    True
+    """
     value = read_json(path, error=error, max_bytes=max_bytes)
     if not isinstance(value, dict):
         raise _fail(error, Path(path), f"expected a JSON object, got {type(value).__name__}")
