@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-serve-abuse bench-gpu parity clean
+.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-serve-abuse bench-gpu parity clean fuzz
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -143,6 +143,13 @@ bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runti
 
 test-cluster: install ## Only the tests on real clusters (pytest -m cluster; part of test-python)
 	$(PY) -m pytest -q -m cluster
+
+# The mutation fuzzer of every parser of outside input (docs/inputs.md): random seeds for
+# FUZZ_SECONDS; prints cases/s and saves each new kind of finding under tests/data/fuzz/, which
+# tests/test_fuzz.py replays (make test runs its seeded cases). FUZZ_OPTS: --targets, --seed, -v.
+FUZZ_SECONDS ?= 300
+fuzz: install ## Fuzz every parser of outside input for FUZZ_SECONDS (300); findings to tests/data/fuzz/
+	$(PY) tests/fuzzing.py --seconds $(FUZZ_SECONDS) $(FUZZ_OPTS)
 
 bench: bench-rust bench-e2e ## All benchmarks
 

@@ -26,7 +26,7 @@ FOUNDATION = {"root"}
 LAYERS: dict[str, set[str]] = {
     "root": set(),
     "support": FOUNDATION,
-    "catalog": FOUNDATION,
+    "catalog": {*FOUNDATION, "support"},
     "convert": {*FOUNDATION, "support", "catalog"},
     "stages": {*FOUNDATION, "support", "catalog"},
     "store": {*FOUNDATION, "support"},

@@ -12,12 +12,14 @@ limit in :func:`max_positions` where they differ from BERT's; the converter's bu
 
 from __future__ import annotations
 
-import json
+import math
 import os
+import reprlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, InputValueError
+from ..support.inputs import MAX_CONFIG_BYTES, read_json_object
 
 __all__ = [
     "CONFIG_NAME",
@@ -142,13 +144,106 @@ def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise FileNotFoundError(
             f"{path}: no such file (expected a Hugging Face checkpoint directory)"
         )
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(config).__name__}")
+    config = read_json_object(path, error=CheckpointError, max_bytes=MAX_CONFIG_BYTES)
+    check_config_fields(config, path)
     return config
+
+
+MAX_CONFIG_INT = 1 << 24
+"""The largest size, count or id a ``config.json`` field may hold (a 256k vocabulary and 128k
+positions stay well below)."""
+
+MAX_CONFIG_LAYERS = 1024
+"""The largest layer count a ``config.json`` may give."""
+
+# The fields the converter and the tokenizer read, by kind. A field that is absent (or null) is
+# left to its reader's default; one that is present must have its kind.
+_LAYER_FIELDS = frozenset(
+    ("num_hidden_layers", "n_layers", "num_layers", "n_layer", "encoder_layers",
+     "num_encoder_layers")
+)  # fmt: skip
+_SIZE_FIELDS = frozenset(
+    ("hidden_size", "num_attention_heads", "intermediate_size", "vocab_size",
+     "max_position_embeddings", "type_vocab_size", "embedding_size", "n_heads", "dim",
+     "hidden_dim", "d_model", "d_ff", "d_kv", "num_heads", "encoder_attention_heads",
+     "encoder_ffn_dim", "relative_attention_num_buckets", "relative_attention_max_distance",
+     "max_relative_positions", "position_buckets", "conv_kernel_size", "conv_groups",
+     "head_dim", "num_key_value_heads", "max_encoder_position_embeddings", "block_size",
+     "num_random_blocks", "n_positions", "attention_head_size", "extra_ids", "num_buckets",
+     "max_distance", "ngram", "global_attn_every_n_layers", "local_attention", "mem_len",
+     "clamp_len", "sliding_window", "embedding_dim", "max_seq_len")
+)  # fmt: skip
+_TOKEN_ID_FIELDS = frozenset(
+    ("pad_token_id", "bos_token_id", "eos_token_id", "unk_token_id", "sep_token_id",
+     "cls_token_id", "mask_token_id", "decoder_start_token_id")
+)  # fmt: skip
+# Fields where -1 means "none" or "unlimited".
+_MINUS_ONE_FIELDS = _TOKEN_ID_FIELDS | {
+    "clamp_len",
+    "max_relative_positions",
+    "position_buckets",
+    "mem_len",
+    "sliding_window",
+}
+_NUMBER_FIELDS = frozenset(
+    ("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", "norm_eps", "rope_theta",
+     "global_rope_theta", "local_rope_theta", "embedding_multiplier", "query_pre_attn_scalar",
+     "attn_logit_softcapping", "final_logit_softcapping")
+)  # fmt: skip
+_TEXT_FIELDS = frozenset(
+    ("model_type", "hidden_act", "activation", "activation_function", "position_embedding_type",
+     "feed_forward_proj", "hidden_activation", "ff_activation", "attention_type", "attn_type",
+     "tokenizer_class", "conv_act", "pos_att_type", "normalization", "norm_rel_ebd")
+)  # fmt: skip
+
+
+def _bad(path: Path | None, name: str, what: str, value: object) -> CheckpointError:
+    where = f"{path}: " if path is not None else ""
+    return CheckpointError(
+        f"{where}config field {name!r} must be {what}, got {reprlib.repr(value)}"
+    )
+
+
+def check_config_fields(config: dict[str, Any], path: Path | None = None) -> None:
+    """Check the kind and range of every field of a ``config.json`` that the converter or the
+    tokenizer reads (sizes, layer counts, token ids, numbers, names), before any is used.
+
+    Raises
+    ------
+    CheckpointError
+        Naming the file and the field, for a field of the wrong type or out of range.
+
+    Examples
+    --------
+    >>> check_config_fields({"model_type": "bert", "hidden_size": 64})
+    >>> try:
+    ...     check_config_fields({"hidden_size": [64]})
+    ... except CheckpointError as e:
+    ...     print(e)
+    config field 'hidden_size' must be an integer in 0..16777216, got [64]
+    """
+    for name, value in config.items():
+        if value is None:
+            continue
+        if name in _LAYER_FIELDS or name in _SIZE_FIELDS or name in _TOKEN_ID_FIELDS:
+            low = -1 if name in _MINUS_ONE_FIELDS else 0
+            high = MAX_CONFIG_LAYERS if name in _LAYER_FIELDS else MAX_CONFIG_INT
+            several = name in _TOKEN_ID_FIELDS and isinstance(value, list)  # several eos ids
+            items = value if several else [value]
+            for item in items:
+                if isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high:
+                    raise _bad(path, name, f"an integer in {low}..{high}", value)
+        elif name in _NUMBER_FIELDS:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise _bad(path, name, "a finite number", value)
+        elif name in _TEXT_FIELDS:
+            texts = value if name == "pos_att_type" and isinstance(value, list) else [value]
+            if not all(isinstance(v, str) for v in texts):
+                raise _bad(path, name, "a string", value)
 
 
 def model_family(config: dict[str, Any]) -> str:

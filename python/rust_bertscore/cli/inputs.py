@@ -204,6 +204,8 @@ class JsonlFile(Source):
             record = json.loads(line.strip())
         except json.JSONDecodeError as e:
             raise CliError(f"{where}: not valid JSON: {e.msg} (column {e.colno})") from None
+        except (RecursionError, ValueError) as e:  # nesting past the stack, 5,000-digit ints
+            raise CliError(f"{where}: not valid JSON ({str(e)[:120]})") from None
         if not isinstance(record, dict):
             raise CliError(f"{where}: expected a JSON object, got {type(record).__name__}")
         missing = [k for k in (self.cand_field, self.ref_field) if k not in record]

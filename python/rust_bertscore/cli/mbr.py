@@ -75,8 +75,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _samples(line: str, where: str, field: str) -> list[str]:
     try:
         value = json.loads(line)
-    except ValueError as e:
-        raise CliError(f"{where}: not valid JSON ({e})") from None
+    except (ValueError, RecursionError) as e:  # RecursionError: nesting past the stack
+        raise CliError(f"{where}: not valid JSON ({str(e)[:120]})") from None
     if isinstance(value, dict):
         if field not in value:
             raise CliError(f"{where}: no field {field!r} (fields: {', '.join(value)})")

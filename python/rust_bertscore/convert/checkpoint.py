@@ -5,18 +5,18 @@ PyTorch ``.bin`` files read by :mod:`.torch_bin`), their fingerprint and :class:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-from safetensors import safe_open
 
 from ..catalog.configs import CONFIG_NAME
 from ..errors import CheckpointError
+from ..support.inputs import read_json_object
+from .safetensors_header import TensorInfo, read_header
 from .torch_bin import BIN_INDEX_NAME, BIN_NAME, BinFile
+from .torch_pickle import brief
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
@@ -84,24 +84,17 @@ def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
     path, index_path = found
     if index_path is None:
         return [path]
-    try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-        weight_map = index["weight_map"]
-        names = sorted(set(weight_map.values()))
-    except (
-        UnicodeDecodeError,
-        json.JSONDecodeError,
-        KeyError,
-        TypeError,
-        AttributeError,
-    ) as exc:
+    index = read_json_object(index_path, error=CheckpointError)
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict):
         raise CheckpointError(
-            f"{index_path}: malformed index (expected a JSON object with a 'weight_map'): {exc}"
-        ) from exc
+            f"{index_path}: malformed index (expected a JSON object with a 'weight_map' object)"
+        )
+    for key, name in weight_map.items():
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise CheckpointError(f"{index_path}: key {key!r}: bad shard file name {name!r}")
     files = []
-    for name in names:
-        if not isinstance(name, str) or Path(name).name != name:
-            raise CheckpointError(f"{index_path}: bad shard file name {name!r}")
+    for name in sorted(set(weight_map.values())):
         shard = root / name
         if not shard.is_file():
             raise FileNotFoundError(f"{shard}: shard named in {index_path.name} is missing")
@@ -171,16 +164,11 @@ def float32_bytes(model_dir: str | os.PathLike[str]) -> int:
             tensors = BinFile(path).tensors.values()
             total += sum(4 * tensor.numel for tensor in tensors)
             continue
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                keys = handle.keys()
-                for key in keys:
-                    shape = handle.get_slice(key).get_shape()
-                    total += 4 * int(np.prod(shape, dtype=np.int64))
-        except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)
-            raise CheckpointError(
-                f"{path}: cannot read safetensors file, it may be truncated or corrupt ({exc})"
-            ) from exc
+        for info in read_header(path).values():
+            count = 1
+            for n in info.shape:
+                count *= n
+            total += 4 * count
     return total
 
 
@@ -196,18 +184,44 @@ def _canonical_name(key: str) -> str:
     return key
 
 
-def _read_bf16(path: Path, key: str) -> np.ndarray:
-    """Read one bfloat16 tensor (NumPy has no bfloat16) straight from the file as float32."""
-    with open(path, "rb") as handle:
-        (header_len,) = struct.unpack("<Q", handle.read(8))
-        info = json.loads(handle.read(header_len))[key]
-        start, end = info["data_offsets"]
-        handle.seek(8 + header_len + start)
-        raw = handle.read(end - start)
-    if len(raw) != end - start:
+# NumPy's little-endian dtype of each safetensors dtype the converter reads (BF16 is widened by
+# hand: NumPy has no bfloat16; the F8 kinds are refused).
+_NUMPY_DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U8": "u1",
+    "U16": "<u2",
+    "U32": "<u4",
+    "U64": "<u8",
+    "BOOL": "?",
+}
+
+
+def _read_tensor(path: Path, key: str, info: TensorInfo) -> np.ndarray:
+    """Read one tensor whose header entry :func:`read_header` checked: exactly its bytes,
+    as NumPy's dtype (bfloat16 as float32)."""
+    if info.dtype != "BF16" and info.dtype not in _NUMPY_DTYPES:
+        raise CheckpointError(f"{path}: tensor {key!r} has dtype {info.dtype}, expected floats")
+    raw = bytearray(info.end - info.start)  # writable, as safetensors' arrays are
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(info.start)
+            got = handle.readinto(raw)
+    except OSError as exc:
+        raise CheckpointError(
+            f"{path}: cannot read tensor {key!r} ({exc.strerror or exc})"
+        ) from None
+    if got != len(raw):
         raise CheckpointError(f"{path}: tensor {key!r} is truncated")
-    bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-    return bits.view(np.float32).reshape(info["shape"])
+    if info.dtype == "BF16":
+        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(info.shape)
+    return np.frombuffer(raw, dtype=_NUMPY_DTYPES[info.dtype]).reshape(info.shape)
 
 
 class WeightStore:
@@ -220,24 +234,15 @@ class WeightStore:
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         self.files = weight_files(model_dir)
         self._bins = {path: BinFile(path) for path in self.files if path.suffix == ".bin"}
+        self._headers = {path: read_header(path) for path in self.files if path not in self._bins}
         self._where: dict[str, tuple[Path, str]] = {}
         for path in self.files:
-            keys = list(self._bins[path].tensors) if path in self._bins else self._keys(path)
+            keys = list(self._bins[path].tensors) if path in self._bins else self._headers[path]
             for key in keys:
                 name = _canonical_name(key)
                 # A bare name wins over a prefixed one; otherwise the first file in name order.
                 if name not in self._where or key == name:
                     self._where[name] = (path, key)
-
-    @staticmethod
-    def _keys(path: Path) -> list[str]:
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                return list(handle.keys())
-        except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)
-            raise CheckpointError(
-                f"{path}: cannot read safetensors file, it may be truncated or corrupt ({exc})"
-            ) from exc
 
     def __contains__(self, name: str) -> bool:
         return name in self._where
@@ -245,19 +250,6 @@ class WeightStore:
     def names(self) -> Iterator[str]:
         """Iterate over the canonical tensor names."""
         return iter(self._where)
-
-    @staticmethod
-    def _read_safetensors(path: Path, key: str) -> np.ndarray:
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                dtype = handle.get_slice(key).get_dtype()
-                return _read_bf16(path, key) if dtype == "BF16" else handle.get_tensor(key)
-        except CheckpointError:
-            raise
-        except Exception as exc:
-            raise CheckpointError(
-                f"{path}: cannot read tensor {key!r}, the file may be corrupt ({exc})"
-            ) from exc
 
     def get(self, name: str, shape: Sequence[int]) -> np.ndarray:
         """Load the tensor ``name`` as float32 and check its shape and values.
@@ -272,9 +264,15 @@ class WeightStore:
             raise CheckpointError(f"{where}: tensor {name!r} is missing from the checkpoint")
         path, key = self._where[name]
         if path in self._bins:
+            saved = self._bins[path].shape(key)
+            if saved != tuple(shape):  # checked before a byte of it is read
+                raise CheckpointError(
+                    f"{path}: tensor {key!r} has shape {brief(saved)}, expected "
+                    f"{tuple(shape)} from config.json"
+                )
             array = self._bins[path].load(key)
         else:
-            array = self._read_safetensors(path, key)
+            array = _read_tensor(path, key, self._headers[path][key])
         if array.dtype.kind != "f":
             raise CheckpointError(
                 f"{path}: tensor {key!r} has dtype {array.dtype}, expected floats"
@@ -311,14 +309,8 @@ class WeightStore:
         if path in self._bins:
             record = self._bins[path].tensors[key]
             return _BIN_DTYPE_NAMES[record.storage.kind.dtype], tuple(record.shape)
-        try:
-            with safe_open(str(path), framework="np") as handle:
-                view = handle.get_slice(key)
-                return str(view.get_dtype()), tuple(int(n) for n in view.get_shape())
-        except Exception as exc:  # safetensors raises its own SafetensorError (an Exception)
-            raise CheckpointError(
-                f"{path}: cannot read the header of tensor {key!r}, the file may be corrupt ({exc})"
-            ) from exc
+        info = self._headers[path][key]
+        return info.dtype, info.shape
 
 
 # A ``.bin`` storage's element type (``torch_pickle.STORAGE_DTYPES``) by safetensors' name, so

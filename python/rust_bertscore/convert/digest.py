@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ModelLoadError
 from .checkpoint import WeightStore
 
 DIGEST_VERSION = "2"
@@ -125,9 +126,15 @@ def graph_digest(graph: str | os.PathLike[str]) -> str:
     import onnx
     from onnx import numpy_helper
 
-    model = onnx.load(str(Path(graph)), load_external_data=True)
     digest = hashlib.sha256(f"rust-bertscore graph digest {DIGEST_VERSION}\0".encode())
-    for init in sorted(model.graph.initializer, key=lambda t: t.name):
-        array = numpy_helper.to_array(init)
-        _update(digest.update, init.name, str(array.dtype), array)
+    try:
+        # onnx refuses external data outside the graph's directory (a ValidationError)
+        model = onnx.load(str(Path(graph)), load_external_data=True)
+        for init in sorted(model.graph.initializer, key=lambda t: t.name):
+            array = numpy_helper.to_array(init)
+            _update(digest.update, init.name, str(array.dtype), array)
+    except Exception as exc:  # onnx's DecodeError, ValidationError, NumPy's ValueError, OSError
+        raise ModelLoadError(
+            f"{graph}: cannot read the graph's weights ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
     return digest.hexdigest()

@@ -31,11 +31,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import onnx
 
-from ..catalog.configs import load_config, model_depth, model_family
-from ..errors import InputValueError
+from ..catalog.configs import CONFIG_NAME, load_config, model_depth, model_family
+from ..errors import CheckpointError, InputValueError, RustBertScoreError
 from .blocks import BuildRequest
 from .contract import layers_to_build
 from .families import (
@@ -190,7 +191,17 @@ def build_model(
     converter = converter_for(config)
     n_build = layers_to_build(model_depth(config), num_layers, all_layers)  # before the weights
     request = BuildRequest(model_dir, config, n_build, all_layers=all_layers, doc=doc, fused=fused)
-    return converter.build(request)
+    try:
+        return converter.build(request)
+    except RustBertScoreError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+        # A config.json whose fields pass check_config_fields one by one but not together (a
+        # hidden size the heads do not divide, a field of a kind no check knows).
+        raise CheckpointError(
+            f"{Path(model_dir) / CONFIG_NAME}: cannot build the encoder this config.json "
+            f"describes ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
 
 
 def _unique(items: Iterable[Callable]) -> list[Callable]:

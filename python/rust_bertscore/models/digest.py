@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 from .files import ModelFiles
 from .graph_cache import cache_root, weights_fingerprint
 from .runtime import export_info_path
@@ -48,16 +49,14 @@ def checkpoint_digest(model_dir: Path) -> str:
 
     fingerprint = weights_fingerprint(model_dir)
     memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
-    try:
-        saved = json.loads(memo.read_text(encoding="utf-8"))
-        if (
-            saved.get("fingerprint") == fingerprint
-            and saved.get("version") == DIGEST_VERSION
-            and isinstance(saved.get("digest"), str)
-        ):
-            return str(saved["digest"])
-    except (OSError, ValueError, AttributeError):
-        pass
+    saved = read_memo(memo)
+    if (
+        saved is not None
+        and saved.get("fingerprint") == fingerprint
+        and saved.get("version") == DIGEST_VERSION
+        and isinstance(saved.get("digest"), str)
+    ):
+        return str(saved["digest"])
     digest = weights_digest(model_dir)
     record = {"fingerprint": fingerprint, "version": DIGEST_VERSION, "digest": digest}
     with contextlib.suppress(OSError):
@@ -88,11 +87,8 @@ def model_digest(files: ModelFiles) -> str:
 
 
 def _recorded_digest(graph: Path) -> str | None:
-    try:
-        info = json.loads(export_info_path(graph).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    digest = info.get("weights_digest") if isinstance(info, dict) else None
+    info = read_memo(export_info_path(graph))
+    digest = info.get("weights_digest") if info is not None else None
     return digest if isinstance(digest, str) and digest else None
 
 

@@ -24,6 +24,7 @@ from .. import convert
 from .._version import __version__
 from ..errors import InputValueError
 from ..support.atomic import copy_file_atomic, write_text_atomic
+from ..support.inputs import read_memo
 from .digest import checkpoint_digest
 from .files import resolve_model
 from .runtime import check_layer, default_layer, export_info_path
@@ -62,12 +63,8 @@ class ExportInfo:
 
 
 def _same_json(a: Path, b: Path) -> bool:
-    try:
-        return json.loads(a.read_text(encoding="utf-8")) == json.loads(
-            b.read_text(encoding="utf-8")
-        )
-    except (OSError, ValueError):
-        return False
+    first, second = read_memo(a), read_memo(b)
+    return first is not None and first == second
 
 
 def export_model(

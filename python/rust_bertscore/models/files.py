@@ -5,13 +5,14 @@ or a download with ``huggingface_hub``, in that order.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog.configs import check_config_fields
 from ..catalog.registry import DEFAULT_MODEL
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
+from ..support.inputs import read_json_object, read_memo
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights (and, for
 # a repository without them, ``HUB_BIN_PATTERNS``).
@@ -70,16 +71,12 @@ class ModelFiles:
         """The model's ``config.json``."""
         path = self.model_dir / "config.json"
         try:
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
+            config = read_json_object(path, error=InputValueError)
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"{path} is missing: a model directory needs config.json"
             ) from None
-        except (OSError, json.JSONDecodeError) as e:
-            raise InputValueError(f"cannot read {path}: {e}") from e
-        if not isinstance(config, dict):
-            raise InputValueError(f"{path} does not hold a JSON object")
+        check_config_fields(config, path)
         return config
 
 
@@ -283,10 +280,11 @@ def snapshot_complete(path: Path) -> bool:
 
 
 def _shards_present(path: Path, index: Path) -> bool:
-    try:
-        shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    found = read_memo(index)
+    weight_map = found.get("weight_map") if found is not None else None
+    if not isinstance(weight_map, dict):
         return False
+    shards = set(weight_map.values())
     return all(isinstance(shard, str) and (path / shard).is_file() for shard in shards)
 
 

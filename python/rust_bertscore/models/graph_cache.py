@@ -2,7 +2,8 @@
 
 A checkpoint is converted to ONNX once per (weights, layer, family, converter version,
 precision and its policy) and kept under ``$RUST_BERTSCORE_CACHE`` (default
-``~/.cache/rust-bertscore``). The weights are keyed by their digest, not by name or path: two Hub
+``~/.cache/rust-bertscore``). The weights are keyed by their files' digest and the digest of
+their values as the converter reads them (:func:`weights_key`), not by name or path: two Hub
 revisions of a model with different weights get two entries, revisions with the same weights
 share one (the manifest records the revision that made it).
 Entries are written atomically and carry a manifest written last; an entry whose manifest is
@@ -26,8 +27,10 @@ import os
 from pathlib import Path
 
 from .. import convert
+from ..convert.digest import DIGEST_VERSION, weights_digest
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8", "fp16")
@@ -64,16 +67,47 @@ def weights_fingerprint(model_dir: Path) -> str:
     stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
     memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
     memo = cache_root() / "fingerprints" / f"{memo_key}.json"
-    try:
-        saved = json.loads(memo.read_text(encoding="utf-8"))
-        if saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
-            return saved["digest"]
-    except (OSError, ValueError):
-        pass
+    saved = read_memo(memo)
+    if saved is not None and saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
+        return str(saved["digest"])
     digest = convert.weights_fingerprint(model_dir)
     with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
         write_text_atomic(memo, json.dumps({"stamp": stamp, "digest": digest}))
     return digest
+
+
+def weights_key(model_dir: Path) -> str:
+    """What a cached graph's key says of the weights: the files' fingerprint
+    (:func:`weights_fingerprint`) and the digest of the weight values the converter reads
+    (``convert.digest.weights_digest``), ``"<fingerprint>|<value digest>"``.
+
+    The value digest is computed once per fingerprint and kept under
+    ``$RUST_BERTSCORE_CACHE/digests/`` (the record the scorer's signature reads too); a graph is
+    found again only for weights that read as the same values.
+
+    Examples
+    --------
+    >>> from rust_bertscore import DEFAULT_MODEL
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> from rust_bertscore.models.graph_cache import weights_key
+    >>> fingerprint, values = weights_key(resolve_model(DEFAULT_MODEL).model_dir).split("|")
+    >>> len(fingerprint), values[:16]
+    (64, '7babd26b2c0cac2f')
+    """
+    fingerprint = weights_fingerprint(model_dir)
+    memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
+    saved = read_memo(memo) or {}  # damaged or replaced: digested again
+    if (
+        saved.get("fingerprint") == fingerprint
+        and saved.get("version") == DIGEST_VERSION
+        and isinstance(saved.get("digest"), str)
+    ):
+        return f"{fingerprint}|{saved['digest']}"
+    digest = weights_digest(model_dir)
+    record = {"fingerprint": fingerprint, "version": DIGEST_VERSION, "digest": digest}
+    with contextlib.suppress(OSError):  # a read-only cache only costs a new digest next time
+        write_text_atomic(memo, json.dumps(record))
+    return f"{fingerprint}|{digest}"
 
 
 GRAPH_VARIANT = "fused-attention"
@@ -98,10 +132,10 @@ def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str
 
 
 def _valid(graph: Path, manifest: Path) -> bool:
+    meta = read_memo(manifest)
     try:
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
-        return graph.is_file() and graph.stat().st_size == meta["size"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return meta is not None and graph.is_file() and graph.stat().st_size == meta.get("size")
+    except OSError:
         return False
 
 
@@ -135,8 +169,9 @@ def converted_graph(
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     family = convert.model_family(config)
     layers = "all" if all_layers else str(num_layers)
-    fingerprint = weights_fingerprint(files.model_dir)
-    key = entry_key(fingerprint, family, layers, precision)
+    weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
+    fingerprint, values = weights.split("|")
+    key = entry_key(weights, family, layers, precision)
     entry = cache_root() / "onnx" / key
     graph, manifest = entry / "model.onnx", entry / "manifest.json"
     if _valid(graph, manifest):
@@ -157,6 +192,7 @@ def converted_graph(
         "policy": precision_policy(precision),
         "converter_version": convert.CONVERTER_VERSION,
         "weights_sha256": fingerprint,
+        "weights_digest": values,
         "size": graph.stat().st_size,
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))
@@ -184,10 +220,16 @@ CACHE_WRITE_ERRNOS = frozenset(
         errno.EROFS,
         errno.EACCES,
         errno.EPERM,
+        # a cache path that is, or lies under, something other than a directory
+        errno.ENOTDIR,
+        errno.EEXIST,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
     )
     if code is not None
 )
-"""What a cache that cannot be written raises: full disk or quota, read-only, no permission."""
+"""What a cache that cannot be written raises: full disk or quota, read-only, no permission, a
+path through a regular file."""
 
 
 def encoder_graph(

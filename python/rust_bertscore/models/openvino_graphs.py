@@ -34,8 +34,9 @@ from ..errors import InputValueError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
 from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 from .files import ModelFiles
-from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint
+from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
 
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
@@ -161,11 +162,10 @@ def _entry_files(entry: Path, kind: str) -> list[Path]:
 
 
 def _valid(files: list[Path], manifest: Path) -> bool:
+    meta = read_memo(manifest)
     try:
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
-        sizes = [f.stat().st_size for f in files]
-        return bool(sizes == meta["sizes"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return meta is not None and [f.stat().st_size for f in files] == meta.get("sizes")
+    except OSError:
         return False
 
 
@@ -184,7 +184,8 @@ def openvino_graph_path(
     family = convert.model_family(config)
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
-    entry = cache_root() / "openvino" / entry_key(fingerprint, family, layers, kind)
+    weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
+    entry = cache_root() / "openvino" / entry_key(weights, family, layers, kind)
     paths, manifest = _entry_files(entry, kind), entry / "manifest.json"
     if _valid(paths, manifest):
         return paths[0]

@@ -3,7 +3,7 @@ through :data:`RUNTIMES` (emptied by :func:`rust_bertscore.clear_cache`; docs/ca
 
 from __future__ import annotations
 
-import json
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -23,6 +23,7 @@ from ..errors import (
 )
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
+from ..support.inputs import read_json_object
 from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re-exported
     BACKENDS,
     PRECISIONS,
@@ -123,6 +124,12 @@ class RuntimeCache:
     (from ``BERTScorer.close()``) drops an owner and evicts every entry no other live owner
     uses, so its session is freed once nothing else holds it.
 
+    Loads run one at a time, under a lock of their own: the lock of the entries is never held
+    across a load (conversion, int8 calibration), so a thread asking for a runtime already
+    loaded never waits for another's load. Both locks are made anew in the child of a
+    ``fork`` (``os.register_at_fork``): a child forked while a thread of the parent loads a
+    model scores with the runtimes already loaded, and loads the others itself.
+
     Examples
     --------
     >>> from rust_bertscore.models.runtime import RUNTIMES
@@ -134,28 +141,49 @@ class RuntimeCache:
         self.maxsize = maxsize
         self._entries: OrderedDict[Hashable, ModelRuntime] = OrderedDict()
         self._owners: dict[Hashable, weakref.WeakSet[object]] = {}
-        self._lock = threading.RLock()
+        self._new_locks()
         self._hits = self._misses = 0
+        _CACHES.add(self)
+
+    def _new_locks(self) -> None:
+        self._lock = threading.RLock()  # the entries and counters: short sections only
+        self._loading = threading.RLock()  # one load at a time
+
+    def _hit(self, key: Hashable, owner: object) -> ModelRuntime | None:
+        runtime = self._entries.get(key)
+        if runtime is not None:
+            self._hits += 1
+            self._entries.move_to_end(key)
+            self._own(key, owner)
+        return runtime
+
+    def _own(self, key: Hashable, owner: object) -> None:
+        if owner is not None:
+            self._owners.setdefault(key, weakref.WeakSet()).add(owner)
 
     def get(
         self, key: Hashable, load: Callable[[], ModelRuntime], owner: object = None
     ) -> ModelRuntime:
         """The runtime cached under ``key``, else ``load()``'s (cached); ``owner`` (when not
-        None) is recorded as one of its users. Loads run one at a time."""
+        None) is recorded as one of its users. Loads run one at a time; a runtime already
+        cached is returned without waiting for them."""
         with self._lock:
-            runtime = self._entries.get(key)
-            if runtime is None:
+            runtime = self._hit(key, owner)
+        if runtime is not None:
+            return runtime
+        with self._loading:
+            with self._lock:  # another thread may have loaded it while this one waited
+                runtime = self._hit(key, owner)
+                if runtime is not None:
+                    return runtime
                 self._misses += 1
-                runtime = load()
+            runtime = load()
+            with self._lock:
                 self._entries[key] = runtime
                 while len(self._entries) > self.maxsize:
                     dropped, _ = self._entries.popitem(last=False)
                     self._owners.pop(dropped, None)
-            else:
-                self._hits += 1
-                self._entries.move_to_end(key)
-            if owner is not None:
-                self._owners.setdefault(key, weakref.WeakSet()).add(owner)
+                self._own(key, owner)
             return runtime
 
     def release(self, owner: object) -> int:
@@ -183,6 +211,19 @@ class RuntimeCache:
         """Hits, misses, ``maxsize`` and the number of runtimes held now."""
         with self._lock:
             return CacheInfo(self._hits, self._misses, self.maxsize, len(self._entries))
+
+
+_CACHES: weakref.WeakSet[RuntimeCache] = weakref.WeakSet()
+
+
+def _locks_after_fork() -> None:
+    # The child has one thread: a lock another thread of the parent held is held for ever.
+    for cache in list(_CACHES):
+        cache._new_locks()  # noqa: SLF001 - this module's own class
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_locks_after_fork)
 
 
 RUNTIMES = RuntimeCache(maxsize=4)
@@ -360,12 +401,17 @@ def _export_info(files: ModelFiles) -> dict:
         return {}
     path = export_info_path(files.onnx_path)
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        info = read_json_object(path, error=InputValueError)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
-        raise InputValueError(f"cannot read {path}: {e}") from e
-    return info if isinstance(info, dict) else {}
+    layers = info.get("num_layers")
+    if "num_layers" in info and (isinstance(layers, bool) or not isinstance(layers, int)):
+        raise InputValueError(f"{path}: key 'num_layers' must be an integer, got {layers!r:.80}")
+    if "precision" in info and info["precision"] not in PRECISIONS:
+        raise InputValueError(
+            f"{path}: key 'precision' must be one of {PRECISIONS}, got {info['precision']!r:.80}"
+        )
+    return info
 
 
 def _pad_id(config: dict) -> int:

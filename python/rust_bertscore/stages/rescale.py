@@ -13,6 +13,7 @@ from .. import _core
 from ..catalog.registry import BASELINE_DIR, baseline_file
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
+from ..support.inputs import MAX_TEXT_BYTES, read_text
 
 HEADER = ("LAYER", "P", "R", "F")
 
@@ -84,12 +85,14 @@ def read_baseline(path: str | Path) -> np.ndarray:
     ------
     FileNotFoundError
         If the file does not exist.
-    ValueError
-        If the header or a row is malformed, naming the file and line.
+    InputValueError
+        If the header or a row is malformed, naming the file and line; if the file is not
+        UTF-8 text, over ``support.inputs.MAX_TEXT_BYTES`` or not a regular file.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        lines = [line.strip() for line in f]
+    text = read_text(path, max_bytes=MAX_TEXT_BYTES, error=InputValueError)
+    # Universal newlines, as a file opened in text mode reads them.
+    lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     rows = [(n, line) for n, line in enumerate(lines, start=1) if line]
     if not rows:
         raise InputValueError(f"{path}: empty baseline file, expected a header LAYER,P,R,F")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..support.atomic import write_text_atomic
+from ..support.inputs import read_memo
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -43,9 +44,9 @@ def graph_fingerprint(graph: str | Path, memo_dir: Path | None = None) -> str:
     graph = Path(graph)
     manifest = graph.parent / "manifest.json"
     if manifest.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            meta = json.loads(manifest.read_text(encoding="utf-8"))
-            if isinstance(meta, dict) and meta.get("size") == graph.stat().st_size:
+        meta = read_memo(manifest)
+        with contextlib.suppress(OSError):
+            if meta is not None and meta.get("size") == graph.stat().st_size:
                 return (
                     "manifest:"
                     + hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
@@ -56,10 +57,13 @@ def graph_fingerprint(graph: str | Path, memo_dir: Path | None = None) -> str:
     if memo_dir is not None:
         memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
         memo = memo_dir / f"{memo_key}.json"
-        with contextlib.suppress(OSError, ValueError):
-            saved = json.loads(memo.read_text(encoding="utf-8"))
-            if saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
-                return str(saved["digest"])
+        saved = read_memo(memo)
+        if (
+            saved is not None
+            and saved.get("stamp") == stamp
+            and isinstance(saved.get("digest"), str)
+        ):
+            return str(saved["digest"])
     digest = "sha256:" + _file_digest(files)
     if memo is not None:
         with contextlib.suppress(OSError):  # read-only: hashed again next time

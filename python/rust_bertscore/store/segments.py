@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputTypeError, InputValueError, RustBertScoreWarning
+from ..support.inputs import read_memo
 from . import files, records
 from .files import O_BINARY, Entry, SegmentWriter, read_at, segment_sizes
 from .records import HEADER_BYTES, KIND_VECTORS, Header
@@ -142,14 +143,9 @@ class EmbeddingStore:
         return f"EmbeddingStore({str(self.directory)!r}, max_bytes={self.max_bytes})"
 
     def _check_format(self) -> None:
-        meta = self.directory / "store.json"
-        try:
-            found = json.loads(meta.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError):
-            return  # unreadable: written again on the first write
-        if isinstance(found, dict) and found.get("format", FORMAT) != FORMAT:
+        # Missing or unreadable (damaged, too large, not an object): written on the first write.
+        found = read_memo(self.directory / "store.json")
+        if found is not None and found.get("format", FORMAT) != FORMAT:
             raise InputValueError(
                 f"embedding store {self.directory} has format {found.get('format')!r}; this "
                 f"rust-bertscore reads format {FORMAT}: use another directory"

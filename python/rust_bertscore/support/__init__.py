@@ -1,1 +1,1 @@
-"""Helpers below every stage: atomic file writes."""
+"""Helpers below every stage: atomic file writes, bounded reads of outside files."""

@@ -9,12 +9,12 @@ the pieces between them. This module reproduces that step for the tokenizers imp
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputValueError
+from ...support.inputs import read_json_object
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,7 @@ def collect_added_tokens(
                 found[token.content] = token
     added_json = model_dir / "added_tokens.json"
     if added_json.is_file():
-        try:
-            data = json.loads(added_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise InputValueError(f"cannot read {added_json}: {e}") from e
+        data = read_json_object(added_json, error=InputValueError)
         if isinstance(data, dict):
             for text, token_id in data.items():
                 if str(text) not in found:

@@ -12,6 +12,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from ...errors import InputValueError
+from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
 
@@ -56,6 +57,7 @@ class FastIds:
 def read_tokenizer_json(path: Path) -> Tokenizer:
     """``path`` (a ``tokenizer.json``) as a ``tokenizers.Tokenizer``; InputValueError naming the
     file when the library cannot read it."""
+    check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as e:  # the Rust side raises a plain Exception
@@ -170,9 +172,12 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
         vocab_txt = model_dir / "prophetnet.tokenizer"
     if vocab_txt.is_file():
         unk = entry_text(tok_config.get("unk_token")) or "[UNK]"
-        tokenizer = Tokenizer(
-            models.WordPiece(models.WordPiece.read_file(str(vocab_txt)), unk_token=unk)
-        )
+        check_file(vocab_txt, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+        try:
+            vocab_table = models.WordPiece.read_file(str(vocab_txt))
+        except Exception as e:  # the Rust side raises a plain Exception
+            raise InputValueError(f"cannot load {vocab_txt}: {e}") from e
+        tokenizer = Tokenizer(models.WordPiece(vocab_table, unk_token=unk))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True,
             handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
@@ -187,8 +192,13 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
     # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
     from tokenizers import decoders, processors
 
-    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
-    bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    for path in (vocab_json, merges):
+        check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+    try:
+        vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+        bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+    except Exception as e:  # the Rust side raises a plain Exception
+        raise InputValueError(f"cannot load {vocab_json} and {merges}: {e}") from e
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()

@@ -23,12 +23,12 @@ ImportError that says how to install it.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from pathlib import Path
 
 from ...errors import InputValueError
+from ...support.inputs import MAX_TOKENIZER_BYTES, read_json, read_text
 from .added_tokens import AddedToken, AddedTokenSplitter
 from .word_bpe import WordBpeIds, merge_symbols
 
@@ -136,9 +136,11 @@ class XLMIds(WordBpeIds):
         self._moses = sacremoses.MosesTokenizer(lang=LANG)  # type: ignore[attr-defined]
         vocab_path, merges_path = model_dir / "vocab.json", model_dir / "merges.txt"
         try:
-            encoder = json.loads(vocab_path.read_text(encoding="utf-8"))
-            lines = merges_path.read_text(encoding="utf-8").split("\n")[:-1]
-        except (OSError, ValueError) as e:
+            encoder = read_json(vocab_path, error=InputValueError, max_bytes=MAX_TOKENIZER_BYTES)
+            lines = read_text(
+                merges_path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError
+            ).split("\n")[:-1]
+        except FileNotFoundError as e:
             raise InputValueError(f"cannot read the XLM vocabulary in {model_dir}: {e}") from e
         if not isinstance(encoder, dict):
             raise InputValueError(f"{vocab_path}: expected a JSON object of token -> id")

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import InputValueError
+from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, AddedTokenSplitter
 
 SPIECE_UNDERLINE = "\u2581"
@@ -55,10 +56,11 @@ def _load_processor(path: Path) -> object:
         raise ImportError(
             f"{path.name} needs the sentencepiece package: pip install sentencepiece"
         ) from e
+    check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
     processor = sentencepiece.SentencePieceProcessor()
     try:
         processor.Load(str(path))
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ValueError) as e:
         raise InputValueError(f"cannot load the SentencePiece model {path}: {e}") from e
     return processor
 

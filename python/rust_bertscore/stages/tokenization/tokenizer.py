@@ -18,7 +18,6 @@ others.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +26,7 @@ from tokenizers import Tokenizer
 
 from ...catalog.configs import full_attention_limit, max_positions
 from ...errors import InputValueError
+from ...support.inputs import read_json_object
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
@@ -94,14 +94,11 @@ class _IdSource(Protocol):
 
 
 def _read_json(path: Path) -> dict:
-    if not path.is_file():
+    """``tokenizer_config.json`` or ``special_tokens_map.json``: a JSON object ({} when the
+    file is missing), read within ``support.inputs``' size and depth bounds."""
+    if not path.exists():
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputValueError(f"cannot read {path}: {e}") from e
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path, error=InputValueError)
 
 
 class TextTokenizer:

@@ -20,12 +20,12 @@ refused.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...errors import InputValueError
+from ...support.inputs import MAX_TOKENIZER_BYTES, read_json, read_text
 from .added_tokens import AddedToken, AddedTokenSplitter
 
 
@@ -133,9 +133,13 @@ class BlenderbotSmallIds(WordBpeIds):
     def __init__(self, model_dir: Path, added: dict[str, AddedToken], unk_token: str) -> None:
         vocab_path, merges_path = model_dir / "vocab.json", model_dir / "merges.txt"
         try:
-            self.encoder: dict[str, int] = json.loads(vocab_path.read_text(encoding="utf-8"))
-            lines = merges_path.read_text(encoding="utf-8").split("\n")[1:-1]
-        except (OSError, ValueError) as e:
+            self.encoder: dict[str, int] = read_json(
+                vocab_path, error=InputValueError, max_bytes=MAX_TOKENIZER_BYTES
+            )
+            lines = read_text(
+                merges_path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError
+            ).split("\n")[1:-1]
+        except FileNotFoundError as e:
             raise InputValueError(
                 f"cannot read the BlenderbotSmall vocabulary in {model_dir}: {e}"
             ) from e
@@ -217,7 +221,8 @@ class BertweetIds(WordBpeIds):
             self.encoder[name(key, default)] = len(self.encoder)
         vocab_path, codes_path = model_dir / "vocab.txt", model_dir / "bpe.codes"
         try:
-            for line in vocab_path.read_text(encoding="utf-8").splitlines():
+            vocab_text = read_text(vocab_path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+            for line in vocab_text.splitlines():
                 line = line.strip()
                 cut = line.rfind(" ")
                 if cut == -1:
@@ -225,8 +230,10 @@ class BertweetIds(WordBpeIds):
                         f"{vocab_path}: expected '<token> <count>' lines, got {line!r}"
                     )
                 self.encoder[line[:cut]] = len(self.encoder)
-            lines = codes_path.read_text(encoding="utf-8").split("\n")[:-1]
-        except OSError as e:
+            lines = read_text(
+                codes_path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError
+            ).split("\n")[:-1]
+        except FileNotFoundError as e:
             raise InputValueError(f"cannot read the Bertweet vocabulary in {model_dir}: {e}") from e
         self.ranks: dict[tuple[str, ...], int] = {
             tuple(line.split()[:-1]): i for i, line in enumerate(lines)
