@@ -470,3 +470,18 @@ def test_no_process_wide_stand_in(tmp_path: Path) -> None:
         record.stride = (0, 0)  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.storage.kind.dtype = "f2"  # type: ignore[misc]
+
+
+def test_a_cache_path_under_a_regular_file_is_a_cache_that_cannot_be_written(
+    tmp_path: Path,
+) -> None:
+    """Not a raw ``NotADirectoryError``: the graph is converted in memory, with the warning of a
+    cache that cannot be written, and the scores are the same."""
+    model_dir = checkpoint_dir(tmp_path, "bert")
+    shutil.copy(SOURCE, model_dir)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    want = run_child(tmp_path / "cache", model_dir)
+    got = run_child(blocker / "cache", model_dir)
+    assert got[str(model_dir)].get("scores") == want[str(model_dir)]["scores"], got
+    assert any("RUST_BERTSCORE_CACHE" in w for w in got["warnings"]), got["warnings"]
