@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import struct
 import subprocess
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from benches.torch_save import Entry, PickleOps, tensor_ops, write_zip
+from benches.torch_save import Entry, PickleOps, plain_pickle, tensor_ops, write_legacy, write_zip
 from conftest import DATA, TINY
 from rust_bertscore.convert.torch_bin import BinFile
 
@@ -66,6 +67,9 @@ def run_child(cache: Path, *dirs: Path, timeout: float = 30) -> dict:
     """Score each of ``dirs`` in order, in one fresh interpreter with its own model cache."""
     script = CHILD.replace("CANDS", repr(CANDS)).replace("REFS", repr(REFS))
     env = dict(os.environ, RUST_BERTSCORE_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    # few threads and malloc arenas, so the address space a legitimate load needs does not grow
+    # with the host's cores
+    env.update(RUST_BERTSCORE_NUM_THREADS="2", MALLOC_ARENA_MAX="2")
     try:
         done = subprocess.run(
             [sys.executable, "-c", script, "-", str(AS_CAP), *map(str, dirs)],
@@ -137,6 +141,7 @@ def state_pickle(
     before: bytes = b"",
     after: dict[str, bytes] | None = None,
     key_ops: dict[str, bytes] | None = None,
+    legacy: bool = False,
 ) -> bytes:
     """The state dict's pickle as torch writes it, with ``before`` spliced in front of the dict,
     ``after[key]`` right after that tensor is built, and ``key_ops[key]`` pushing its key."""
@@ -147,7 +152,7 @@ def state_pickle(
             out.op(key_ops[key])
         else:
             out.text(key)
-        tensor_ops(out, entry, legacy=False)
+        tensor_ops(out, entry, legacy=legacy)
         out.op((after or {}).get(key, b""))
     return out.op(b"u").done()
 
@@ -164,6 +169,23 @@ def checkpoint_dir(tmp_path: Path, name: str) -> Path:
 def write_bin(model_dir: Path, pkl: bytes, raws: dict[str, bytes] | None = None) -> Path:
     path = model_dir / "pytorch_model.bin"
     write_zip(path, pkl, sorted((raws or RAWS).items()))
+    return path
+
+
+def write_legacy_bin(
+    model_dir: Path, pkl: bytes, keys: list | None = None, raws: dict[str, bytes] | None = None
+) -> Path:
+    """torch's legacy format (before 1.6): the tiny BERT's storages after ``pkl``; ``keys``:
+    the list of storage keys as written (any objects)."""
+    raws = raws or RAWS
+    numels = {e.key: e.numel for _, e in ENTRIES}
+    path = model_dir / "pytorch_model.bin"
+    write_legacy(path, pkl, [(k, numels[k], raws[k]) for k in sorted(raws)])
+    if keys is not None:  # rewrite the key list in place of the one write_legacy wrote
+        raw = path.read_bytes()
+        listed = plain_pickle(sorted(raws))
+        at = raw.index(listed, len(pkl))
+        path.write_bytes(raw[:at] + pickle.dumps(keys, 3) + raw[at + len(listed) :])
     return path
 
 
@@ -321,7 +343,32 @@ def _string_past_the_end(d: Path) -> None:  # BINUNICODE declaring 1 MB in a 60 
     write_bin(d, state_pickle(before=b"X" + struct.pack("<I", 1 << 20)))
 
 
+def _legacy_build(d: Path) -> None:  # the legacy format runs the same pickle machine
+    state = slot_state(stride=bytes(ops().ints((1, 100_000_000)).out))
+    write_legacy_bin(d, state_pickle(after={WORDS: state + b"b"}, legacy=True))
+
+
+def _legacy_view_past(d: Path) -> None:  # a storage view past its root storage
+    words = entry_of(WORDS)
+    view = ("v", words.numel - 10, 20)
+    write_legacy_bin(
+        d, state_pickle(replace(WORDS, view=view, shape=(20,), stride=(1,)), legacy=True)
+    )
+
+
+def _legacy_non_ascii_storage_key(d: Path) -> None:
+    keys: list = [k.encode() for k in sorted(RAWS)]
+    keys[0] = b"\xff"
+    write_legacy_bin(d, state_pickle(legacy=True), keys=keys)
+
+
 ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "legacy-build-on-tensor": (_legacy_build, rf"the state dict, opcode .*tensor '{WORDS}'.*BUILD"),
+    "legacy-view-past-storage": (_legacy_view_past, r"view 'v' reads past storage"),
+    "legacy-non-ascii-storage-key": (
+        _legacy_non_ascii_storage_key,
+        r"a key that is not ASCII text: b'\\xff'",
+    ),
     # name: (writer, what the message must name besides the file)
     "build-on-tensor": (_build_on_tensor, rf"tensor '{WORDS}'.*BUILD"),
     "build-storage-numel": (_build_numel, rf"tensor '{WORDS}'.*BUILD"),
