@@ -24,6 +24,7 @@ from safetensors.numpy import load_file
 from benches.torch_save import Entry, PickleOps, plain_pickle, tensor_ops, write_legacy, write_zip
 from conftest import DATA, TINY
 from rust_bertscore.convert.torch_bin import BinFile
+from rust_bertscore.errors import CheckpointError
 
 SOURCE = DATA / "tiny_bin" / "bert" / "pytorch_model.bin"
 ROOT = Path(__file__).resolve().parents[1]
@@ -532,3 +533,37 @@ def test_a_cache_path_under_a_regular_file_is_a_cache_that_cannot_be_written(
     got = run_child(blocker / "cache", model_dir)
     assert got[str(model_dir)].get("scores") == want[str(model_dir)]["scores"], got
     assert any("RUST_BERTSCORE_CACHE" in w for w in got["warnings"]), got["warnings"]
+
+
+def test_data_pkl_is_capped_even_when_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The absolute cap on ``data.pkl`` holds for a stored (uncompressed) member too."""
+    from rust_bertscore.convert import torch_bin
+
+    model_dir = checkpoint_dir(tmp_path, "big-pickle")
+    pkl = state_pickle()
+    write_bin(model_dir, pkl + bytes(4096))
+    BinFile(model_dir / "pytorch_model.bin")  # the padding after STOP is never run
+    monkeypatch.setattr(torch_bin, "MAX_PICKLE_BYTES", len(pkl) + 1024)
+    with pytest.raises(CheckpointError, match=r"pytorch_model\.bin: 'archive/data\.pkl' inflates"):
+        BinFile(model_dir / "pytorch_model.bin")
+
+
+def test_the_shape_is_checked_against_the_config_before_a_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tensor whose shape is not config.json's is refused with no byte of it read."""
+    from rust_bertscore.convert import torch_bin
+    from rust_bertscore.convert.checkpoint import WeightStore
+
+    words = entry_of(WORDS)
+    rows, cols = words.shape
+    model_dir = checkpoint_dir(tmp_path, "reshaped")
+    write_bin(model_dir, state_pickle(replace(WORDS, shape=(cols, rows), stride=(rows, 1))))
+    store = WeightStore(model_dir)
+    reads: list[str] = []
+    monkeypatch.setattr(torch_bin.BinFile, "_read", lambda *args: reads.append("read"))
+    with pytest.raises(CheckpointError, match=r"has shape \(\d+, \d+\), expected .*config\.json"):
+        store.get("embeddings.word_embeddings.weight", (rows, cols))
+    assert reads == []
