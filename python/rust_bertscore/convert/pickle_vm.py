@@ -22,6 +22,7 @@ time linear in its length. Any refusal is :class:`MalformedPickle` with the opco
 from __future__ import annotations
 
 import mmap
+import pickle
 import reprlib
 import struct
 from collections.abc import Callable
@@ -36,6 +37,19 @@ MAX_TEXT = 64 << 20
 MAX_INT_BYTES = 64
 """Bytes of one integer (LONG1, LONG4, INT, LONG): a state dict's are 8 at most, the legacy
 format's magic number 10."""
+
+_SIZES = {
+    pickle.BINUNICODE: "<I",
+    pickle.SHORT_BINUNICODE: "<B",
+    pickle.BINUNICODE8: "<Q",
+    pickle.BINSTRING: "<i",
+    pickle.SHORT_BINSTRING: "<B",
+    pickle.BINBYTES: "<I",
+    pickle.SHORT_BINBYTES: "<B",
+    pickle.BINBYTES8: "<Q",
+}
+"""The struct format of each string opcode's length (the opcodes: ``pickle``'s names)."""
+_STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<B", "<H", "<i", "<I", "<Q")}
 
 _LINE = 1024  # the longest text line (GLOBAL's names, INT, PUT's index)
 
@@ -66,20 +80,20 @@ class MalformedPickle(Exception):
 
 _KEY_TYPES = (str, bytes, int)
 _REFUSED = {
-    b"i": "INST (an object built by calling a class)",
-    b"o": "OBJ (an object built by calling a class)",
-    b"\x81": "NEWOBJ (an object built by cls.__new__)",
-    b"\x92": "NEWOBJ_EX (an object built by cls.__new__)",
-    b"\x82": "EXT1 (a registered extension)",
-    b"\x83": "EXT2 (a registered extension)",
-    b"\x84": "EXT4 (a registered extension)",
-    b"\x8f": "EMPTY_SET",
-    b"\x90": "ADDITEMS",
-    b"\x91": "FROZENSET",
-    b"\x96": "BYTEARRAY8",
-    b"\x97": "NEXT_BUFFER",
-    b"\x98": "READONLY_BUFFER",
-    b"S": "STRING (protocol 0's quoted string)",
+    pickle.INST: "INST (an object built by calling a class)",
+    pickle.OBJ: "OBJ (an object built by calling a class)",
+    pickle.NEWOBJ: "NEWOBJ (an object built by cls.__new__)",
+    pickle.NEWOBJ_EX: "NEWOBJ_EX (an object built by cls.__new__)",
+    pickle.EXT1: "EXT1 (a registered extension)",
+    pickle.EXT2: "EXT2 (a registered extension)",
+    pickle.EXT4: "EXT4 (a registered extension)",
+    pickle.EMPTY_SET: "EMPTY_SET",
+    pickle.ADDITEMS: "ADDITEMS",
+    pickle.FROZENSET: "FROZENSET",
+    pickle.BYTEARRAY8: "BYTEARRAY8",
+    pickle.NEXT_BUFFER: "NEXT_BUFFER",
+    pickle.READONLY_BUFFER: "READONLY_BUFFER",
+    pickle.STRING: "STRING (protocol 0's quoted string)",
 }
 
 
@@ -130,9 +144,9 @@ class Machine:
             raise MalformedPickle(
                 f"an argument of {count} bytes runs past the end of the data (truncated?)"
             )
-        chunk = self.data[self.pos : self.pos + count]
+        chunk = self.data[self.pos : self.pos + count]  # bytes, from bytes or an mmap
         self.pos += count
-        return bytes(chunk)
+        return chunk
 
     def _text(self, count: int) -> bytes:
         self.text_bytes += max(count, 0)
@@ -149,7 +163,7 @@ class Machine:
         return line
 
     def _uint(self, fmt: str) -> int:
-        (value,) = struct.unpack(fmt, self._take(struct.calcsize(fmt)))
+        (value,) = _STRUCTS[fmt].unpack(self._take(_STRUCTS[fmt].size))
         return int(value)
 
     def _long(self, count: int) -> int:
@@ -206,143 +220,146 @@ class Machine:
         marks: list[int] = []
         self.stack, self.marks = stack, marks  # what was built so far, for error messages
         memo: dict[int, Any] = {}
-        pop = self._pop
+        pop, data, end = self._pop, self.data, len(self.data)
         for _ in range(MAX_OPS):
             self.at = self.pos
-            op = self._take(1)
-            if op in (b"q", b"r", b"p", b"\x94"):  # BINPUT, LONG_BINPUT, PUT, MEMOIZE
-                index = {b"q": lambda: self._uint("<B"), b"r": lambda: self._uint("<I")}.get(
-                    op, self._int_line if op == b"p" else lambda: len(memo)
-                )()
+            if self.pos >= end:
+                raise MalformedPickle("the data ends before STOP (truncated?)")
+            op = data[self.pos : self.pos + 1]
+            self.pos += 1
+            if op in (pickle.BINPUT, pickle.LONG_BINPUT, pickle.PUT, pickle.MEMOIZE):
+                if op == pickle.BINPUT:
+                    index = self._uint("<B")
+                elif op == pickle.LONG_BINPUT:
+                    index = self._uint("<I")
+                else:
+                    index = self._int_line() if op == pickle.PUT else len(memo)
                 if not stack or index < 0:
                     raise MalformedPickle("PUT with an empty stack or a negative index")
                 memo[index] = stack[-1]
-            elif op in (b"h", b"j", b"g"):  # BINGET, LONG_BINGET, GET
-                index = (
-                    self._uint("<B")
-                    if op == b"h"
-                    else self._uint("<I")
-                    if op == b"j"
-                    else self._int_line()
-                )
+            elif op in (pickle.BINGET, pickle.LONG_BINGET, pickle.GET):
+                if op == pickle.BINGET:
+                    index = self._uint("<B")
+                else:
+                    index = self._uint("<I") if op == pickle.LONG_BINGET else self._int_line()
                 if index not in memo:
                     raise MalformedPickle(f"GET of memo entry {index}, which was never PUT")
                 stack.append(memo[index])
-            elif op == b"(":
+            elif op == pickle.MARK:
                 marks.append(len(stack))
-            elif op in (b"X", b"\x8c", b"\x8d"):  # BINUNICODE, SHORT_, 8
-                size = self._uint({b"X": "<I", b"\x8c": "<B", b"\x8d": "<Q"}[op])
+            elif op in (pickle.BINUNICODE, pickle.SHORT_BINUNICODE, pickle.BINUNICODE8):
+                size = self._uint(_SIZES[op])
                 stack.append(self._decode(self._text(size)))
-            elif op in (b"T", b"U"):  # BINSTRING, SHORT_BINSTRING: Python 2 str, as UTF-8
-                stack.append(self._decode(self._text(self._uint("<i" if op == b"T" else "<B"))))
-            elif op in (b"B", b"C", b"\x8e"):  # BINBYTES, SHORT_BINBYTES, BINBYTES8
-                stack.append(self._text(self._uint({b"B": "<I", b"C": "<B", b"\x8e": "<Q"}[op])))
-            elif op == b"V":  # UNICODE (protocol 0)
+            elif op in (pickle.BINSTRING, pickle.SHORT_BINSTRING):  # Python 2 str, read as UTF-8
+                stack.append(self._decode(self._text(self._uint(_SIZES[op]))))
+            elif op in (pickle.BINBYTES, pickle.SHORT_BINBYTES, pickle.BINBYTES8):
+                stack.append(self._text(self._uint(_SIZES[op])))
+            elif op == pickle.UNICODE:  # protocol 0
                 stack.append(self._decode(self._line(), "raw-unicode-escape"))
-            elif op == b"J":
+            elif op == pickle.BININT:
                 stack.append(self._uint("<i"))
-            elif op == b"K":
+            elif op == pickle.BININT1:
                 stack.append(self._uint("<B"))
-            elif op == b"M":
+            elif op == pickle.BININT2:
                 stack.append(self._uint("<H"))
-            elif op == b"\x8a":
+            elif op == pickle.LONG1:
                 stack.append(self._long(self._uint("<B")))
-            elif op == b"\x8b":
+            elif op == pickle.LONG4:
                 stack.append(self._long(self._uint("<i")))
-            elif op in (b"I", b"L"):  # INT, LONG (protocol 0; INT 00/01 are False/True)
+            elif op in (pickle.INT, pickle.LONG):  # protocol 0; INT 00 and 01 are False and True
                 value = self._int_line()
-                stack.append(bool(value) if op == b"I" and value in (0, 1) else value)
-            elif op == b"G":
+                stack.append(bool(value) if op == pickle.INT and value in (0, 1) else value)
+            elif op == pickle.BINFLOAT:
                 stack.append(struct.unpack(">d", self._take(8))[0])
-            elif op == b"F":
+            elif op == pickle.FLOAT:
                 try:
                     stack.append(float(self._line()))
                 except ValueError:
                     raise MalformedPickle("FLOAT that is not a number") from None
-            elif op == b"N":
+            elif op == pickle.NONE:
                 stack.append(None)
-            elif op in (b"\x88", b"\x89"):
-                stack.append(op == b"\x88")
-            elif op == b")":
+            elif op in (pickle.NEWTRUE, pickle.NEWFALSE):
+                stack.append(op == pickle.NEWTRUE)
+            elif op == pickle.EMPTY_TUPLE:
                 stack.append(())
-            elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
-                count = op[0] - 0x84
+            elif op in (pickle.TUPLE1, pickle.TUPLE2, pickle.TUPLE3):
+                count = 1 if op == pickle.TUPLE1 else 2 if op == pickle.TUPLE2 else 3
                 items = [pop(stack, marks) for _ in range(count)][::-1]
                 stack.append(tuple(items))
-            elif op == b"t":
+            elif op == pickle.TUPLE:
                 stack.append(tuple(self._pop_mark(stack, marks)))
-            elif op == b"]":
+            elif op == pickle.EMPTY_LIST:
                 stack.append([])
-            elif op == b"l":
+            elif op == pickle.LIST:
                 stack.append(self._pop_mark(stack, marks))
-            elif op == b"}":
+            elif op == pickle.EMPTY_DICT:
                 stack.append({})
-            elif op == b"d":
+            elif op == pickle.DICT:
                 target: dict = {}
                 self._set_items(target, self._pop_mark(stack, marks))
                 stack.append(target)
-            elif op == b"a":
+            elif op == pickle.APPEND:
                 value = pop(stack, marks)
                 if not stack or not isinstance(stack[-1], list):
                     raise MalformedPickle("APPEND to something that is not a list")
                 stack[-1].append(value)
-            elif op == b"e":
+            elif op == pickle.APPENDS:
                 items = self._pop_mark(stack, marks)
                 if not stack or not isinstance(stack[-1], list):
                     raise MalformedPickle("APPENDS to something that is not a list")
                 stack[-1].extend(items)
-            elif op == b"s":
+            elif op == pickle.SETITEM:
                 value, key = pop(stack, marks), pop(stack, marks)
                 self._set_items(stack[-1] if stack else None, [key, value])
-            elif op == b"u":
+            elif op == pickle.SETITEMS:
                 items = self._pop_mark(stack, marks)
                 self._set_items(stack[-1] if stack else None, items)
-            elif op == b"c":
+            elif op == pickle.GLOBAL:
                 module = self._decode(self._line())
                 stack.append(self.resolve(module, self._decode(self._line())))
-            elif op == b"\x93":  # STACK_GLOBAL
+            elif op == pickle.STACK_GLOBAL:
                 name, module = pop(stack, marks), pop(stack, marks)
                 if type(module) is not str or type(name) is not str:
                     raise MalformedPickle("STACK_GLOBAL of names that are not strings")
                 stack.append(self.resolve(module, name))
-            elif op == b"R":
+            elif op == pickle.REDUCE:
                 args, func = pop(stack, marks), pop(stack, marks)
                 if type(args) is not tuple:
                     raise MalformedPickle(
                         f"REDUCE with arguments that are not a tuple: {brief(args)}"
                     )
                 stack.append(self.call(func, args))
-            elif op == b"b":
+            elif op == pickle.BUILD:
                 state = pop(stack, marks)
                 if not stack:
                     raise MalformedPickle("BUILD with an empty stack")
                 self.build(stack[-1], state)
-            elif op == b"Q":
+            elif op == pickle.BINPERSID:
                 stack.append(self.persistent(pop(stack, marks)))
-            elif op == b"P":
+            elif op == pickle.PERSID:
                 stack.append(self.persistent(self._decode(self._line(), "ascii")))
-            elif op == b"0":
+            elif op == pickle.POP:
                 if marks and len(stack) == marks[-1]:
                     marks.pop()
                 else:
                     pop(stack, marks)
-            elif op == b"1":
+            elif op == pickle.POP_MARK:
                 self._pop_mark(stack, marks)
-            elif op == b"2":
+            elif op == pickle.DUP:
                 if not stack:
                     raise MalformedPickle("DUP with an empty stack")
                 stack.append(stack[-1])
-            elif op == b"\x80":  # PROTO
+            elif op == pickle.PROTO:
                 if self._uint("<B") > 5:
                     raise MalformedPickle("an unknown pickle protocol")
-            elif op == b"\x95":  # FRAME: its length is only a hint
+            elif op == pickle.FRAME:  # its length is only a hint
                 self._take(8)
-            elif op == b".":
+            elif op == pickle.STOP:
                 result = pop(stack, marks)
                 if stack or marks:
                     raise MalformedPickle("STOP with more than one value on the stack")
                 return result
-            elif op == b"i":  # INST names a class: refuse it by name when it is not allowed
+            elif op == pickle.INST:  # INST names a class: refuse it by name when it is not allowed
                 module = self._decode(self._line())
                 self.resolve(module, self._decode(self._line()))
                 raise MalformedPickle(f"opcode {_REFUSED[op]} is refused")

@@ -302,15 +302,17 @@ def unpickle(
 
 
 def _pending_key(machine: Machine) -> Any:
-    """The key of the state dict entry being built when the pickle stopped, if any: torch
-    pushes ``key, tensor`` pairs above the dict's MARK, so it is the first key not followed by
-    a finished tensor."""
+    """The key of the state dict entry the pickle stopped at, if any: torch pushes ``key,
+    tensor`` pairs above the dict's MARK, so it is the first key not followed by a finished
+    tensor, else the last key (an opcode after its tensor, BUILD on it)."""
     if not machine.marks:
         return None
     items = machine.stack[machine.marks[0] :]
     j = 0
     while j + 1 < len(items) and type(items[j]) is str and type(items[j + 1]) is TensorRecord:
         j += 2
+    if j == len(items) and j >= 2:
+        return items[j - 2]
     return items[j] if j < len(items) and type(items[j]) in (str, bytes) else None
 
 
