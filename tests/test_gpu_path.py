@@ -153,7 +153,7 @@ def test_precision_is_checked_and_named() -> None:
     with pytest.raises(ValueError, match="'fp32', 'tf32', 'fp16', 'int8', 'bf16'"):
         rb.BERTScorer(model_type=TINY_BERT, precision="fp8")
     with pytest.raises(ValueError, match="precision='bf16' needs runtime='openvino'"):
-        rb.BERTScorer(model_type=TINY_BERT, precision="bf16")  # ONNX Runtime, the default
+        rb.BERTScorer(model_type=TINY_BERT, precision="bf16", runtime="onnxruntime")
     fp32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0)
     tf32 = rb.BERTScorer(model_type=TINY_BERT, device="cpu", cache_bytes=0, precision="tf32")
     assert fp32.device == tf32.device == "cpu"
