@@ -3,7 +3,6 @@ through :data:`RUNTIMES` (emptied by :func:`rust_bertscore.clear_cache`; docs/ca
 
 from __future__ import annotations
 
-import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -30,6 +29,7 @@ from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re
     check_precision,
 )
 from .files import ModelFiles, check_revision, resolve_model
+from .identity import export_record
 
 
 @dataclass(frozen=True)
@@ -342,22 +342,9 @@ def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
         )
 
 
-def export_info_path(graph: Path) -> Path:
-    """The JSON file ``rust-bertscore export`` writes beside a graph (layer, model, precision)."""
-    return graph.with_name(graph.name + ".json")
-
-
 def _export_info(files: ModelFiles) -> dict:
-    if files.onnx_path is None:
-        return {}
-    path = export_info_path(files.onnx_path)
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise InputValueError(f"cannot read {path}: {e}") from e
-    return info if isinstance(info, dict) else {}
+    """The record of an exported graph, checked against it (``identity.export_record``)."""
+    return {} if files.onnx_path is None else export_record(files.onnx_path)
 
 
 def _pad_id(config: dict) -> int:
