@@ -51,6 +51,21 @@ from .files import ModelFiles
 if TYPE_CHECKING:
     from ..stages.tokenization.tokenizer import TextTokenizer
 
+__all__ = [
+    "GRAPH_CONFIG_FIELDS",
+    "GRAPH_DIGEST_PREFIX",
+    "GraphRecordMismatchError",
+    "ModelIdentity",
+    "checkpoint_digest",
+    "config_digest",
+    "export_record",
+    "export_record_path",
+    "graph_file_digest",
+    "model_identity",
+    "model_weights_digest",
+    "tokenizer_digest",
+]
+
 IDENTITY_VERSION = "1"
 """The recipe of :func:`config_digest` and :func:`tokenizer_digest` (hashed first)."""
 
@@ -356,7 +371,13 @@ def export_record_path(graph: Path) -> Path:
 
 
 def graph_files(graph: Path) -> list[Path]:
-    """The graph and its external-data file (``<graph>.data``), when it has one."""
+    """The graph and its external-data file (``<graph>.data``), when it has one.
+
+    >>> from pathlib import Path
+    >>> from rust_bertscore.models.identity import graph_files
+    >>> [p.name for p in graph_files(Path("nowhere/model.onnx"))]
+    ['model.onnx']
+    """
     data = graph.with_name(graph.name + ".data")
     return [graph, data] if data.is_file() else [graph]
 
@@ -480,7 +501,15 @@ class LoadedModel(Protocol):
 
 
 def model_identity(runtime: LoadedModel) -> ModelIdentity:
-    """The :class:`ModelIdentity` of a loaded model (a ``ModelRuntime``)."""
+    """The :class:`ModelIdentity` of a loaded model (a ``ModelRuntime``).
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.models.identity import model_identity
+    >>> model_identity(BERTScorer().runtime) == model_identity(BERTScorer(idf=True).runtime)
+    True
+    """
     return ModelIdentity(
         weights=model_weights_digest(runtime.files),
         config=config_digest(runtime.config),
