@@ -316,3 +316,22 @@ def test_a_record_without_the_graph_digest_is_not_believed(tmp_path: Path) -> No
     with pytest.warns(rb.RustBertScoreWarning, match="does not record the digest"):
         fields = parse_signature(rb.BERTScorer(model_type=str(out)).signature)
     assert fields["layer"] == "2" and fields["weights"].startswith(identity.GRAPH_DIGEST_PREFIX)
+
+
+def test_the_runtime_names_its_versions_where_they_change_the_numbers() -> None:
+    import onnxruntime
+
+    bert = str(TINY / "bert")
+    fp32 = parse_signature(rb.BERTScorer(model_type=bert, num_layers=2).signature)
+    assert fp32["runtime"] == "onnxruntime"  # fp32 is held to bert_score's numbers
+    int8 = parse_signature(rb.BERTScorer(model_type=bert, num_layers=2, precision="int8").signature)
+    assert int8["runtime"] == f"onnxruntime-{onnxruntime.__version__}"
+    pytest.importorskip("openvino")
+    pytest.importorskip("nncf")
+    from importlib.metadata import version
+
+    ov = rb.BERTScorer(model_type=bert, num_layers=2, runtime="openvino", precision="int8")
+    want = f"openvino-{version('openvino')}+nncf-{version('nncf')}"
+    assert parse_signature(ov.signature)["runtime"] == want
+    ov_fp32 = rb.BERTScorer(model_type=bert, num_layers=2, runtime="openvino")
+    assert parse_signature(ov_fp32.signature)["runtime"] == "openvino"
