@@ -27,12 +27,8 @@ from ..errors import InputValueError
 from ..stages.tokenization.tokenizer import TOKENIZER_FILES as VOCABULARY_FILES
 from ..support.atomic import copy_file_atomic, write_text_atomic
 from .files import resolve_model
-from .identity import (
-    TOKENIZER_SETTINGS_FILES,
-    checkpoint_digest,
-    export_record_path,
-    graph_file_digest,
-)
+from .graph_record import export_record_path, graph_file_digest
+from .identity import TOKENIZER_SETTINGS_FILES, checkpoint_digest
 from .runtime import check_layer, default_layer
 
 TOKENIZER_FILES = tuple(sorted({*VOCABULARY_FILES, *TOKENIZER_SETTINGS_FILES}))

@@ -22,9 +22,10 @@ A model's identity has three parts, each a SHA-256 digest:
   and SEP ids).
 
 An exported ``.onnx`` is tied to its ``<graph>.onnx.json`` record by the SHA-256 of the graph's
-own bytes (``graph_sha256``, :func:`graph_file_digest`): :func:`export_record` refuses a graph
-whose bytes are not the ones its record was written for (:class:`GraphRecordMismatchError`),
-so a graph swapped in beside another's record never runs under the record's layer and weights.
+own bytes (``graph_sha256``; :mod:`rust_bertscore.models.graph_record`, re-exported here):
+:func:`export_record` refuses a graph whose bytes are not the ones its record was written for
+(:class:`GraphRecordMismatchError`), so a graph swapped in beside another's record never runs
+under the record's layer and weights.
 
 The signature (:mod:`rust_bertscore.scoring.signature`) shows the three digests; the graph
 cache's key (:func:`rust_bertscore.models.graph_cache.entry_key`) names the checkpoint's weight
@@ -43,10 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ModelLoadError, warn
 from ..stages.tokenization.tokenizer import TOKENIZER_FILES
 from ..support.atomic import write_text_atomic
 from .files import ModelFiles
+from .graph_record import (
+    GraphRecordMismatchError,
+    export_record,
+    export_record_path,
+    graph_file_digest,
+)
 
 if TYPE_CHECKING:
     from ..stages.tokenization.tokenizer import TextTokenizer
@@ -342,132 +348,6 @@ def _initializers_digest(path: str, size: int, mtime_ns: int) -> str:
     from ..convert.values import graph_digest
 
     return graph_digest(path)
-
-
-# --- an exported graph and its record -----------------------------------------------------
-
-
-class GraphRecordMismatchError(ModelLoadError):
-    """An ``.onnx`` graph whose bytes are not those its ``<graph>.onnx.json`` record was written
-    for (another graph copied over it, or the record copied beside another graph).
-
-    >>> from rust_bertscore.models.identity import GraphRecordMismatchError
-    >>> from rust_bertscore import ModelLoadError
-    >>> issubclass(GraphRecordMismatchError, ModelLoadError)
-    True
-    """
-
-
-def export_record_path(graph: Path) -> Path:
-    """The JSON record ``rust-bertscore export`` writes beside a graph (layer, model, precision,
-    weights digest, the graph's own digest).
-
-    >>> from pathlib import Path
-    >>> from rust_bertscore.models.identity import export_record_path
-    >>> export_record_path(Path("m/model.onnx")).name
-    'model.onnx.json'
-    """
-    return graph.with_name(graph.name + ".json")
-
-
-def graph_files(graph: Path) -> list[Path]:
-    """The graph and its external-data file (``<graph>.data``), when it has one.
-
-    >>> from pathlib import Path
-    >>> from rust_bertscore.models.identity import graph_files
-    >>> [p.name for p in graph_files(Path("nowhere/model.onnx"))]
-    ['model.onnx']
-    """
-    data = graph.with_name(graph.name + ".data")
-    return [graph, data] if data.is_file() else [graph]
-
-
-def graph_file_digest(graph: Path) -> str:
-    """SHA-256 hex digest of an ``.onnx`` graph's bytes and its external data's, memoised under
-    ``$RUST_BERTSCORE_CACHE/fingerprints/`` by path, size and modification time.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from rust_bertscore.models.identity import graph_file_digest
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     graph = Path(tmp) / "g.onnx"
-    ...     _ = graph.write_bytes(b"not really a graph")
-    ...     len(graph_file_digest(graph))
-    64
-    """
-    from .graph_cache import cache_root  # the converter (onnx) loads here: not at import
-
-    files = graph_files(graph)
-    stamp = [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
-    key = hashlib.sha256(json.dumps(["graph", stamp]).encode()).hexdigest()[:32]
-    memo = cache_root() / "fingerprints" / f"{key}.json"
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        saved = json.loads(memo.read_text(encoding="utf-8"))
-        if saved.get("stamp") == stamp and isinstance(saved.get("graph_sha256"), str):
-            return str(saved["graph_sha256"])
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.removeprefix(graph.name).encode() + b"\0")
-        with open(path, "rb") as f:
-            while chunk := f.read(8 << 20):
-                digest.update(chunk)
-    value = digest.hexdigest()
-    with contextlib.suppress(OSError):  # read-only: hashed again next time
-        write_text_atomic(memo, json.dumps({"stamp": stamp, "graph_sha256": value}))
-    return value
-
-
-def export_record(graph: Path) -> dict[str, Any]:
-    """The record beside an exported ``graph`` (``{}`` without one), checked against the graph.
-
-    Raises
-    ------
-    GraphRecordMismatchError
-        When the record names another graph's digest (``graph_sha256``).
-    ModelLoadError
-        When the record cannot be read.
-
-    A record written before it carried ``graph_sha256`` cannot be checked: it is used for the
-    layer, with a warning, but its ``weights_digest`` is not believed (the signature names the
-    graph's initializers).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from rust_bertscore.models.identity import export_record
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     export_record(Path(tmp) / "model.onnx")
-    {}
-    """
-    path = export_record_path(graph)
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise ModelLoadError(f"cannot read {path}: {e}") from e
-    if not isinstance(info, dict):
-        raise ModelLoadError(f"{path} is not a JSON object")
-    recorded = info.get("graph_sha256")
-    if recorded is None:
-        warn(
-            f"{path} does not record the digest of {graph.name} (written before "
-            "rust-bertscore recorded it): its layer is used but cannot be checked against the "
-            "graph; export again to tie them"
-        )
-        return {k: v for k, v in info.items() if k != "weights_digest"}
-    actual = graph_file_digest(graph)
-    if recorded != actual:
-        raise GraphRecordMismatchError(
-            f"{graph} is not the graph {path.name} was written for (graph_sha256 "
-            f"{str(recorded)[:16]}..., the file's {actual[:16]}...): the record's layer and "
-            "weights would describe another graph. Export again, or remove the record to run "
-            "the graph as an unrecorded one"
-        )
-    return info
 
 
 # --- the whole identity -------------------------------------------------------------------

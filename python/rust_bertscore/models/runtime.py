@@ -29,7 +29,7 @@ from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re
     check_precision,
 )
 from .files import ModelFiles, check_revision, resolve_model
-from .identity import export_record
+from .graph_record import export_record
 
 
 @dataclass(frozen=True)
