@@ -102,6 +102,7 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "n_heads",
         "n_head",
         "encoder_attention_heads",
+        "num_encoder_attention_heads",
         "num_key_value_heads",
         "head_dim",
         "d_head",
@@ -165,6 +166,8 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "sliding_window",
         "use_sliding_window",
         "use_bidirectional_attention",
+        "max_window_layers",
+        "sliding_window_pattern",
         "local_attention",
         "global_attn_every_n_layers",
         "block_size",
@@ -173,6 +176,12 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "num_groups",
         "conv_kernel_size",
         "conv_groups",
+        "q_groups",
+        "k_groups",
+        "v_groups",
+        "post_attention_groups",
+        "intermediate_groups",
+        "output_groups",
         # embeddings and biases
         "scale_embedding",
         "rescale_embeddings",
@@ -182,7 +191,8 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
 )
 """The ``config.json`` fields that decide a converted graph or its token ids: every field a
 family's converter, ``catalog.configs`` or the tokenizer reads (``tests/test_identity.py``
-records the reads on every tiny family and fails on one missing here)."""
+records the reads on every tiny checkpoint of tests/data and fails on one missing here, and
+checks the fields read through a copy of the configuration, which the recording cannot see)."""
 
 _VOLATILE_TOKENIZER_KEYS = frozenset({"name_or_path", "tokenizer_file", "special_tokens_map_file"})
 """Keys of the tokenizer's JSON files that name where a copy was made, not what it does."""
