@@ -137,7 +137,7 @@ bench-store: install ## Embedding store reads: os.pread against lseek + read (th
 	$(PY) -m benches.store_reads $(BENCH_OPTS)
 
 # The bench-only quantisers (ONNX Runtime's MatMulNBits needs onnx-ir) beside the [openvino] extra.
-bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runtime, OpenVINO fp32/bf16/int8) against bert_score and fp32, with the ISA (skips without WMT)
+bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runtime, OpenVINO fp32/bf16/int8) against bert_score and fp32, with the ISA and the recommendation for this host (skips without WMT)
 	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4" "onnx-ir>=0.1"
 	$(PY) -m benches.cpu_precisions --bert-score-python $(BENCH_PY) $(BENCH_OPTS)
 

@@ -5,10 +5,11 @@ For each model the paths of ``benches/precision_paths.py`` (``--paths``) and ber
 (``--bert-score-python``, the bench venv of ``make bench-venv``) score the same WMT pairs in
 turns (``--rounds``; each side's best run kept, so a shared machine's drift hits all alike).
 Printed per path: pairs/s, the speed-up over bert_score and over ONNX Runtime fp32, and mean,
-max |dF| against our fp32 (and fp32's max |dF| against bert_score). Then the GEMM ceilings of
-``benches/gemm_limits.py`` and the processor's ISA flags, which decide the answer: bf16 pays
-only where the CPU has AMX (or a bf16 dot product faster than two fp32 FMAs), int8 where it has
-VNNI or AMX.
+max |dF| against our fp32 (and fp32's max |dF| against bert_score); then, per model, the
+recommendation for this host (:func:`recommend`: bf16 and int8 where they measured faster than
+fp32 within their accuracy budget, with the flags that decide them: ``amx_bf16``,
+``avx512_bf16``; ``amx_int8``, ``avx512_vnni``, ``avx_vnni``). Then the GEMM ceilings of
+``benches/gemm_limits.py`` and the processor's ISA flags.
 
 Models: ``minilm`` (the default model, layer 6, ``--pairs`` WMT pairs) and ``roberta-large``
 (roberta-large's shape with random weights, layer 17, ``--large-pairs`` pairs; made once by
@@ -176,6 +177,82 @@ def print_shares(r: dict, gemm: dict[str, float], texts: list[str]) -> None:
     print_table(header, rows, right=tuple(range(1, len(header))))
 
 
+DECIDING_FLAGS = {
+    "bf16": ("amx_bf16", "avx512_bf16"),
+    "int8": ("amx_int8", "avx512_vnni", "avx_vnni"),
+}
+"""The ``lscpu`` flags that decide whether a precision is fast: bf16 GEMMs run on AMX tiles
+(``amx_bf16``) or AVX512-BF16's dot product (``avx512_bf16``); int8 GEMMs on AMX
+(``amx_int8``) or VNNI (``avx512_vnni``, ``avx_vnni``)."""
+
+ACCURACY = {"bf16": 1e-3, "int8": 0.003}
+"""The mean |dF| against fp32 a precision may cost to be recommended (issue 41's targets)."""
+
+PRECISION_PATHS = {"bf16": ("ov-bf16",), "int8": ("ov-int8", "ort-int8")}
+"""The shipped paths of each precision (``runtime=``/``precision=``), in the bench's names."""
+
+
+def _flags_text(precision: str, flags: dict[str, bool]) -> str:
+    return ", ".join(f"{f} {'yes' if flags.get(f) else 'no'}" for f in DECIDING_FLAGS[precision])
+
+
+def recommend(
+    rates: dict[str, float], dF: dict[str, dict[str, float]], flags: dict[str, bool]
+) -> list[str]:
+    """What to use on the host these figures were measured on: one line per precision.
+
+    Parameters
+    ----------
+    rates
+        Pairs/s per path (``ort-fp32`` the reference), as :func:`measure_model` gives them.
+    dF
+        Per path, ``{"mean": ..., "max": ...}``: |dF| against ONNX Runtime fp32.
+    flags
+        The host's :data:`DECIDING_FLAGS` (and others), from ``lscpu``'s flags.
+
+    A precision is recommended where its fastest shipped path measured faster than ONNX Runtime
+    fp32 within :data:`ACCURACY`; the line names the ratio and the flags that decide it.
+
+    Examples
+    --------
+    >>> rates = {"ort-fp32": 100.0, "ov-bf16": 180.0, "ov-int8": 250.0}
+    >>> dF = {"ov-bf16": {"mean": 2e-4, "max": 1e-3}, "ov-int8": {"mean": 0.002, "max": 0.02}}
+    >>> bf16 = recommend(rates, dF, {"avx512_bf16": True, "avx512_vnni": True})[1]
+    >>> bf16.split(":")[:2], "1.80x" in bf16, bf16.endswith("(amx_bf16 no, avx512_bf16 yes)")
+    (['bf16', ' recommended'], True, True)
+    """
+    fp32 = rates.get("ort-fp32")
+    lines = [
+        "fp32: the default (runtime=\"auto\" runs ONNX Runtime's fp32) for bert_score's numbers"
+    ]
+    if not fp32:
+        return [*lines, "no ONNX Runtime fp32 figure: nothing to compare with"]
+    for precision, paths in PRECISION_PATHS.items():
+        where = _flags_text(precision, flags)
+        measured = [p for p in paths if p in rates]
+        if not measured:
+            has = any(flags.get(f) for f in DECIDING_FLAGS[precision])
+            why = "not measured" if has else "no instruction for it on this CPU"
+            lines.append(f"{precision}: {why} ({where})")
+            continue
+        best = max(measured, key=lambda p: rates[p])
+        ratio = rates[best] / fp32
+        mean = dF.get(best, {}).get("mean", float("nan"))
+        runtime = "openvino" if best.startswith("ov-") else "onnxruntime"
+        call = f'runtime="{runtime}", precision="{precision}"'
+        if ratio > 1 and mean <= ACCURACY[precision]:
+            verdict = "recommended"
+        elif ratio <= 1:
+            verdict = "not recommended (slower than fp32 here)"
+        else:
+            verdict = f"not recommended (mean |dF| above {ACCURACY[precision]:g})"
+        lines.append(
+            f"{precision}: {verdict}: {call} ran {ratio:.2f}x ONNX Runtime fp32 at mean "
+            f"|dF| {mean:.1e} ({where})"
+        )
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--paths", default=",".join(PATHS), help="comma-separated paths")
@@ -235,6 +312,10 @@ def main() -> int:
             results["models"][name] = r
             r["_texts"] = hyps[:n] + refs[:n]
             print_model(r)
+            r["recommendation"] = recommend(r["pairs_per_s"], r["dF_vs_fp32"], flags)
+            print(f"\nOn this host ({name}):")
+            for line in r["recommendation"]:
+                print(f"  {line}")
         if not args.no_gemm:
             results["gemm_gflops"] = gemm_rates(args.threads)
             print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")

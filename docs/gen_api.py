@@ -41,6 +41,8 @@ MODULES: dict[str, str] = {
     "rust_bertscore.engine.pipeline": "The scoring pipeline (texts to token ids, vectors, "
     "weights and kernel calls) under `BERTScorer`.",
     "rust_bertscore.catalog.listing": "The models this package can score with.",
+    "rust_bertscore.models.identity": "What identifies a model: its weights' values, the "
+    "configuration that builds its graph, its tokenizer, an export's graph.",
     "rust_bertscore.convert": "Torch-free conversion of encoder checkpoints to ONNX graphs.",
     "rust_bertscore.distributed": "Scoring datasets on Ray Data and Apache Spark.",
     "rust_bertscore.errors": "Exceptions and warnings.",

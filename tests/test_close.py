@@ -80,6 +80,7 @@ def test_a_pipeline_held_elsewhere_lets_go_of_the_session() -> None:
 
 def test_a_closed_scorer_says_so() -> None:
     s = scorer(idf=True, idf_sents=REFS)
+    before = (s.num_layers, s.precision, s.use_fast_tokenizer, s.hash, s.block_pairs, s.round_bytes)
     s.close()
     s.close()  # twice is fine
     calls = {
@@ -90,7 +91,7 @@ def test_a_closed_scorer_says_so() -> None:
         "similarity_matrix": lambda: s.similarity_matrix(CANDS[0], REFS[0]),
         "mbr": lambda: s.mbr(CANDS),
         "compute_idf": lambda: s.compute_idf(REFS),
-        "hash": lambda: s.hash,
+        "signature": lambda: s.signature,  # digests the model's files
         "tokenizer": lambda: s.tokenizer,
         "pipeline": lambda: s.pipeline,
     }
@@ -100,6 +101,9 @@ def test_a_closed_scorer_says_so() -> None:
         assert isinstance(caught.value, RuntimeError), name
         assert isinstance(caught.value, rb.RustBertScoreError), name
     assert s.model_type == TINY_BERT  # settings stay readable
+    after = (s.num_layers, s.precision, s.use_fast_tokenizer, s.hash, s.block_pairs, s.round_bytes)
+    assert after == before and before[:3] == (3, "fp32", False)
+    assert (s.idf, s.lang, s.all_layers) == (True, None, False)
     assert repr(s).endswith("closed)")
 
 

@@ -87,7 +87,9 @@ def test_namespaced_and_unknown_names_are_taken_as_given(tmp_path: Path) -> None
     # a local directory named like a table model is not bert_score's model (it looks names up)
     local = str(tmp_path / "roberta-large")
     assert table_name(local) == local and tuned_layer(local) is None
-    assert tuned_layer("facebookai/roberta-large") is None  # ids are matched as spelled
+    # Hub ids match whatever their case, as the Hub resolves them (issue 48); paths do not.
+    assert tuned_layer("facebookai/roberta-large") == 17
+    assert tuned_layer(str(tmp_path / "ROBERTA-LARGE")) is None
 
 
 def test_model_info_of_a_hub_id_is_its_table_entry() -> None:
@@ -143,7 +145,9 @@ def test_model_info_of_the_default_beyond_and_unknown_models(tmp_path: Path) -> 
     for name in ("acme/unknown", str(tmp_path / "roberta-large"), str(TINY / "bert")):
         info = rb.model_info(name)
         assert info.name == name
-        assert (info.default_layer, info.family, info.convertible) == (None, None, False)
+        # A local checkpoint is read: its family, and whether it converts (issue 48).
+        local = (None, "bert", True) if name == str(TINY / "bert") else (None, None, False)
+        assert (info.default_layer, info.family, info.convertible) == local
         assert info.aliases == info.languages == info.baselines == ()
     for bad in ("", "  ", None, 3):
         with pytest.raises(rb.InputTypeError, match="name"):

@@ -470,7 +470,7 @@ def test_a_graph_whose_weights_point_outside_its_directory(tmp_path: Path) -> No
     to load the graph, and the weights digest (signature hashes) refuses to read it."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from rust_bertscore.convert.digest import graph_digest
+    from rust_bertscore.convert.values import graph_digest
     from rust_bertscore.stages.encoder import Encoder
 
     (tmp_path / "secret.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())

@@ -19,12 +19,16 @@ from safetensors.numpy import load_file, save_file
 
 import rust_bertscore as rb
 from conftest import REFERENCE, TINY, fake_hub_cache
-from rust_bertscore.convert import digest as convert_digest
+from rust_bertscore.convert import values as convert_digest
 from rust_bertscore.convert import weights_fingerprint
 from rust_bertscore.models import graph_cache
-from rust_bertscore.models.digest import GRAPH_DIGEST_PREFIX, checkpoint_digest
 from rust_bertscore.models.export import export_model
 from rust_bertscore.models.graph_cache import cache_root
+from rust_bertscore.models.identity import (
+    GRAPH_DIGEST_PREFIX,
+    checkpoint_digest,
+    graph_file_digest,
+)
 from rust_bertscore.scoring.signature import format_signature, parse_signature
 from rust_bertscore.stages.rescale import baseline_digest, read_baseline, write_baseline
 
@@ -34,6 +38,7 @@ USER_BASELINE = str(REFERENCE / "baseline_minilm_l6.csv")
 CORE = (
     "model",
     "weights",
+    "config",
     "layer",
     "idf",
     "tok",
@@ -61,9 +66,11 @@ def test_the_default_signature() -> None:
     got = fields(rb.BERTScorer(model_type=BERT))
     assert list(got) == list(CORE)
     assert got["model"] == BERT and got["layer"] == "3" and got["idf"] == "no"
-    assert got["tok"] == "slow" and got["rescale"] == "no" and got["floor"] == "bs64"
+    assert got["tok"].startswith("slow-") and len(got["tok"]) == len("slow-") + 16
+    assert got["rescale"] == "no" and got["floor"] == "bs64"
     assert got["prec"] == "fp32" and got["device"] == "cpu" and got["version"] == rb.__version__
     assert len(got["weights"]) == 16 and int(got["weights"], 16) >= 0
+    assert len(got["config"]) == 16 and int(got["config"], 16) >= 0
     # The bert_score-style hash is untouched.
     assert rb.BERTScorer(model_type=BERT).hash == (
         f"{BERT}_L3_no-idf_version={rb.__version__}(rust-bertscore)"
@@ -72,7 +79,11 @@ def test_the_default_signature() -> None:
 
 # Each scorer differs from the base (tiny BERT, layer 3) in one setting: the field it changes.
 VARIANTS = [
-    pytest.param({"model_type": str(TINY / "electra")}, {"model", "weights"}, id="model"),
+    pytest.param(
+        {"model_type": str(TINY / "electra")},
+        {"model", "weights", "config", "tok"},
+        id="model",
+    ),
     pytest.param({"num_layers": 2}, {"layer"}, id="layer"),
     pytest.param({"all_layers": True}, {"layer"}, id="all-layers"),
     pytest.param({"idf": True}, {"idf"}, id="idf"),
@@ -83,7 +94,9 @@ VARIANTS = [
         id="rescale",
     ),
     pytest.param({"batch_independent": True}, {"floor"}, id="floor"),
-    pytest.param({"precision": "int8", "runtime": "onnxruntime"}, {"prec"}, id="precision"),
+    pytest.param(
+        {"precision": "int8", "runtime": "onnxruntime"}, {"prec", "runtime"}, id="precision"
+    ),
     pytest.param({"long_texts": "window", "window_stride": 32}, {"long"}, id="windows"),
     pytest.param({"exclude_punctuation": True}, {"excl"}, id="exclusions"),
     pytest.param({"beta": 2.0}, {"beta"}, id="beta"),
@@ -224,12 +237,14 @@ def test_an_exported_graph_names_its_checkpoints_weights(tmp_path: Path) -> None
     record = out.with_name("model.onnx.json")
     data = json.loads(record.read_text())
     del data["weights_digest"]
+    data["graph_sha256"] = graph_file_digest(out)
     record.write_text(json.dumps(data))
     bare = fields(rb.BERTScorer(model_type=str(out)))["weights"]
     assert bare.startswith(GRAPH_DIGEST_PREFIX) and len(bare) == len(GRAPH_DIGEST_PREFIX) + 16
     other = tmp_path / "other" / "model.onnx"
     export_model(BERT, other, num_layers=1)
-    other.with_name("model.onnx.json").write_text(json.dumps(data | {"num_layers": 1}))
+    tied = data | {"num_layers": 1, "graph_sha256": graph_file_digest(other)}
+    other.with_name("model.onnx.json").write_text(json.dumps(tied))
     assert fields(rb.BERTScorer(model_type=str(other)))["weights"] != bare
 
 

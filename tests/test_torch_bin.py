@@ -346,7 +346,7 @@ def test_weights_digest_equals_the_safetensors_twins(family: str, tmp_path: Path
     """The signature's digest is of the encoder's values: the .bin twin (other file format,
     ``bert.``/``roberta.`` prefixes, gamma/beta names, heads beside the encoder) gives the
     safetensors twin's digest, and a changed weight another one."""
-    from rust_bertscore.convert.digest import weights_digest
+    from rust_bertscore.convert.values import weights_digest
 
     model_dir = bin_twin(family, tmp_path / family)
     store = WeightStore(model_dir)

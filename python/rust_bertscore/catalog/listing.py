@@ -11,6 +11,7 @@ so the listing follows the families the converter learns; listing needs no onnx.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from ..errors import InputTypeError, InputValueError
 from . import configs
@@ -257,8 +258,12 @@ def model_info(name: str) -> ModelInfo:
     ModelInfo
         For a model outside the tables (another Hub id, a local directory or ``.onnx`` file,
         even one named like a table model: bert_score looks names up as given), ``name`` as
-        given, ``default_layer`` and ``model_type`` None, ``convertible`` and ``in_bert_score``
-        False. Nothing is read but the package's baseline folder.
+        given, ``default_layer`` None and ``in_bert_score`` False; for a Hub id,
+        ``model_type`` None and ``convertible`` False (nothing is downloaded); for a local
+        directory or ``.onnx`` file, the ``model_type`` of its ``config.json`` and whether it
+        converts (a family this version converts, weights and tokenizer files present), the
+        note saying what is missing. Nothing else is read but the package's baseline folder.
+        Hub ids match whatever their case, as the Hub resolves them.
 
     Raises
     ------
@@ -275,6 +280,12 @@ def model_info(name: str) -> ModelInfo:
     True
     >>> model_info("./my-checkpoint").default_layer is None
     True
+    >>> model_info("facebookai/roberta-large").name  # the Hub's ids ignore case
+    'roberta-large'
+    >>> from rust_bertscore.models.files import resolve_model
+    >>> local = model_info(str(resolve_model(DEFAULT_MODEL).model_dir))
+    >>> local.model_type, local.convertible, local.default_layer
+    ('bert', True, None)
     """
     if not isinstance(name, str) or not name.strip():
         raise InputTypeError(f"name must be a model id or path (a non-empty str), got {name!r}")
@@ -287,4 +298,43 @@ def model_info(name: str) -> ModelInfo:
         return _table_model(table, supported)
     if table in BEYOND_BERT_SCORE:
         return _beyond_model(table, supported)
+    local = Path(name).expanduser()
+    if local.exists():
+        return _local_model(name, local, supported)
     return ModelInfo(name, None, None, False, OUTSIDE_THE_TABLES, False)
+
+
+_WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "spm.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "prophetnet.tokenizer",
+    "tokenizer_config.json",
+)
+
+
+def _local_model(name: str, path: Path, supported: frozenset[str]) -> ModelInfo:
+    """What a local checkpoint directory (or ``.onnx`` graph) is, from its ``config.json``."""
+    graph = path.suffix == ".onnx" and path.is_file()
+    folder = path.parent if graph else path
+    try:
+        config = configs.load_config(folder)
+        model_type = str(config.get("model_type") or "") or None
+    except (OSError, ValueError) as e:
+        return ModelInfo(name, None, None, False, f"local, unreadable config.json: {e}", False)
+    missing = []
+    if model_type not in supported:
+        missing.append(f"model_type {model_type!r} is not converted by this version")
+    if not graph and not any(any(folder.glob(g)) for g in _WEIGHT_GLOBS):
+        missing.append("no weights (model.safetensors or pytorch_model.bin)")
+    if not any((folder / f).is_file() for f in _TOKENIZER_FILES):
+        missing.append("no tokenizer files")
+    if missing:
+        return ModelInfo(name, model_type, None, False, "local: " + "; ".join(missing), False)
+    kind = "an ONNX graph, run as given" if graph else "a local checkpoint, converted on first use"
+    return ModelInfo(name, model_type, None, True, f"{kind}; {OUTSIDE_THE_TABLES}", False)

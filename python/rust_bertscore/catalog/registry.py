@@ -240,8 +240,48 @@ def table_name(model_type: str) -> str:
     ('roberta-large', 'roberta-large')
     >>> table_name("microsoft/deberta-base")  # namespaced ids kept their names
     'microsoft/deberta-base'
+    >>> table_name("facebookai/roberta-large")  # Hub ids match whatever their case
+    'roberta-large'
     """
-    return HUB_ALIASES.get(model_type, model_type)
+    if model_type in HUB_ALIASES:
+        return HUB_ALIASES[model_type]
+    if model_type in MODEL2LAYERS or not _hub_id_like(model_type):
+        return model_type
+    # The Hub resolves ids case-insensitively (facebookai/roberta-large is FacebookAI's).
+    folded = model_type.casefold()
+    return _FOLDED_ALIASES.get(folded) or _FOLDED_TABLE.get(folded) or model_type
+
+
+def _hub_id_like(name: str) -> bool:
+    """A name the Hub could hold: ``name`` or ``owner/name``, not a path."""
+    return not name.startswith((".", "/", "~")) and name.count("/") <= 1 and "\\" not in name
+
+
+_FOLDED_ALIASES = {hub_id.casefold(): old for hub_id, old in HUB_ALIASES.items()}
+_FOLDED_TABLE = {name.casefold(): name for name in MODEL2LAYERS}
+
+
+def hub_spelling(model_type: str) -> str:
+    """The spelling bert_score's tables or the Hub aliases give a Hub id matched without regard
+    to case (``facebookai/roberta-large`` -> ``FacebookAI/roberta-large``), else ``model_type``.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.registry import hub_spelling
+    >>> hub_spelling("facebookai/roberta-large"), hub_spelling("Roberta-Large")
+    ('FacebookAI/roberta-large', 'roberta-large')
+    >>> hub_spelling("./Roberta-Large")  # a path is taken as given
+    './Roberta-Large'
+    """
+    if not _hub_id_like(model_type):
+        return model_type
+    folded = model_type.casefold()
+    for hub_id in HUB_ALIASES:
+        if hub_id.casefold() == folded:
+            return hub_id
+    if folded == DEFAULT_MODEL.casefold():
+        return DEFAULT_MODEL
+    return _FOLDED_TABLE.get(folded, model_type)
 
 
 def hub_aliases(name: str) -> tuple[str, ...]:

@@ -291,7 +291,7 @@ class WeightStore:
         """The stored dtype (safetensors' names: ``"F32"``, ``"F16"``, ``"BF16"``, ``"I64"``,
         ...) and shape of the tensor ``name``, from its file's header (no data is read): what
         :meth:`get` needs to read a tensor whatever its shape (the weights digest,
-        ``convert.digest``).
+        ``convert.values``).
 
         Examples
         --------

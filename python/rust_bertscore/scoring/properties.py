@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -56,6 +56,7 @@ class ScorerProperties:
     revision: str | None
     batch_size: int
     nthreads: int
+    _settings_at_close: dict[str, Any] | None = None  # what close() kept readable
 
     # -- the scorer's life --------------------------------------------------------------------
     @property
@@ -66,6 +67,23 @@ class ScorerProperties:
                 "close() (or the end of its with block); make a new BERTScorer"
             )
         return self._open_pipeline
+
+    def _setting(self, name: str) -> Any:
+        """A setting read off the open model, or as :meth:`close` kept it."""
+        if self._open_pipeline is None and self._settings_at_close is not None:
+            return self._settings_at_close[name]
+        pipeline = self._pipeline  # ScorerClosedError if it never opened
+        runtime = pipeline.runtime
+        live = {
+            "num_layers": lambda: runtime.num_layers,
+            "use_fast_tokenizer": lambda: runtime.tokenizer.fast,
+            "precision": lambda: runtime.precision,
+            "device": lambda: runtime.encoder.device,
+            "backend": lambda: runtime.backend,
+            "block_pairs": lambda: pipeline.block_pairs,
+            "round_bytes": lambda: pipeline.round_bytes,
+        }
+        return live[name]()
 
     @property
     def closed(self) -> bool:
@@ -80,8 +98,10 @@ class ScorerProperties:
         of the runtime too unless another open scorer uses it, so the session (GPU memory on
         CUDA) is freed once nothing else holds it; another scorer of the same model keeps
         working. After ``close()``, :meth:`score` and every method that needs the model raise
-        :class:`~rust_bertscore.errors.ScorerClosedError` (a ``RuntimeError``); settings such
-        as :attr:`model_type` stay readable. Closing twice does nothing.
+        :class:`~rust_bertscore.errors.ScorerClosedError` (a ``RuntimeError``); the settings
+        stay readable (:attr:`model_type`, :attr:`num_layers`, :attr:`precision`,
+        :attr:`use_fast_tokenizer`, :attr:`hash`, :attr:`block_pairs`, ...), but not
+        :attr:`signature`, which digests the model's files. Closing twice does nothing.
         ``with BERTScorer(...) as scorer:`` closes at the end of the block.
 
         Examples
@@ -96,6 +116,16 @@ class ScorerProperties:
         pipeline, self._open_pipeline = self._open_pipeline, None
         if pipeline is None:
             return
+        runtime = pipeline.runtime
+        self._settings_at_close = {
+            "num_layers": runtime.num_layers,
+            "use_fast_tokenizer": runtime.tokenizer.fast,
+            "precision": runtime.precision,
+            "device": runtime.encoder.device,
+            "backend": runtime.backend,
+            "block_pairs": pipeline.block_pairs,
+            "round_bytes": pipeline.round_bytes,
+        }
         pipeline.close()
         RUNTIMES.release(self)
         if self._own_store is not None:
@@ -122,7 +152,7 @@ class ScorerProperties:
     @property
     def num_layers(self) -> int:
         """The layer whose output is scored."""
-        return self._pipeline.runtime.num_layers
+        return int(self._setting("num_layers"))
 
     @property
     def lang(self) -> str | None:
@@ -143,11 +173,11 @@ class ScorerProperties:
     def use_fast_tokenizer(self) -> bool:
         """Whether texts are tokenised with the model's fast tokenizer (bert_score's
         ``use_fast_tokenizer``; named in :attr:`hash` as ``_fast-tokenizer``)."""
-        return self._pipeline.runtime.tokenizer.fast
+        return bool(self._setting("use_fast_tokenizer"))
 
     @property
     def precision(self) -> str:
-        return self._pipeline.runtime.precision
+        return str(self._setting("precision"))
 
     @property
     def hash(self) -> str:
@@ -162,9 +192,9 @@ class ScorerProperties:
             self.batch_independent,
             self.options,
             use_fast_tokenizer=self.use_fast_tokenizer,
-            device=self._pipeline.runtime.encoder.device,
+            device=str(self._setting("device")),
             revision=self.revision,
-            runtime=self._pipeline.runtime.backend,
+            runtime=str(self._setting("backend")),
         )
 
     @property
@@ -257,7 +287,7 @@ class ScorerProperties:
     @property
     def block_pairs(self) -> int:
         """Pairs tokenised together per block (see the class docstring)."""
-        return self._pipeline.block_pairs
+        return int(self._setting("block_pairs"))
 
     @block_pairs.setter
     def block_pairs(self, value: int) -> None:
@@ -266,7 +296,7 @@ class ScorerProperties:
     @property
     def round_bytes(self) -> int:
         """About the most bytes of token vectors held at once (see the class docstring)."""
-        return self._pipeline.round_bytes
+        return int(self._setting("round_bytes"))
 
     @round_bytes.setter
     def round_bytes(self, value: int) -> None:

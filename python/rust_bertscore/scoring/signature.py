@@ -1,17 +1,22 @@
 """A scorer's citable signature, in sacrebleu's form: one line of ``key:value`` fields joined
 by ``|``, naming everything its scores depend on (docs/reproducibility.md).
 
-``model:sentence-transformers/all-MiniLM-L6-v2|weights:7babd26b2c0cac2f|layer:6|idf:no|``
-``tok:slow|rescale:no|floor:bs64|prec:fp32|device:cpu|runtime:onnxruntime|version:0.2.0``
+``model:sentence-transformers/all-MiniLM-L6-v2|weights:7babd26b2c0cac2f|config:<16 hex>|``
+``layer:6|idf:no|tok:slow-<16 hex>|rescale:no|floor:bs64|prec:fp32|device:cpu|``
+``runtime:onnxruntime|version:0.2.0``
 
 Fields, in this order:
 
 - ``model``: the model as given or resolved (a Hub id, a path, an ``.onnx`` file);
 - ``rev``: the Hub revision, when one is given;
 - ``weights``: the first 16 hex digits of the digest of the weights' values
-  (:mod:`rust_bertscore.models.digest`; ``onnx-`` first for a graph's initializers);
+  (:mod:`rust_bertscore.models.identity`; ``onnx-`` first for a graph's initializers);
+- ``config``: the first 16 hex digits of the digest of the ``config.json`` fields that
+  change the graph (:func:`~rust_bertscore.models.identity.config_digest`);
 - ``layer``: the layer scored (``all`` with ``all_layers``);
-- ``idf``: ``yes`` or ``no``; ``tok``: ``slow`` or ``fast`` (``use_fast_tokenizer``);
+- ``idf``: ``yes`` or ``no``; ``tok``: ``slow`` or ``fast`` (``use_fast_tokenizer``), a dash
+  and the first 16 hex digits of the tokenizer's digest
+  (:func:`~rust_bertscore.models.identity.tokenizer_digest`);
 - ``long``, ``excl``, ``beta``: only when not the default (``long:window``,
   ``long:window-stride128``; ``excl:punct``, ``excl:special``, ``excl:punct+special``;
   ``beta:2``);
@@ -21,7 +26,8 @@ Fields, in this order:
   or ``no`` with ``batch_independent=True``, where the batch size changes no score;
 - ``prec``: the precision the encoder computes in (``tf32`` off CUDA computes ``fp32``);
   ``device``: ``cpu`` or ``cuda``; ``runtime``: what ran the encoder, ``onnxruntime`` or
-  ``openvino``;
+  ``openvino``, with the versions that change the numbers where they do (``int8`` and ``bf16``:
+  ``onnxruntime-1.32.0``, ``openvino-2026.4.1``, ``openvino-2026.4.1+nncf-3.4.0``);
 - ``version``: this package's version.
 
 Values are escaped (``%`` as ``%25``, ``|`` as ``%7C``) so that :func:`parse_signature` reads
@@ -46,6 +52,7 @@ __all__ = [
     "DIGEST_CHARS",
     "format_signature",
     "parse_signature",
+    "runtime_field",
     "scorer_signature",
     "signature_fields",
 ]
@@ -174,12 +181,51 @@ def _rescale_fields(scorer: SignedScorer) -> dict[str, str]:
 
 def _weights(scorer: SignedScorer) -> str:
     # The digest is computed when a signature is first asked for, then kept in the model cache.
-    from ..models.digest import GRAPH_DIGEST_PREFIX, model_digest
+    from ..models.identity import GRAPH_DIGEST_PREFIX, model_weights_digest
 
-    digest = model_digest(scorer.runtime.files)
+    digest = model_weights_digest(scorer.runtime.files)
     if digest.startswith(GRAPH_DIGEST_PREFIX):
         return digest[: len(GRAPH_DIGEST_PREFIX) + DIGEST_CHARS]
     return digest[:DIGEST_CHARS]
+
+
+VERSIONED_PRECISIONS = ("int8", "bf16")
+"""Precisions whose numbers change with the runtime's version (its int8 and bf16 kernels, and
+NNCF's quantisation for OpenVINO's int8): their ``runtime`` field names the versions."""
+
+
+def _version(distribution: str, fallback: str = "?") -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return fallback
+
+
+def runtime_field(backend: str, precision: str, runtime_version: str = "?") -> str:
+    """The ``runtime`` field: ``backend``, with the versions that change the numbers for the
+    precisions of :data:`VERSIONED_PRECISIONS`.
+
+    Examples
+    --------
+    >>> from rust_bertscore.scoring.signature import runtime_field
+    >>> runtime_field("onnxruntime", "fp32")
+    'onnxruntime'
+    >>> runtime_field("onnxruntime", "int8", "1.32.0")
+    'onnxruntime-1.32.0'
+    >>> field = runtime_field("openvino", "int8")
+    >>> field.startswith("openvino-") and "+nncf-" in field
+    True
+    """
+    if precision not in VERSIONED_PRECISIONS:
+        return backend
+    if backend != "openvino":
+        return f"{backend}-{runtime_version}"
+    field = f"openvino-{_version('openvino')}"
+    if precision == "int8":
+        field += f"+nncf-{_version('nncf')}"
+    return field
 
 
 def signature_fields(scorer: SignedScorer, batch_size: int | None = None) -> dict[str, str]:
@@ -194,22 +240,26 @@ def signature_fields(scorer: SignedScorer, batch_size: int | None = None) -> dic
     >>> fields["floor"], fields["rescale"], fields["weights"]
     ('no', 'no', '7babd26b2c0cac2f')
     """
+    from ..models.identity import config_digest, tokenizer_digest
+
     floor_batch = SCORE_BATCH_SIZE if batch_size is None else check_batch_size(batch_size)
     encoder = scorer.runtime.encoder
     fields = {"model": scorer.model_type}
     if scorer.revision is not None:
         fields["rev"] = scorer.revision
     fields["weights"] = _weights(scorer)
+    fields["config"] = config_digest(scorer.runtime.config)[:DIGEST_CHARS]
     fields["layer"] = "all" if scorer.all_layers else str(scorer.num_layers)
     fields["idf"] = "yes" if scorer.idf else "no"
-    fields["tok"] = "fast" if scorer.use_fast_tokenizer else "slow"
+    kind = "fast" if scorer.use_fast_tokenizer else "slow"
+    fields["tok"] = f"{kind}-{tokenizer_digest(scorer.runtime.tokenizer)[:DIGEST_CHARS]}"
     fields.update(_option_fields(scorer.options))
     fields.update(_rescale_fields(scorer))
     fields["floor"] = "no" if scorer.batch_independent else f"bs{floor_batch}"
     precision = scorer.precision
     fields["prec"] = "fp32" if precision == "tf32" and not encoder.tf32 else precision
     fields["device"] = encoder.device
-    fields["runtime"] = encoder.backend
+    fields["runtime"] = runtime_field(encoder.backend, fields["prec"], encoder.runtime_version)
     fields["version"] = __version__
     return fields
 
@@ -223,6 +273,6 @@ def scorer_signature(scorer: SignedScorer, batch_size: int | None = None) -> str
     >>> from rust_bertscore import BERTScorer
     >>> from rust_bertscore.scoring.signature import scorer_signature
     >>> scorer_signature(BERTScorer(), batch_size=32)  # doctest: +ELLIPSIS
-    'model:sentence-transformers/all-MiniLM-L6-v2|weights:7babd26b2c0cac2f|layer:6|...|floor:bs32|...'
+    'model:sentence-transformers/all-MiniLM-L6-v2|weights:7babd26b2c0cac2f|config:...|layer:6|...|floor:bs32|...'
     """
     return format_signature(signature_fields(scorer, batch_size))

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import InputValueError, ModelLoadError, RustBertScoreError
 from .devices import default_max_tokens
 from .encoder import Encoder, default_threads
+from .telemetry import telemetry_off
 
 OPENVINO_EXTRA_HINT = "pip install 'rust-bertscore[openvino]'"
 """How to install what ``runtime="openvino"`` needs (openvino, and nncf for int8)."""
@@ -49,7 +50,8 @@ def openvino() -> ModuleType:
     True
     """
     try:
-        import openvino
+        with telemetry_off():  # OpenVINO's telemetry starts at import (stages/telemetry.py)
+            import openvino
     except ImportError:
         raise ImportError(
             f"runtime='openvino' needs OpenVINO, which is not installed: {OPENVINO_EXTRA_HINT}"

@@ -86,7 +86,7 @@ def weights_digest(model_dir: str | os.PathLike[str]) -> str:
     --------
     >>> from rust_bertscore import DEFAULT_MODEL
     >>> from rust_bertscore.models.files import resolve_model
-    >>> from rust_bertscore.convert.digest import weights_digest
+    >>> from rust_bertscore.convert.values import weights_digest
     >>> digest = weights_digest(resolve_model(DEFAULT_MODEL).model_dir)
     >>> len(digest), digest[:16]
     (64, '7babd26b2c0cac2f')
@@ -113,7 +113,7 @@ def graph_digest(graph: str | os.PathLike[str]) -> str:
     >>> import tempfile, onnx
     >>> import numpy as np
     >>> from onnx import helper, numpy_helper
-    >>> from rust_bertscore.convert.digest import graph_digest
+    >>> from rust_bertscore.convert.values import graph_digest
     >>> w = numpy_helper.from_array(np.ones((2, 2), np.float32), "w")
     >>> node = helper.make_node("Identity", ["w"], ["y"])
     >>> out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])
