@@ -64,6 +64,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "modernbert": "modernbert",
     "qwen3": "qwen3",
     "gemma3_text": "gemma3",
+    "nomic_bert": "nomic_bert",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -91,6 +92,7 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "modernbert",
     "qwen3",
     "gemma3",
+    "nomic_bert",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
@@ -101,7 +103,8 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
 positions), ``xlm`` (XLM's masked language models), ``convbert`` (mixed self-attention and
 dynamic convolution heads), ``modernbert`` (RoPE, local and global attention, GeGLU), and the
 decoder-style embedding models ``qwen3`` (Qwen3-Embedding: causal grouped-query attention) and
-``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention)."""
+``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention), and
+``nomic_bert`` (nomic-embed-text v1/v1.5: rotary positions, SwiGLU, no biases)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -186,7 +189,7 @@ def model_family(config: dict[str, Any]) -> str:
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
             "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
-            f"and Gemma3 (text) families (model_type one of {supported})"
+            f"Gemma3 (text) and NomicBERT families (model_type one of {supported})"
         ) from None
 
 
@@ -280,6 +283,8 @@ def max_positions(config: dict[str, Any]) -> int | None:
         return None
     if family == "led":  # the encoder's own table
         return int_field(config, "max_encoder_position_embeddings")
+    if family == "nomic_bert":  # a GPT2Config: n_positions (8,192 for nomic-embed-text)
+        return int_field(config, "n_positions", "max_position_embeddings")
     n_positions = int_field(config, "max_position_embeddings")
     if family in ("roberta", "longformer"):
         return n_positions - int_field(config, "pad_token_id") - 1

@@ -50,6 +50,7 @@ from .families import (
     longformer,
     modernbert,
     mpnet,
+    nomic_bert,
     pegasus,
     prophetnet,
     qwen3,
@@ -122,6 +123,7 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "modernbert": FamilyConverter(modernbert.build_modernbert, modernbert.ffn_out_nodes),
     "qwen3": FamilyConverter(qwen3.build_qwen3, qwen3.ffn_out_nodes),
     "gemma3_text": FamilyConverter(gemma3.build_gemma3, gemma3.ffn_out_nodes),
+    "nomic_bert": FamilyConverter(nomic_bert.build_nomic_bert, nomic_bert.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""
