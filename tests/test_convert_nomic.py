@@ -163,3 +163,61 @@ def test_listing_names_the_nomic_models(capsys: pytest.CaptureFixture[str]) -> N
         assert rb.model_info(name).model_type == "nomic_bert"
     assert main(["models", "--beyond-table"]) == 0
     assert "nomic-ai/nomic-embed-text-v1.5" in capsys.readouterr().out
+
+
+def test_remote_code_of_another_architecture_is_refused(tmp_path: Path) -> None:
+    """jina-embeddings-v3 says model_type xlm-roberta but its auto_map names XLMRobertaLoRA
+    (rotary positions, LoRA): converted as a plain XLM-R it would give other states."""
+    jina = {
+        "model_type": "xlm-roberta",
+        "auto_map": {
+            "AutoModel": "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"
+        },
+    }
+    with pytest.raises(rb.RustBertScoreError, match=r"XLMRobertaLoRA.*never runs"):
+        rb.convert.model_family(jina)
+    mislabeled = {**load_config(NOMIC / "nomic"), "model_type": "bert"}
+    with pytest.raises(rb.RustBertScoreError, match="auto_map"):
+        rb.convert.model_family(mislabeled)
+    assert rb.convert.model_family(load_config(NOMIC / "nomic")) == "nomic_bert"
+
+
+def _long_context_copy(tmp_path: Path, name: str) -> Path:
+    """The tiny model with nomic-embed-text's 8,192-token context (rotary: no table to grow)."""
+    out = with_config(tmp_path, name, n_positions=8192)
+    tok_config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tok_config["model_max_length"] = 8192
+    (out / "tokenizer_config.json").write_text(json.dumps(tok_config), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_texts_of_thousands_of_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Documents of 1,500-3,000 tokens: a token budget smaller than one text (it goes alone),
+    the default budget (two per call), batch sizes and the store all give the scores of each
+    pair scored alone; every text is scored whole (no truncation below 8,192)."""
+    model_dir = str(_long_context_copy(tmp_path, name))
+    words = " ".join(CASES[0]["cands"] + CASES[0]["refs"]).split()
+    rng = np.random.default_rng(51)
+    docs = [" ".join(rng.choice(words, size=n)) for n in (1500, 2200, 1800, 2600)]
+    cands, refs = docs[:2], docs[2:]
+    tok = TextTokenizer(model_dir, load_config(model_dir))
+    lengths = [len(ids) for ids in tok.encode(docs)]
+    assert min(lengths) > 1500 and max(lengths) < 8192
+    alone = np.array(
+        [
+            [v[0] for v in rb.score([c], [r], model_type=model_dir, num_layers=3)]
+            for c, r in zip(cands, refs)
+        ]
+    ).T
+    got = rb.score(cands, refs, model_type=model_dir, num_layers=3, batch_size=64)
+    np.testing.assert_allclose(np.array(got), alone, atol=1e-5)
+    monkeypatch.setenv("RUST_BERTSCORE_MAX_TOKENS", "1000")
+    small = rb.score(
+        cands, refs, model_type=model_dir, num_layers=3, batch_size=1, store=tmp_path / "store"
+    )
+    np.testing.assert_allclose(np.array(small), alone, atol=1e-5)
+    again = rb.score(cands, refs, model_type=model_dir, num_layers=3, store=tmp_path / "store")
+    np.testing.assert_allclose(np.array(again), alone, atol=1e-5)

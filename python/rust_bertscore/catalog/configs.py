@@ -21,6 +21,7 @@ from ..errors import CheckpointError, InputValueError
 
 __all__ = [
     "CONFIG_NAME",
+    "REMOTE_CODE_MODELS",
     "SUPPORTED_FAMILIES",
     "SUPPORTED_MODEL_TYPES",
     "float_field",
@@ -31,6 +32,7 @@ __all__ = [
     "max_positions",
     "model_depth",
     "model_family",
+    "remote_code_class",
 ]
 
 CONFIG_NAME = "config.json"
@@ -105,6 +107,16 @@ dynamic convolution heads), ``modernbert`` (RoPE, local and global attention, Ge
 decoder-style embedding models ``qwen3`` (Qwen3-Embedding: causal grouped-query attention) and
 ``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention), and
 ``nomic_bert`` (nomic-embed-text v1/v1.5: rotary positions, SwiGLU, no biases)."""
+
+REMOTE_CODE_MODELS: dict[str, str] = {
+    "NomicBertModel": "nomic_bert",
+    "NomicBertForPreTraining": "nomic_bert",
+}
+"""The classes a config.json's ``auto_map`` (``AutoModel``) may name, whose architecture the
+converter reimplements from the config and weights -> their ``model_type``. The repository's
+code itself is never imported or run; a config whose ``auto_map`` names another class is
+refused (:func:`model_family`), since its ``model_type`` would not say what the code computes
+(jina-embeddings-v3 says ``xlm-roberta`` and adds rotary positions and LoRA adapters)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -181,6 +193,7 @@ def model_family(config: dict[str, Any]) -> str:
     ('roberta', 'deberta-v2')
     """
     model_type = config.get("model_type")
+    _check_remote_code(config)
     try:
         return SUPPORTED_MODEL_TYPES[model_type]  # type: ignore[index]
     except (KeyError, TypeError):
@@ -191,6 +204,40 @@ def model_family(config: dict[str, Any]) -> str:
             "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
             f"Gemma3 (text) and NomicBERT families (model_type one of {supported})"
         ) from None
+
+
+def remote_code_class(config: dict[str, Any]) -> str | None:
+    """The class name a config.json's ``auto_map`` gives ``AutoModel`` (``"NomicBertModel"`` of
+    ``"nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"``), None without one.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.configs import remote_code_class
+    >>> remote_code_class({"auto_map": {"AutoModel": "org/repo--modeling.NewModel"}})
+    'NewModel'
+    >>> remote_code_class({"model_type": "bert"}) is None
+    True
+    """
+    auto_map = config.get("auto_map")
+    ref = auto_map.get("AutoModel") if isinstance(auto_map, dict) else None
+    if isinstance(ref, (list, tuple)) and ref:  # (config class, tokenizer) style entries
+        ref = ref[0]
+    return ref.rsplit(".", 1)[-1] if isinstance(ref, str) and ref else None
+
+
+def _check_remote_code(config: dict[str, Any]) -> None:
+    """Refuse a config whose ``auto_map`` names code the converter does not reimplement."""
+    cls = remote_code_class(config)
+    if cls is None:
+        return
+    model_type = config.get("model_type")
+    if REMOTE_CODE_MODELS.get(cls) != model_type:
+        known = ", ".join(f"{c} ({t})" for c, t in REMOTE_CODE_MODELS.items())
+        raise InputValueError(
+            f"config.json's auto_map names remote code ({config['auto_map']['AutoModel']!r}, "
+            f"model_type {model_type!r}): rust-bertscore never runs a model repository's code "
+            f"and converts only the remote architectures it reimplements: {known}"
+        )
 
 
 def int_field(config: dict[str, Any], *names: str) -> int:
