@@ -67,6 +67,7 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "qwen3": "qwen3",
     "gemma3_text": "gemma3",
     "nomic_bert": "nomic_bert",
+    "new": "new",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -95,6 +96,7 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "qwen3",
     "gemma3",
     "nomic_bert",
+    "new",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
@@ -106,11 +108,13 @@ positions), ``xlm`` (XLM's masked language models), ``convbert`` (mixed self-att
 dynamic convolution heads), ``modernbert`` (RoPE, local and global attention, GeGLU), and the
 decoder-style embedding models ``qwen3`` (Qwen3-Embedding: causal grouped-query attention) and
 ``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention), and
-``nomic_bert`` (nomic-embed-text v1/v1.5: rotary positions, SwiGLU, no biases)."""
+``nomic_bert`` (nomic-embed-text v1/v1.5: rotary positions, SwiGLU, no biases), ``new``
+(GTE v1.5 and multilingual, snowflake-arctic-embed-m-v2.0: rotary positions, gated MLP)."""
 
 REMOTE_CODE_MODELS: dict[str, str] = {
     "NomicBertModel": "nomic_bert",
     "NomicBertForPreTraining": "nomic_bert",
+    "NewModel": "new",
 }
 """The classes a config.json's ``auto_map`` (``AutoModel``) may name, whose architecture the
 converter reimplements from the config and weights -> their ``model_type``. The repository's
@@ -202,7 +206,7 @@ def model_family(config: dict[str, Any]) -> str:
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
             "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
-            f"Gemma3 (text) and NomicBERT families (model_type one of {supported})"
+            f"Gemma3 (text), NomicBERT and GTE (new) families (model_type one of {supported})"
         ) from None
 
 
@@ -304,8 +308,9 @@ def max_positions(config: dict[str, Any]) -> int | None:
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
     514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 and
-    XLNet have no position table (relative positions work at any length): None, the
-    tokenizer's ``model_max_length`` alone limits the input.
+    XLNet have no position table (relative positions work at any length), nor have GTE's
+    rotary ``new`` models (new-impl grows its tables with the input): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -330,6 +335,9 @@ def max_positions(config: dict[str, Any]) -> int | None:
         return None
     if family == "led":  # the encoder's own table
         return int_field(config, "max_encoder_position_embeddings")
+    rope = config.get("position_embedding_type", "rope") == "rope"
+    if family == "new" and rope:  # new-impl grows its rotary tables with the input
+        return None
     if family == "nomic_bert":  # a GPT2Config: n_positions (8,192 for nomic-embed-text)
         return int_field(config, "n_positions", "max_position_embeddings")
     n_positions = int_field(config, "max_position_embeddings")

@@ -46,6 +46,7 @@ from .families import (
     convbert,
     deberta,
     gemma3,
+    gte,
     led,
     longformer,
     modernbert,
@@ -124,6 +125,7 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "qwen3": FamilyConverter(qwen3.build_qwen3, qwen3.ffn_out_nodes),
     "gemma3_text": FamilyConverter(gemma3.build_gemma3, gemma3.ffn_out_nodes),
     "nomic_bert": FamilyConverter(nomic_bert.build_nomic_bert, nomic_bert.ffn_out_nodes),
+    "new": FamilyConverter(gte.build_gte, gte.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""
