@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -159,3 +160,21 @@ def test_listing_names_the_gte_models() -> None:
     for name, layer in want.items():
         info = beyond[name]
         assert (info.model_type, info.default_layer, info.convertible) == ("new", layer, True)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_fp16_keeps_the_rotary_angles_in_float32(name: str) -> None:
+    from rust_bertscore.convert.fp16 import to_fp16
+
+    graph = to_fp16(build_model(GTE / name, 3))
+    half = {t.name for t in graph.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
+    assert half and not any(n.startswith(("rope/", "logn")) for n in half)
+    casts = [n for n in graph.graph.node if n.op_type == "Cast" and n.input[0].startswith("rope/")]
+    assert not any(a.i == onnx.TensorProto.FLOAT16 for n in casts for a in n.attribute)
+    case = CASES[0]
+    model_type = str(GTE / name)
+    f16 = rb.score(
+        case["cands"][:12], case["refs"][:12], model_type=model_type, num_layers=3, precision="fp16"
+    )
+    f32 = rb.score(case["cands"][:12], case["refs"][:12], model_type=model_type, num_layers=3)
+    assert np.isfinite(f16[2]).all() and float(np.abs(f16[2] - f32[2]).max()) < 0.01

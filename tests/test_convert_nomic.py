@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -221,3 +222,24 @@ def test_texts_of_thousands_of_tokens(
     np.testing.assert_allclose(np.array(small), alone, atol=1e-5)
     again = rb.score(cands, refs, model_type=model_dir, num_layers=3, store=tmp_path / "store")
     np.testing.assert_allclose(np.array(again), alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_fp16_keeps_the_rotary_angles_in_float32(name: str) -> None:
+    """precision="fp16": scores finite and near fp32, and nothing on the rotary path (positions,
+    frequencies, angles, cos/sin) is rounded to float16 (angles of thousands of positions would
+    be noise)."""
+    from rust_bertscore.convert.fp16 import to_fp16
+
+    graph = to_fp16(build_model(NOMIC / name, 3))
+    half = {t.name for t in graph.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
+    assert half and not any(n.startswith("rope/") for n in half)
+    casts = [n for n in graph.graph.node if n.op_type == "Cast" and n.input[0].startswith("rope/")]
+    assert not any(a.i == onnx.TensorProto.FLOAT16 for n in casts for a in n.attribute)
+    case = CASES[0]
+    model_type = str(NOMIC / name)
+    f16 = rb.score(
+        case["cands"][:12], case["refs"][:12], model_type=model_type, num_layers=3, precision="fp16"
+    )
+    f32 = rb.score(case["cands"][:12], case["refs"][:12], model_type=model_type, num_layers=3)
+    assert np.isfinite(f16[2]).all() and float(np.abs(f16[2] - f32[2]).max()) < 0.01

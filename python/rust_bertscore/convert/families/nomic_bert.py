@@ -200,9 +200,11 @@ class _Rotary:
         lengths = g.op(
             "ReduceSum", [ATTENTION_MASK, g.ints("axis1", [1])], "rope/lengths", keepdims=0
         )
-        inv = g.op(
-            "Gather", [g.weight("rope/ntk_inv_freq", ntk_inv_freq(spec)), lengths], "rope/inv"
-        )
+        # Through an Identity: a Gather straight from a weight table runs in float16 under
+        # precision="fp16" (convert.fp16), and rounded frequencies would turn angles of
+        # thousands of positions into noise; this keeps them float32.
+        table = g.op("Identity", [g.weight("rope/ntk_inv_freq", ntk_inv_freq(spec))], "rope/table")
+        inv = g.op("Gather", [table, lengths], "rope/inv")
         scalar_t = g.op("Squeeze", [t, axis0], "rope/t")
         pos = g.op("Range", [g.scalar(0, "int64"), scalar_t, g.scalar(1, "int64")], "rope/pos")
         pos = g.op("Cast", [pos], "rope/pos_f", to=onnx.TensorProto.FLOAT)
