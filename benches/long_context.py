@@ -141,11 +141,11 @@ def child(spec_path: str) -> None:
     scorer.score(["a warm-up pair"], ["a warm up pair"])
     if spec.get("warm_only"):
         return
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     scorer.score(spec["cands"], spec["refs"])
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     lengths = [len(ids) for ids in scorer.tokenizer.encode(spec["cands"] + spec["refs"])]
-    out = {"seconds": seconds, "pairs": len(spec["cands"]), "tokens": lengths}
+    out = {"seconds": seconds, "cpu_seconds": cpu, "pairs": len(spec["cands"]), "tokens": lengths}
     Path(spec["out"]).write_text(json.dumps(out), encoding="utf-8")
 
 
@@ -216,6 +216,7 @@ def main() -> None:
                     f"{min(tokens)}-{max(tokens)}" if mode != "window" else "windows of 512",
                     f"{rate:.3f}",
                     f"{got['seconds']:.1f}",
+                    f"{got['cpu_seconds']:.1f}",
                     f"{rss:.0f}",
                     f"{base_rss:.0f}",
                 )
@@ -224,8 +225,8 @@ def main() -> None:
     print(
         f"{figures['machine']}; load before {figures['load_before']}, after {figures['load_after']}"
     )
-    header = ("model", "tokens/text", "pairs/s", "s", "peak RSS MB", "loaded, 1 pair MB")
-    print_table(header, rows, right=(1, 2, 3, 4, 5))
+    header = ("model", "tokens/text", "pairs/s", "s", "CPU s", "peak RSS MB", "loaded MB")
+    print_table(header, rows, right=(1, 2, 3, 4, 5, 6))
     write_json(args.json, figures)
 
 

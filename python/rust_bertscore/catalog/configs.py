@@ -205,7 +205,7 @@ def model_family(config: dict[str, Any]) -> str:
         raise InputValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
+            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3, "
             f"Gemma3 (text), NomicBERT and GTE (new) families (model_type one of {supported})"
         ) from None
 
