@@ -160,6 +160,7 @@ def test_listing_names_the_gte_models() -> None:
     for name, layer in want.items():
         info = beyond[name]
         assert (info.model_type, info.default_layer, info.convertible) == ("new", layer, True)
+        assert rb.model_info(name).default_layer == layer
 
 
 @pytest.mark.parametrize("name", FAMILIES)
