@@ -42,11 +42,13 @@ from benches.shapes import write_random_safetensors
 NOMIC_V15 = {
     "activation_function": "swiglu",
     "architectures": ["NomicBertModel"],
+    "attn_pdrop": 0.0,
     "auto_map": {
         "AutoConfig": "nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig",
         "AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel",
     },
     "causal": False,
+    "embd_pdrop": 0.0,
     "initializer_range": 0.02,
     "layer_norm_epsilon": 1e-12,
     "max_trained_positions": 2048,
@@ -61,6 +63,7 @@ NOMIC_V15 = {
     "pad_vocab_size_multiple": 64,
     "prenorm": False,
     "qkv_proj_bias": False,
+    "resid_pdrop": 0.0,
     "rotary_emb_base": 1000,
     "rotary_emb_fraction": 1.0,
     "rotary_emb_interleaved": False,

@@ -26,6 +26,10 @@ CPU float32 run takes (``scaled_dot_product_attention``, no flash-attn):
   gives every text what a freshly loaded model gives it alone, ``n`` its own length, so padding
   in a batch never changes a token's state.
 - No final norm: hidden state ``L`` is the output of layer ``L`` (``0``: ``emb_ln``'s output).
+- ``attn_pdrop``: the remote code passes it to ``scaled_dot_product_attention`` as
+  ``dropout_p`` even in eval mode, so a config with ``attn_pdrop > 0`` (``GPT2Config``'s default
+  0.1 when the field is absent) gives random outputs there; the published models say 0.0. The
+  graph never drops out.
 """
 
 from __future__ import annotations
