@@ -136,6 +136,10 @@ bench-dry-run: install ## 10^6 rows through the distributed path with a tiny mod
 bench-store: install ## Embedding store reads: os.pread against lseek + read (the path without pread)
 	$(PY) -m benches.store_reads $(BENCH_OPTS)
 
+.PHONY: bench-long-context
+bench-long-context: install ## 2,000-token documents whole on nomic-embed-text-v1.5's shape against MiniLM windows (skips without WMT)
+	$(PY) -m benches.long_context $(BENCH_OPTS)
+
 # The bench-only quantisers (ONNX Runtime's MatMulNBits needs onnx-ir) beside the [openvino] extra.
 bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runtime, OpenVINO fp32/bf16/int8) against bert_score and fp32, with the ISA and the recommendation for this host (skips without WMT)
 	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4" "onnx-ir>=0.1"

@@ -23,6 +23,7 @@ from ..support.inputs import MAX_CONFIG_BYTES, read_json_object
 
 __all__ = [
     "CONFIG_NAME",
+    "REMOTE_CODE_MODELS",
     "SUPPORTED_FAMILIES",
     "SUPPORTED_MODEL_TYPES",
     "float_field",
@@ -33,6 +34,7 @@ __all__ = [
     "max_positions",
     "model_depth",
     "model_family",
+    "remote_code_class",
 ]
 
 CONFIG_NAME = "config.json"
@@ -66,6 +68,8 @@ SUPPORTED_MODEL_TYPES: dict[str, str] = {
     "modernbert": "modernbert",
     "qwen3": "qwen3",
     "gemma3_text": "gemma3",
+    "nomic_bert": "nomic_bert",
+    "new": "new",
 }
 """``config.json``'s ``model_type`` -> the encoder family the converter builds for it."""
 
@@ -93,6 +97,8 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "modernbert",
     "qwen3",
     "gemma3",
+    "nomic_bert",
+    "new",
 )
 """The encoder families: ``bert`` (BERT, MiniLM, ELECTRA discriminators, BigBird), ``roberta``
 (RoBERTa, XLM-RoBERTa), ``distilbert``, ``albert``, ``mpnet``, the encoders of ``bart`` and
@@ -103,7 +109,20 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
 positions), ``xlm`` (XLM's masked language models), ``convbert`` (mixed self-attention and
 dynamic convolution heads), ``modernbert`` (RoPE, local and global attention, GeGLU), and the
 decoder-style embedding models ``qwen3`` (Qwen3-Embedding: causal grouped-query attention) and
-``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention)."""
+``gemma3`` (EmbeddingGemma: Gemma3's text model with bidirectional attention), and
+``nomic_bert`` (nomic-embed-text v1/v1.5: rotary positions, SwiGLU, no biases), ``new``
+(GTE v1.5 and multilingual, snowflake-arctic-embed-m-v2.0: rotary positions, gated MLP)."""
+
+REMOTE_CODE_MODELS: dict[str, str] = {
+    "NomicBertModel": "nomic_bert",
+    "NomicBertForPreTraining": "nomic_bert",
+    "NewModel": "new",
+}
+"""The classes a config.json's ``auto_map`` (``AutoModel``) may name, whose architecture the
+converter reimplements from the config and weights -> their ``model_type``. The repository's
+code itself is never imported or run; a config whose ``auto_map`` names another class is
+refused (:func:`model_family`), since its ``model_type`` would not say what the code computes
+(jina-embeddings-v3 says ``xlm-roberta`` and adds rotary positions and LoRA adapters)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")
@@ -273,6 +292,7 @@ def model_family(config: dict[str, Any]) -> str:
     ('roberta', 'deberta-v2')
     """
     model_type = config.get("model_type")
+    _check_remote_code(config)
     try:
         return SUPPORTED_MODEL_TYPES[model_type]  # type: ignore[index]
     except (KeyError, TypeError):
@@ -280,9 +300,43 @@ def model_family(config: dict[str, Any]) -> str:
         raise InputValueError(
             f"unsupported model_type {model_type!r}: the converter handles the BERT, RoBERTa, "
             "DistilBERT, ALBERT, MPNet, BART, mBART, T5, DeBERTa, Longformer, Pegasus, BigBird, "
-            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3 "
-            f"and Gemma3 (text) families (model_type one of {supported})"
+            "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3, "
+            f"Gemma3 (text), NomicBERT and GTE (new) families (model_type one of {supported})"
         ) from None
+
+
+def remote_code_class(config: dict[str, Any]) -> str | None:
+    """The class name a config.json's ``auto_map`` gives ``AutoModel`` (``"NomicBertModel"`` of
+    ``"nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"``), None without one.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.configs import remote_code_class
+    >>> remote_code_class({"auto_map": {"AutoModel": "org/repo--modeling.NewModel"}})
+    'NewModel'
+    >>> remote_code_class({"model_type": "bert"}) is None
+    True
+    """
+    auto_map = config.get("auto_map")
+    ref = auto_map.get("AutoModel") if isinstance(auto_map, dict) else None
+    if isinstance(ref, (list, tuple)) and ref:  # (config class, tokenizer) style entries
+        ref = ref[0]
+    return ref.rsplit(".", 1)[-1] if isinstance(ref, str) and ref else None
+
+
+def _check_remote_code(config: dict[str, Any]) -> None:
+    """Refuse a config whose ``auto_map`` names code the converter does not reimplement."""
+    cls = remote_code_class(config)
+    if cls is None:
+        return
+    model_type = config.get("model_type")
+    if REMOTE_CODE_MODELS.get(cls) != model_type:
+        known = ", ".join(f"{c} ({t})" for c, t in REMOTE_CODE_MODELS.items())
+        raise InputValueError(
+            f"config.json's auto_map names remote code ({config['auto_map']['AutoModel']!r}, "
+            f"model_type {model_type!r}): rust-bertscore never runs a model repository's code "
+            f"and converts only the remote architectures it reimplements: {known}"
+        )
 
 
 def int_field(config: dict[str, Any], *names: str) -> int:
@@ -349,8 +403,9 @@ def max_positions(config: dict[str, Any]) -> int | None:
 
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
     514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 and
-    XLNet have no position table (relative positions work at any length): None, the
-    tokenizer's ``model_max_length`` alone limits the input.
+    XLNet have no position table (relative positions work at any length), nor have GTE's
+    rotary ``new`` models (new-impl grows its tables with the input): None, the tokenizer's
+    ``model_max_length`` alone limits the input.
 
     Parameters
     ----------
@@ -375,6 +430,11 @@ def max_positions(config: dict[str, Any]) -> int | None:
         return None
     if family == "led":  # the encoder's own table
         return int_field(config, "max_encoder_position_embeddings")
+    rope = config.get("position_embedding_type", "rope") == "rope"
+    if family == "new" and rope:  # new-impl grows its rotary tables with the input
+        return None
+    if family == "nomic_bert":  # a GPT2Config: n_positions (8,192 for nomic-embed-text)
+        return int_field(config, "n_positions", "max_position_embeddings")
     n_positions = int_field(config, "max_position_embeddings")
     if family in ("roberta", "longformer"):
         return n_positions - int_field(config, "pad_token_id") - 1

@@ -74,11 +74,20 @@ BEYOND_BERT_SCORE: dict[str, tuple[str, int]] = {
     "Qwen/Qwen3-Embedding-4B": ("qwen3", 36),
     "Qwen/Qwen3-Embedding-8B": ("qwen3", 36),
     "google/embeddinggemma-300m": ("gemma3_text", 24),
+    "nomic-ai/nomic-embed-text-v1": ("nomic_bert", 12),
+    "nomic-ai/nomic-embed-text-v1.5": ("nomic_bert", 12),
+    "nomic-ai/nomic-bert-2048": ("nomic_bert", 12),
+    "Alibaba-NLP/gte-base-en-v1.5": ("new", 12),
+    "Alibaba-NLP/gte-large-en-v1.5": ("new", 24),
+    "Alibaba-NLP/gte-multilingual-base": ("new", 12),
+    "Snowflake/snowflake-arctic-embed-m-v2.0": ("new", 12),
 }
 """Models this version converts that bert_score's table lacks: name -> (``model_type``, default
 layer). No tuned layer is published for them: the default is the last layer (the checkpoints'
 ``num_hidden_layers``: 22 and 28 for ModernBERT-base and -large, 28, 36 and 36 for
-Qwen3-Embedding-0.6B, -4B and -8B, 24 for EmbeddingGemma), which the scorer warns is untuned
+Qwen3-Embedding-0.6B, -4B and -8B, 24 for EmbeddingGemma, 12 (``n_layer``) for nomic-embed-text v1,
+v1.5 and nomic-bert-2048, 12 for gte-base-en-v1.5, gte-multilingual-base and
+snowflake-arctic-embed-m-v2.0, 24 for gte-large-en-v1.5), which the scorer warns is untuned
 (docs/encoders.md)."""
 
 DEFAULT_NOTE = "the default model"
@@ -210,8 +219,8 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     ----------
     beyond_table : bool
         Also list, after them, the models this version converts beyond bert_score's table
-        (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma), with
-        ``in_bert_score=False``.
+        (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma,
+        nomic-embed-text, GTE v1.5 and multilingual), with ``in_bert_score=False``.
 
     Returns
     -------

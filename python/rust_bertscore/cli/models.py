@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--beyond-table",
         action="store_true",
         help="also list the models this version converts beyond bert_score's table "
-        "(ModernBERT, Qwen3-Embedding, EmbeddingGemma)",
+        "(ModernBERT, Qwen3-Embedding, EmbeddingGemma, nomic-embed-text)",
     )
     add_common_flags(p)
     p.set_defaults(run=run)

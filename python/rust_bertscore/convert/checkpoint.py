@@ -38,6 +38,7 @@ _PREFIXES = (
     "longformer.",
     "prophetnet.",
     "convbert.",
+    "new.",
 )
 
 _CHUNK = 1 << 20

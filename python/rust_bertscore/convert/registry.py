@@ -47,10 +47,12 @@ from .families import (
     convbert,
     deberta,
     gemma3,
+    gte,
     led,
     longformer,
     modernbert,
     mpnet,
+    nomic_bert,
     pegasus,
     prophetnet,
     qwen3,
@@ -123,6 +125,8 @@ CONVERTERS: dict[str, FamilyConverter] = {
     "modernbert": FamilyConverter(modernbert.build_modernbert, modernbert.ffn_out_nodes),
     "qwen3": FamilyConverter(qwen3.build_qwen3, qwen3.ffn_out_nodes),
     "gemma3_text": FamilyConverter(gemma3.build_gemma3, gemma3.ffn_out_nodes),
+    "nomic_bert": FamilyConverter(nomic_bert.build_nomic_bert, nomic_bert.ffn_out_nodes),
+    "new": FamilyConverter(gte.build_gte, gte.ffn_out_nodes),
 }
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""

@@ -50,7 +50,7 @@ class ModelRuntime:
     """The runtime that runs the encoder: one of :data:`BACKENDS` (a scorer's ``runtime``)."""
 
 
-UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text")
+UNTUNED_FAMILIES = ("modernbert", "qwen3", "gemma3_text", "nomic_bert", "new")
 """``model_type``s with no tuned layer anywhere (bert_score's table has none, no published
 figure): their warning says so (every model without a tuned layer warns, see
 :func:`default_layer`)."""
