@@ -167,16 +167,15 @@ def test_listing_names_the_nomic_models(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_remote_code_of_another_architecture_is_refused(tmp_path: Path) -> None:
-    """jina-embeddings-v3 says model_type xlm-roberta but its auto_map names XLMRobertaLoRA
-    (rotary positions, LoRA): converted as a plain XLM-R it would give other states."""
-    jina = {
+    """A config whose auto_map names a class the converter does not reimplement, or one whose
+    model_type disagrees with its class, is refused: converted by its model_type alone it
+    would give other states."""
+    other = {
         "model_type": "xlm-roberta",
-        "auto_map": {
-            "AutoModel": "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"
-        },
+        "auto_map": {"AutoModel": "someorg/code--modeling_custom.XLMRobertaCustom"},
     }
-    with pytest.raises(rb.RustBertScoreError, match=r"XLMRobertaLoRA.*never runs"):
-        rb.convert.model_family(jina)
+    with pytest.raises(rb.RustBertScoreError, match=r"XLMRobertaCustom.*never runs"):
+        rb.convert.model_family(other)
     mislabeled = {**load_config(NOMIC / "nomic"), "model_type": "bert"}
     with pytest.raises(rb.RustBertScoreError, match="auto_map"):
         rb.convert.model_family(mislabeled)

@@ -117,12 +117,15 @@ REMOTE_CODE_MODELS: dict[str, str] = {
     "NomicBertModel": "nomic_bert",
     "NomicBertForPreTraining": "nomic_bert",
     "NewModel": "new",
+    "XLMRobertaLoRA": "xlm-roberta",
 }
 """The classes a config.json's ``auto_map`` (``AutoModel``) may name, whose architecture the
 converter reimplements from the config and weights -> their ``model_type``. The repository's
 code itself is never imported or run; a config whose ``auto_map`` names another class is
-refused (:func:`model_family`), since its ``model_type`` would not say what the code computes
-(jina-embeddings-v3 says ``xlm-roberta`` and adds rotary positions and LoRA adapters)."""
+refused (:func:`model_family`), since its ``model_type`` would not say what the code computes.
+jina-embeddings-v3's ``XLMRobertaLoRA`` says ``xlm-roberta`` (the ``roberta`` family: its
+tokenizer, 8,192 positions past the two XLM-R reserves) and adds rotary positions and LoRA
+adapters: the converter picks its own builder by the class (``convert.registry.converter_for``)."""
 
 # model_types whose encoder bert_score scores with (depth: ``encoder_layers``)
 _SEQ2SEQ = ("bart", "mbart", "pegasus", "blenderbot", "blenderbot-small", "led")

@@ -81,13 +81,15 @@ BEYOND_BERT_SCORE: dict[str, tuple[str, int]] = {
     "Alibaba-NLP/gte-large-en-v1.5": ("new", 24),
     "Alibaba-NLP/gte-multilingual-base": ("new", 12),
     "Snowflake/snowflake-arctic-embed-m-v2.0": ("new", 12),
+    "jinaai/jina-embeddings-v3": ("xlm-roberta", 24),
 }
 """Models this version converts that bert_score's table lacks: name -> (``model_type``, default
 layer). No tuned layer is published for them: the default is the last layer (the checkpoints'
 ``num_hidden_layers``: 22 and 28 for ModernBERT-base and -large, 28, 36 and 36 for
 Qwen3-Embedding-0.6B, -4B and -8B, 24 for EmbeddingGemma, 12 (``n_layer``) for nomic-embed-text v1,
 v1.5 and nomic-bert-2048, 12 for gte-base-en-v1.5, gte-multilingual-base and
-snowflake-arctic-embed-m-v2.0, 24 for gte-large-en-v1.5), which the scorer warns is untuned
+snowflake-arctic-embed-m-v2.0, 24 for gte-large-en-v1.5 and jina-embeddings-v3, whose LoRA task
+is picked with an ``@<task>`` suffix, ``catalog.lora_tasks``), which the scorer warns is untuned
 (docs/encoders.md)."""
 
 DEFAULT_NOTE = "the default model"
@@ -209,6 +211,8 @@ def _beyond_model(name: str, supported: frozenset[str]) -> ModelInfo:
     model_type, layer = BEYOND_BERT_SCORE[name]
     note = "" if model_type in supported else f"model_type {model_type!r} not converted"
     note = note or "beyond bert_score's table; default layer untuned (the last)"
+    if name == "jinaai/jina-embeddings-v3":
+        note += "; LoRA task by an '@<task>' suffix (none: the base weights)"
     return ModelInfo(name, model_type, layer, model_type in supported, note, False)
 
 

@@ -24,6 +24,7 @@ def export_onnx(
     all_layers: bool = False,
     external_data: bool | None = None,
     fused: bool = False,
+    task: str | None = None,
 ) -> Path:
     """Convert a checkpoint to an ONNX encoder graph and write it atomically.
 
@@ -49,6 +50,9 @@ def export_onnx(
         Write self-attention as ONNX Runtime's fused ``com.microsoft.Attention`` (what the
         scorer runs: faster, same numbers within 1e-5) rather than standard ONNX ops, which any
         ONNX runtime can load. DeBERTa graphs have no fused variant and ignore it.
+    task
+        A LoRA checkpoint's task adapter to merge into the weights (jina-embeddings-v3's
+        ``lora_adaptations``); None: the base weights. Another model refuses a task.
 
     Returns
     -------
@@ -84,6 +88,7 @@ def export_onnx(
     config = load_config(model_dir)
     doc = (
         f"rust_bertscore.convert {CONVERTER_VERSION}: model_type={config.get('model_type')!r}, "
+        + ("" if task is None else f"task={task!r}, ")
         + ("all hidden states" if all_layers else f"hidden state {num_layers}")
         + (", fused attention" if fused else "")
     )
@@ -93,13 +98,17 @@ def export_onnx(
         else external_data
     )
     if not external:
-        model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+        model = build_model(
+            model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused, task=task
+        )
         return write_files_atomic(out_path, lambda path: writer.save_model(model, path, False))
 
     def write(path: Path) -> None:
         data = writer.ExternalDataFile(path.with_name(f"{path.name}.data"))
         with data, streaming_weights(data):
-            model = build_model(model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused)
+            model = build_model(
+                model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused, task=task
+            )
         writer.save_model(model, path, True)
 
     return write_files_atomic(out_path, write)

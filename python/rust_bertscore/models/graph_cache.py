@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 
 from .. import convert
+from ..catalog.lora_tasks import graph_family, lora_task
 from ..convert.values import DIGEST_VERSION, weights_digest
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
@@ -167,7 +168,7 @@ def converted_graph(
     """
     if precision not in PRECISIONS:
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    family = convert.model_family(config)
+    family = graph_family(config)  # with a LoRA task: "<family>@<task>"
     layers = "all" if all_layers else str(num_layers)
     weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
     fingerprint, values = weights.split("|")
@@ -203,7 +204,14 @@ def _build(
     files: ModelFiles, config: dict, num_layers: int, all_layers: bool, precision: str, graph: Path
 ) -> None:
     if precision == "fp32":
-        convert.export_onnx(files.model_dir, graph, num_layers, all_layers=all_layers, fused=True)
+        convert.export_onnx(
+            files.model_dir,
+            graph,
+            num_layers,
+            all_layers=all_layers,
+            fused=True,
+            task=lora_task(config),
+        )
     elif precision == "fp16":
         source = converted_graph(files, config, num_layers, all_layers=all_layers)
         convert.convert_fp16(source, graph)
@@ -268,7 +276,9 @@ def graph_in_memory(
     rewrite (``convert.to_fp16``)."""
     if precision not in PRECISIONS:
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    model = convert.build_model(files.model_dir, num_layers, all_layers=all_layers, fused=True)
+    model = convert.build_model(
+        files.model_dir, num_layers, all_layers=all_layers, fused=True, task=files.task
+    )
     if precision == "int8":
         from ..convert.per_token import per_token_matmuls
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..catalog.lora_tasks import LORA_TASK_KEY
 from ..stages.tokenization.tokenizer import TOKENIZER_FILES
 from .files import ModelFiles
 from .graph_record import (
@@ -78,8 +79,9 @@ GRAPH_DIGEST_PREFIX = "onnx-"
 
 GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
     {
-        # which family, which tokenizer class
+        # which family, which tokenizer class (auto_map: the remote class a builder is chosen by)
         "model_type",
+        "auto_map",
         "tokenizer_class",
         "is_encoder",
         "causal",
@@ -185,6 +187,12 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "rescale_embeddings",
         "mlp_bias",
         "use_bias",
+        # jina-embeddings-v3: rotary base, LoRA adapters, and the task chosen (``@<task>``)
+        "rotary_emb_base",
+        "lora_adaptations",
+        "lora_rank",
+        "lora_alpha",
+        LORA_TASK_KEY,
     }
 )
 """The ``config.json`` fields that decide a converted graph or its token ids: every field a

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import convert
+from ..catalog.lora_tasks import graph_family, lora_task
 from ..errors import InputValueError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
 from ..stages.telemetry import telemetry_off
@@ -183,7 +184,7 @@ def openvino_graph_path(
 ) -> Path:
     """The cached graph OpenVINO runs for ``kind`` (``"fp32"``: the standard-op ONNX graph;
     ``"int8"``: NNCF's model as IR, ``model.xml``), built once."""
-    family = convert.model_family(config)
+    family = graph_family(config)  # with a LoRA task: "<family>@<task>"
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
     weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
@@ -194,7 +195,12 @@ def openvino_graph_path(
     entry.mkdir(parents=True, exist_ok=True)
     if kind == "fp32":
         convert.export_onnx(
-            files.model_dir, paths[0], num_layers, all_layers=all_layers, fused=False
+            files.model_dir,
+            paths[0],
+            num_layers,
+            all_layers=all_layers,
+            fused=False,
+            task=lora_task(config),
         )
     else:
         source = openvino_graph_path(
@@ -262,13 +268,13 @@ def openvino_graph(
         "or set RUST_BERTSCORE_CACHE to a writable directory with room"
     )
     graph = convert.build_model(
-        files.model_dir, num_layers, all_layers=all_layers, fused=False
+        files.model_dir, num_layers, all_layers=all_layers, fused=False, task=lora_task(config)
     ).SerializeToString()
     if kind == "fp32":
         return graph, None
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
-    digest = "openvino:" + entry_key(fingerprint, convert.model_family(config), layers, kind)
+    digest = "openvino:" + entry_key(fingerprint, graph_family(config), layers, kind)
     return quantize(graph, tokenizer, pad_id), digest
 
 
