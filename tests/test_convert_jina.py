@@ -196,3 +196,16 @@ def test_export_of_a_task_is_refused(tmp_path: Path) -> None:
     """An exported directory's config.json would not name the task."""
     with pytest.raises(InputValueError, match="exporting a LoRA task"):
         export_model(model_type("text-matching"), tmp_path / "out" / "model.onnx", 2)
+
+
+def test_the_store_keeps_tasks_apart(tmp_path: Path) -> None:
+    """The embedding store's key space names the cached graph (its manifest's family carries the
+    task): a second task scored into the same store gets its own vectors, not the first's."""
+    case = next(c for c in CASES if c["name"] == "text-matching_num_layers2_idfFalse")
+    base = next(c for c in CASES if c["name"] == "base_num_layers2_idfFalse")
+    store = tmp_path / "store"
+    for c in (base, case):
+        got = rb.score(
+            c["cands"], c["refs"], model_type=model_type(c["task"]), num_layers=2, store=store
+        )
+        assert_scores_match(got, c["expected"], 1e-5)

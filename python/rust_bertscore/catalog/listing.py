@@ -224,7 +224,8 @@ def supported_models(*, beyond_table: bool = False) -> list[ModelInfo]:
     beyond_table : bool
         Also list, after them, the models this version converts beyond bert_score's table
         (:data:`BEYOND_BERT_SCORE`: ModernBERT, Qwen3-Embedding, EmbeddingGemma,
-        nomic-embed-text, GTE v1.5 and multilingual), with ``in_bert_score=False``.
+        nomic-embed-text, GTE v1.5 and multilingual, jina-embeddings-v3), with
+        ``in_bert_score=False``.
 
     Returns
     -------
