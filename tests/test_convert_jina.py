@@ -209,3 +209,17 @@ def test_the_store_keeps_tasks_apart(tmp_path: Path) -> None:
             c["cands"], c["refs"], model_type=model_type(c["task"]), num_layers=2, store=store
         )
         assert_scores_match(got, c["expected"], 1e-5)
+
+
+def test_a_config_without_model_type_reads_as_xlm_roberta(tmp_path: Path) -> None:
+    """The Hub copy of jina-embeddings-v3's config.json read here has no model_type: its config
+    class declares "xlm-roberta", as transformers reads it."""
+    out = tmp_path / "jina_no_type"
+    shutil.copytree(MODEL, out)
+    config = load_config(out)
+    del config["model_type"]
+    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert load_config(out)["model_type"] == "xlm-roberta"
+    assert resolve_model(f"{out}@text-matching").config()["model_type"] == "xlm-roberta"
+    ids, hidden = reference("text-matching")[0]
+    assert_close(run(build_model(out, 3, task="text-matching"), [ids])[0], hidden[3])

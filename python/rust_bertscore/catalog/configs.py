@@ -35,6 +35,7 @@ __all__ = [
     "model_depth",
     "model_family",
     "remote_code_class",
+    "with_remote_model_type",
 ]
 
 CONFIG_NAME = "config.json"
@@ -168,6 +169,30 @@ def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
         )
     config = read_json_object(path, error=CheckpointError, max_bytes=MAX_CONFIG_BYTES)
     check_config_fields(config, path)
+    return with_remote_model_type(config)
+
+
+REMOTE_CONFIG_MODEL_TYPES: dict[str, str] = {"XLMRobertaLoRA": "xlm-roberta"}
+"""Remote classes whose config class declares a ``model_type`` that their config.json may leave
+out (jina-embeddings-v3's ``XLMRobertaFlashConfig.model_type`` is "xlm-roberta", which is what
+transformers reads it as)."""
+
+
+def with_remote_model_type(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the ``model_type`` its remote config class declares, where config.json
+    has none (:data:`REMOTE_CONFIG_MODEL_TYPES`); other configs as they are.
+
+    Examples
+    --------
+    >>> from rust_bertscore.catalog.configs import with_remote_model_type
+    >>> auto_map = {"AutoModel": "org/code--modeling_lora.XLMRobertaLoRA"}
+    >>> with_remote_model_type({"auto_map": auto_map})["model_type"]
+    'xlm-roberta'
+    """
+    if config.get("model_type") is None:
+        declared = REMOTE_CONFIG_MODEL_TYPES.get(remote_code_class(config) or "")
+        if declared is not None:
+            return {**config, "model_type": declared}
     return config
 
 

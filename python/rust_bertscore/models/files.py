@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..catalog.configs import check_config_fields
+from ..catalog.configs import check_config_fields, with_remote_model_type
 from ..catalog.lora_tasks import split_task, with_lora_task
 from ..catalog.registry import DEFAULT_MODEL, hub_spelling
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
@@ -83,7 +83,7 @@ class ModelFiles:
                 f"{path} is missing: a model directory needs config.json"
             ) from None
         check_config_fields(config, path)
-        return with_lora_task(config, self.task, str(path))
+        return with_lora_task(with_remote_model_type(config), self.task, str(path))
 
 
 def hub_offline() -> bool:
