@@ -223,3 +223,19 @@ def test_a_config_without_model_type_reads_as_xlm_roberta(tmp_path: Path) -> Non
     assert resolve_model(f"{out}@text-matching").config()["model_type"] == "xlm-roberta"
     ids, hidden = reference("text-matching")[0]
     assert_close(run(build_model(out, 3, task="text-matching"), [ids])[0], hidden[3])
+
+
+def test_openvino_runs_each_task() -> None:
+    """runtime="openvino" builds its own graph (standard ops, its own cache key): each task's
+    scores there too."""
+    pytest.importorskip("openvino", reason="runtime='openvino' needs the [openvino] extra")
+    for task in ("base", "retrieval.query"):
+        case = next(c for c in CASES if c["name"] == f"{task}_num_layers2_idfFalse")
+        got = rb.score(
+            case["cands"],
+            case["refs"],
+            model_type=model_type(task),
+            num_layers=2,
+            runtime="openvino",
+        )
+        assert_scores_match(got, case["expected"], 1e-5)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import CheckpointError, InputValueError
 from ..support.inputs import MAX_CONFIG_BYTES, read_json_object
+from .remote_code import remote_code_class, with_remote_model_type
 
 __all__ = [
     "CONFIG_NAME",
@@ -172,30 +173,6 @@ def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return with_remote_model_type(config)
 
 
-REMOTE_CONFIG_MODEL_TYPES: dict[str, str] = {"XLMRobertaLoRA": "xlm-roberta"}
-"""Remote classes whose config class declares a ``model_type`` that their config.json may leave
-out (jina-embeddings-v3's ``XLMRobertaFlashConfig.model_type`` is "xlm-roberta", which is what
-transformers reads it as)."""
-
-
-def with_remote_model_type(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with the ``model_type`` its remote config class declares, where config.json
-    has none (:data:`REMOTE_CONFIG_MODEL_TYPES`); other configs as they are.
-
-    Examples
-    --------
-    >>> from rust_bertscore.catalog.configs import with_remote_model_type
-    >>> auto_map = {"AutoModel": "org/code--modeling_lora.XLMRobertaLoRA"}
-    >>> with_remote_model_type({"auto_map": auto_map})["model_type"]
-    'xlm-roberta'
-    """
-    if config.get("model_type") is None:
-        declared = REMOTE_CONFIG_MODEL_TYPES.get(remote_code_class(config) or "")
-        if declared is not None:
-            return {**config, "model_type": declared}
-    return config
-
-
 MAX_CONFIG_INT = 1 << 24
 """The largest size, count or id a ``config.json`` field may hold (a 256k vocabulary and 128k
 positions stay well below)."""
@@ -331,25 +308,6 @@ def model_family(config: dict[str, Any]) -> str:
             "Blenderbot, SqueezeBERT, LED, ProphetNet, XLNet, XLM, ConvBERT, ModernBERT, Qwen3, "
             f"Gemma3 (text), NomicBERT and GTE (new) families (model_type one of {supported})"
         ) from None
-
-
-def remote_code_class(config: dict[str, Any]) -> str | None:
-    """The class name a config.json's ``auto_map`` gives ``AutoModel`` (``"NomicBertModel"`` of
-    ``"nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"``), None without one.
-
-    Examples
-    --------
-    >>> from rust_bertscore.catalog.configs import remote_code_class
-    >>> remote_code_class({"auto_map": {"AutoModel": "org/repo--modeling.NewModel"}})
-    'NewModel'
-    >>> remote_code_class({"model_type": "bert"}) is None
-    True
-    """
-    auto_map = config.get("auto_map")
-    ref = auto_map.get("AutoModel") if isinstance(auto_map, dict) else None
-    if isinstance(ref, (list, tuple)) and ref:  # (config class, tokenizer) style entries
-        ref = ref[0]
-    return ref.rsplit(".", 1)[-1] if isinstance(ref, str) and ref else None
 
 
 def _check_remote_code(config: dict[str, Any]) -> None:
