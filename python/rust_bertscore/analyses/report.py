@@ -108,7 +108,7 @@ class BucketRow:
         }
 
 
-def length_bucket(lengths: Sequence[int]) -> np.ndarray:
+def length_bucket(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
     """The bucket (index into :data:`LENGTH_LABELS`) of each length: 0-10, 11-20, 21-30,
     31-40, 41-60, 61+ tokens."""
     x = np.asarray(lengths, dtype=np.int64)
