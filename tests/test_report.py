@@ -22,8 +22,8 @@ from conftest import TINY
 from rust_bertscore import BERTScorer
 from rust_bertscore.analyses.report import (
     LENGTH_LABELS,
-    build_report,
     buckets,
+    build_report,
     length_bucket,
     win_loss_tie,
 )
@@ -74,7 +74,7 @@ def test_several_references_give_compares_table(scorer: BERTScorer) -> None:
     _, _, F = scorer.score(MIXED, refs)
     for i, a in enumerate(rep.segments["mixed"].alignments):
         # the alignment shown is of the reference that gives the segment's F
-        assert a.index == i and a.F == pytest.approx(float(F[i]), abs=1e-6)
+        assert a.index == i and pytest.approx(float(F[i]), abs=1e-6) == a.F
     assert rep.refs[0] == [REFS[0], GOOD[0]]
 
 
@@ -123,6 +123,7 @@ def test_buckets_intervals_and_one_segment_buckets() -> None:
     mean, lo, hi = rows[0].mean["a"]
     assert lo <= mean <= hi and mean == pytest.approx(base[:8].mean())
     d, dlo, dhi, p = rows[0].delta["b"]
+    assert dlo <= d <= dhi
     assert d == pytest.approx(0.02) and dlo == pytest.approx(0.02) and p < 0.01
     assert rows[1].n == 1 and np.isnan(rows[1].mean["a"][1]) and np.isnan(rows[1].delta["b"][3])
 
