@@ -242,6 +242,26 @@ def test_keyboard_and_colour_schemes(browser, page: Path) -> None:
     assert max(background()) < 60
     text = browser.execute_script("return getComputedStyle(document.body).color")
     assert min(int(x) for x in re.findall(r"\d+", text)[:3]) > 180  # light text on dark
+    # "auto" follows the system's scheme
+    theme.click()
+    assert browser.execute_script("return document.documentElement.dataset.theme") is None
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"media": "", "features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+    )
+    assert max(background()) < 60
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"media": "", "features": [{"name": "prefers-color-scheme", "value": "light"}]},
+    )
+    assert min(background()) > 200
+    # print: the controls go, the tables and charts stay
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print", "features": []})
+    assert not browser.find_element("id", "seg-controls").is_displayed()
+    assert not browser.find_element("id", "theme").is_displayed()
+    assert browser.find_element("id", "systems").is_displayed()
+    assert browser.find_element("id", "hist-0").is_displayed()
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "", "features": []})
 
 
 def test_charts_are_drawn(browser, page: Path, tmp_path: Path) -> None:

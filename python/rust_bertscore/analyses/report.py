@@ -110,7 +110,12 @@ class BucketRow:
 
 def length_bucket(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
     """The bucket (index into :data:`LENGTH_LABELS`) of each length: 0-10, 11-20, 21-30,
-    31-40, 41-60, 61+ tokens."""
+    31-40, 41-60, 61+ tokens.
+
+    >>> from rust_bertscore.analyses.report import LENGTH_LABELS, length_bucket
+    >>> [LENGTH_LABELS[k] for k in length_bucket([0, 10, 11, 60, 61])]
+    ['0-10', '0-10', '11-20', '41-60', '61+']
+    """
     x = np.asarray(lengths, dtype=np.int64)
     return np.searchsorted(np.asarray(LENGTH_EDGES), x, side="right") - 1
 
@@ -126,7 +131,15 @@ def buckets(
     """Mean F (and ΔF against the first system) of the segments in each bucket, with
     bootstrap intervals (paired for ΔF, as ``compare``'s); ``bucket_of[i]`` is segment ``i``'s
     bucket, an index into ``labels``. A bucket of one segment gets its mean and no interval
-    (NaN); an empty one is left out."""
+    (NaN); an empty one is left out.
+
+    >>> import numpy as np
+    >>> from rust_bertscore.analyses.report import buckets
+    >>> f = np.array([0.6, 0.7, 0.8, 0.9])
+    >>> rows = buckets({"a": f, "b": f + 0.05}, np.array([0, 0, 2, 2]), ["x", "y", "z"], seed=1)
+    >>> [(r.label, r.n, round(r.delta["b"][0], 6)) for r in rows]
+    [('x', 2, 0.05), ('z', 2, 0.05)]
+    """
     names = list(f_by_system)
     base, others = names[0], names[1:]
     rows = []

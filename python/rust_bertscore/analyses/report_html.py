@@ -93,8 +93,9 @@ def report_payload(
     >>> refs = ["the cat sat", "it rains"]
     >>> rep = build_report(BERTScorer(), {"a": refs, "b": ["a cat", "sun"]}, refs, n_samples=50)
     >>> doc = report_payload(rep, title="t", signature="s", inputs=[], special_tokens=["[CLS]"])
-    >>> [doc["vocab"][t] for t in doc["seg"]["b"]["al"][0]["ct"]], doc["seg"]["b"]["al"][0]["cm"]
-    (['[CLS]', 'a', 'cat', '[SEP]'], [0, 1, 2, 4])
+    >>> al = doc["seg"]["b"]["al"][0]  # "a cat" against "the cat sat"
+    >>> [doc["vocab"][t] for t in al["ct"]], doc["vocab"][doc["reftok"][0]["0"]["t"][al["cm"][2]]]
+    (['[CLS]', 'a', 'cat', '[SEP]'], 'cat')
     """
     vocab: dict[str, int] = {}
 
@@ -205,8 +206,8 @@ equal (within 10<sup>-6</sup>) to the baseline's.</p>
 <section aria-labelledby="h-buckets">
 <h2 id="h-buckets">Buckets</h2>
 <p class="muted">Mean F1 and ΔF1 of the segments in each bucket, with bootstrap intervals
-(paired for ΔF1). Each bucket's p is a test of its own: with many buckets, expect some
-p &lt; @@ALPHA@@ by chance.</p>
+(paired for ΔF1; p: one-sided paired bootstrap, "not better than the baseline"). Each bucket's
+p is a test of its own: with many buckets, expect some p &lt; @@ALPHA@@ by chance.</p>
 <div id="buckets"></div>
 </section>
 <section id="segments-section" aria-labelledby="h-segments">
