@@ -102,7 +102,7 @@ test: install lint stubtest test-rust test-python test-doctest ## Install, then 
 test-browser: deps ## The HTML report in headless Chromium (installs chromium, chromium-driver, selenium)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium chromium-driver; }
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 	$(PIP) install --quiet "selenium>=4.11"
 	@$(PY) -c "import rust_bertscore._core" 2>/dev/null || $(MAKE) install
 	$(PY) -m pytest -q -rs tests/test_report_browser.py
