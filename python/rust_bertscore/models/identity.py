@@ -185,6 +185,23 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "rescale_embeddings",
         "mlp_bias",
         "use_bias",
+        # remote-code families (nomic_bert, new/GTE; issue 51) and how they are recognised
+        "max_trained_positions",
+        "mlp_fc1_bias",
+        "mlp_fc2_bias",
+        "n_embd",
+        "n_positions",
+        "num_heads_kv",
+        "qkv_proj_bias",
+        "rotary_emb_base",
+        "rotary_emb_fraction",
+        "rotary_emb_scale_base",
+        "rotary_scaling_factor",
+        "layer_norm_type",
+        "logn_attention_clip1",
+        "logn_attention_scale",
+        "pack_qkv",
+        "auto_map",
     }
 )
 """The ``config.json`` fields that decide a converted graph or its token ids: every field a
