@@ -202,6 +202,13 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "logn_attention_scale",
         "pack_qkv",
         "auto_map",
+        "norm_mlp",
+        "use_rms_norm",
+        "prenorm",
+        "parallel_block",
+        "rotary_emb_interleaved",
+        "rotary_head_dim",
+        "emb_ln",
     }
 )
 """The ``config.json`` fields that decide a converted graph or its token ids: every field a
