@@ -31,10 +31,6 @@ from ...stages.text import pair_texts
 
 Refs = Sequence[str] | Sequence[Sequence[str]]
 
-SLICE_CHARS = 256 * 1024
-"""Characters of text in one slice of a large request at most (besides one encoder batch of
-texts): a slice of a few long texts is as short as one of many short ones."""
-
 
 @dataclasses.dataclass(frozen=True)
 class ScoreRequest:
@@ -42,6 +38,12 @@ class ScoreRequest:
 
     cands: list[str]
     refs: list[Any]
+
+    @property
+    def chars(self) -> int:
+        """Characters of text in the request (references counted as often as given)."""
+        flat = (t for r in self.refs for t in (r if isinstance(r, list) else [r]))
+        return sum(map(len, self.cands)) + sum(map(len, flat))
 
     @property
     def pairs(self) -> int:
@@ -124,22 +126,12 @@ class RequestScorer:
         """Call ``check`` after each encoder batch (it raises to stop the work in hand)."""
         self.scorer.pipeline.runtime.encoder.on_batch = check
 
-    def next_slice(self, texts: Sequence[str]) -> int:
-        """How many of ``texts`` make the next slice: at most one encoder batch of texts and
-        :data:`SLICE_CHARS` characters, at least one text."""
-        n, chars = 0, 0
-        while n < min(len(texts), self.scorer.batch_size) and (
-            not n or chars + len(texts[n]) <= SLICE_CHARS
-        ):
-            chars += len(texts[n])
-            n += 1
-        return n
-
-    def plan(self, request: ScoreRequest) -> list[str] | None:
-        """The texts of ``request`` to encode ahead of its scoring, in slices, when it is
-        larger than one slice; None for a request scored in one go."""
-        todo = self.uncached(request.texts())
-        return todo if self.next_slice(todo) < len(todo) else None
+    def encode_ids(self, texts: Sequence[str], ids: Sequence[list[int]]) -> None:
+        """Encode ``texts`` (distinct, not cached; token ids ``ids``) into the cache, in
+        encoder batches of the scorer's ``batch_size``."""
+        if texts and self.scorer.pipeline.cache.max_bytes:
+            self.scorer.pipeline.vectors(texts, ids, self.scorer.batch_size)
+            self.encoded_batches += 1
 
     def encode(self, texts: Sequence[str], budget: int | None = None) -> int:
         """Encode ``texts`` (distinct, not cached) into the cache: as many as fit ``budget``
@@ -163,13 +155,18 @@ class RequestScorer:
             texts.update(dict.fromkeys(request.texts()))
         self.encode(self.uncached(list(texts)))
 
-    def score_one(self, request: ScoreRequest) -> ScoreResult:
-        """``score(request.cands, request.refs)`` with this scorer's settings."""
+    def score_one(
+        self, request: ScoreRequest, idf_refs: Sequence[str] | None = None
+    ) -> ScoreResult:
+        """``score(request.cands, request.refs)`` with this scorer's settings (``idf_refs``:
+        the references IDF is taken over, when not the request's own: a part of a request)."""
         scorer = self.scorer
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self.idf:
-                scorer.set_idf_sents(pair_texts(request.cands, request.refs).refs)
+                if idf_refs is None:
+                    idf_refs = pair_texts(request.cands, request.refs).refs
+                scorer.set_idf_sents(idf_refs)
             P, R, F = scorer.score(request.cands, request.refs, batch_size=scorer.batch_size)
         return ScoreResult(P, R, F, [str(w.message) for w in caught])
 
