@@ -123,7 +123,11 @@ def guarded_protocol(
 
         def send_400_response(self, msg: str) -> None:
             """A framing error (h11 could not read the request): 400 JSON, then closed."""
-            headers = [(b"content-type", b"application/json"), CLOSE_HEADER]
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(FRAMING_BODY)),
+                CLOSE_HEADER,
+            ]
             try:
                 for event in (
                     h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
