@@ -92,7 +92,7 @@ def _rss(server: Server, field: str) -> float:
     raise AssertionError(f"no {field}")
 
 
-BODY = 256 * 1024
+BODY = 128 * 1024
 BUDGET = 3 * BODY
 CACHE = 32 * MIB
 
@@ -106,21 +106,18 @@ def test_hundreds_of_maximal_bodies_stay_within_the_memory_bound() -> None:
     try:
         assert _post(s, {"cands": ["warm up"], "refs": ["the warm up"]})[0] == 200
         idle = _rss(s, "VmRSS")
-        cands, refs = _pairs(180, seed=11, words=100)  # just under 256 KiB of JSON
+        cands, refs = _pairs(122, seed=11, words=100)  # just under 128 KiB of JSON
         body = _post_bytes({"cands": cands, "refs": refs})
         assert BODY - 8192 < len(body.split(b"\r\n\r\n", 1)[1]) <= BODY
         answers: list[Any] = []
         lock = threading.Lock()
 
-        def client(k: int) -> None:
-            for _ in range(3):  # bounded: 3 requests per client
-                got = _exchange(s, body)[0]
-                with lock:
-                    answers.append(got)
-                if got[0] == 200:
-                    return
+        def client() -> None:
+            got = _exchange(s, body)[0]
+            with lock:
+                answers.append(got)
 
-        threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(100)]
+        threads = [threading.Thread(target=client, daemon=True) for _ in range(200)]
         for t in threads:
             t.start()
         for t in threads:
@@ -130,11 +127,10 @@ def test_hundreds_of_maximal_bodies_stay_within_the_memory_bound() -> None:
     finally:
         _stop(s)
     statuses = [a[0] for a in answers]
-    assert len(answers) >= 100 and statuses.count(200) >= 1
-    busy = [a for a in answers if a[0] == 503]
-    assert len(busy) >= 100  # most were refused at once, not queued
-    assert all("--max-queued-tokens" in a[2]["error"] and "retry-after" in a[1] for a in busy)
-    assert set(statuses) <= {200, 503}
+    assert len(answers) == 200 and statuses.count(200) >= 1 and set(statuses) <= {200, 503}
+    busy = [a for a in answers if a[0] == 503 and "--max-queued-tokens" in a[2]["error"]]
+    assert len(busy) >= 150  # most were refused at once, not queued
+    assert all(a[1][b"retry-after"].isdigit() for a in busy)
     assert health["queued_tokens"] == 0 and 0 < health["queued_tokens_peak"] <= BUDGET
     # The bound of docs/serving.md: idle + cache + 2 x budget + 3 x max body + one round.
     bound = idle + CACHE + 2 * BUDGET + 3 * BODY + 128 * MIB
@@ -181,11 +177,11 @@ def test_health_answers_while_an_eight_million_character_pair_is_scored() -> Non
 
 
 def test_a_request_that_cannot_finish_in_time_is_refused_before_its_work() -> None:
-    s = _start("--request-timeout", "3", "--max-pairs", "2000", "-b", "16", "-q")
+    s = _start("--request-timeout", "10", "--max-pairs", "2000", "-b", "16", "-q")
     try:
-        cands, refs = _pairs(60, seed=13, words=60)  # the encoder's rate is measured here
+        cands, refs = _pairs(30, seed=13, words=40)  # the encoder's rate is measured here
         assert _post(s, {"cands": cands, "refs": refs})[0] == 200
-        cands, refs = _pairs(1500, seed=14, words=300)  # far more than 3 s of encoding
+        cands, refs = _pairs(1500, seed=14, words=300)  # 900,000 token rows: far past 10 s
         start = time.perf_counter()
         status, answer = _post(s, {"cands": cands, "refs": refs})
         assert status == 503 and "cannot be scored within" in answer["error"]
