@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import socket
 import statistics
@@ -202,8 +203,8 @@ def sigterm_pipelined(server: Server) -> dict[str, Any]:
         pass
     sock.close()
     code = server.proc.wait(120)
-    lines = raw.split(b"\r\n")
-    statuses = [int(line.split()[1]) for line in lines if line.startswith(b"HTTP/1.1 ")]
+    # each status line follows the previous body (JSON, no CRLF after it)
+    statuses = [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", raw)]
     closes = raw.lower().count(b"connection: close")
     return {
         "sent": 3,

@@ -28,7 +28,12 @@ DEFAULT_BODIES = 4
 
 def available_memory() -> int | None:
     """Bytes of memory available to this process: ``MemAvailable`` of ``/proc/meminfo``,
-    lowered to the room left under a cgroup v2 limit; None where neither can be read."""
+    lowered to the room left under a cgroup v2 limit; None where neither can be read.
+
+    >>> n = available_memory()
+    >>> n is None or n > 0
+    True
+    """
     avail = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -84,8 +89,8 @@ class Admission:
     >>> adm.reserve(60), adm.reserve(50), adm.held
     (True, False, 60)
     >>> adm.release(60)
-    >>> adm.reserve(100), adm.refused
-    (True, 1)
+    >>> adm.reserve(100), adm.peak
+    (True, 100)
     """
 
     def __init__(self, budget: int) -> None:
@@ -97,7 +102,7 @@ class Admission:
         self.peak = 0
         """The most tokens held at once so far."""
         self.refused = 0
-        """Requests refused (503) because the budget was spent."""
+        """Requests refused (503) because the budget was spent (counted by the caller)."""
 
     def reserve(self, tokens: int) -> bool:
         """Charge ``tokens`` if they fit in what is left (True), else nothing (False)."""

@@ -36,7 +36,12 @@ RATE_SAMPLE_ROWS = 256
 
 
 class WouldTimeOut(TimeoutError):
-    """A request that cannot be scored before its deadline, even at the fastest rate seen."""
+    """A request that cannot be scored before its deadline, even at the fastest rate seen.
+
+    >>> print(WouldTimeOut(90.0, 60.0))  # doctest: +NORMALIZE_WHITESPACE
+    the request needs at least 90.0 s of encoding at the fastest rate seen,
+    and 60.0 s are left of its time
+    """
 
     def __init__(self, seconds: float, left: float) -> None:
         super().__init__(

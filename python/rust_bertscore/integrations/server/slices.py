@@ -60,7 +60,12 @@ def _splits_at_whitespace(tokens: ScoredTokens) -> bool:
 
 def prefix_length(tokens: ScoredTokens) -> int | None:
     """Characters past which a text is tokenised by prefixes; None: always whole (windows, no
-    maximum length, or a tokenizer that does not split at whitespace first)."""
+    maximum length, or a tokenizer that does not split at whitespace first).
+
+    >>> from rust_bertscore import BERTScorer
+    >>> prefix_length(BERTScorer().pipeline.tokens)  # 8 characters per token of 512
+    4096
+    """
     limit = tokens.tokenizer.max_length
     if tokens.window is not None or limit is None or not _splits_at_whitespace(tokens):
         return None
@@ -106,7 +111,16 @@ def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
 
 def fill_tokens(tokens: ScoredTokens, texts: Sequence[str], memo: dict[str, Any]) -> None:
     """Tokenise ``texts`` into ``memo`` (as ``ScoredTokens.memo`` holds them): long texts by
-    prefixes where that gives the same tokens (see the module's note), the others whole."""
+    prefixes where that gives the same tokens (see the module's note), the others whole.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> tokens = BERTScorer().pipeline.tokens
+    >>> memo = {}
+    >>> text = "the cat sat " * 700_000
+    >>> fill_tokens(tokens, [text, "a cat"], memo)
+    >>> len(memo[text][0]), memo[text][1], memo["a cat"][0] == tokens.tokenize(["a cat"]).ids[0]
+    (512, True, True)
+    """
     long_at = prefix_length(tokens)
     whole = []
     for text in dict.fromkeys(texts):
@@ -129,7 +143,11 @@ def fill_tokens(tokens: ScoredTokens, texts: Sequence[str], memo: dict[str, Any]
 
 def least_rows(text: str, limit: int | None, special: int) -> int:
     """A lower bound of a text's token rows: one per whitespace-separated word (counted up to
-    the model's maximum), plus the special tokens."""
+    the model's maximum), plus the special tokens.
+
+    >>> least_rows("the cat sat", 512, 2), least_rows("word " * 1000, 512, 2)
+    (5, 512)
+    """
     count = 0
     for count, _ in enumerate(_WORD.finditer(text), 1):
         if limit is not None and count + special >= limit:
@@ -138,7 +156,11 @@ def least_rows(text: str, limit: int | None, special: int) -> int:
 
 
 def most_rows(text: str, limit: int | None, special: int) -> int:
-    """An estimate from above of a text's token rows (a token per 3 characters)."""
+    """An estimate from above of a text's token rows (a token per 3 characters).
+
+    >>> most_rows("the cat sat", 512, 2), most_rows("word " * 1000, 512, 2)
+    (6, 512)
+    """
     rows = -(-len(text) // 3) + special
     return rows if limit is None else min(rows, limit)
 
@@ -154,6 +176,20 @@ class Chunked:
     chunk_rows : int
         Token rows of one chunk at most (estimated from above; a chunk has at least one
         scoring batch).
+
+    Examples
+    --------
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.integrations.server.batching import RequestScorer, ScoreRequest
+    >>> scorer = BERTScorer(batch_size=2)
+    >>> request = ScoreRequest([f"cand {i}" for i in range(6)], [f"ref {i}" for i in range(6)])
+    >>> work = Chunked(request, RequestScorer(scorer), chunk_rows=10)
+    >>> work.bounds
+    [(0, 2), (2, 4), (4, 6)]
+    >>> while work.step():
+    ...     pass
+    >>> bool((work.result().F == scorer.score(request.cands, request.refs, batch_size=2)[2]).all())
+    True
     """
 
     request: ScoreRequest
