@@ -32,7 +32,7 @@ from ...stages.scored_tokens import ScoredTokens, warn_truncated
 from ...stages.text import pair_texts
 from .batching import RequestScorer, ScoreRequest, ScoreResult
 
-SLICE_ROWS = 2048
+SLICE_ROWS = 1024
 """Token rows encoded in one step of a large request at most (one text at least): a one-pair
 request waits behind at most this much encoding."""
 SLICE_CHARS = 256 * 1024
@@ -148,11 +148,8 @@ def least_rows(text: str, limit: int | None, special: int) -> int:
     >>> least_rows("the cat sat", 512, 2), least_rows("word " * 1000, 512, 2)
     (5, 512)
     """
-    count = 0
-    for count, _ in enumerate(_WORD.finditer(text), 1):
-        if limit is not None and count + special >= limit:
-            return limit
-    return count + special
+    words = len(text.split(None, limit)) if limit is not None else len(text.split())
+    return words + special if limit is None else min(words + special, limit)
 
 
 def most_rows(text: str, limit: int | None, special: int) -> int:
@@ -216,8 +213,9 @@ class Chunked:
         sizes = [len(r) if isinstance(r, list) else 1 for r in self.request.refs]
         floor = None if self.scorer.scorer.batch_independent else self.scorer.scorer.batch_size
         most = {t: most_rows(t, limit, special) for t in dict.fromkeys(paired.cands + paired.refs)}
-        self.rows_left = sum(most.values())
-        self.least_left = sum(least_rows(t, limit, special) for t in most)
+        todo = self.scorer.uncached(list(most))  # cached texts cost no encoding
+        self.rows_left = sum(most[t] for t in todo)
+        self.least_left = sum(least_rows(t, limit, special) for t in todo)
         lo, flat, rows = 0, 0, 0
         for i, n in enumerate(sizes):
             for j in range(flat, flat + n):
