@@ -10,7 +10,7 @@ with another checkout's package installed; "after": this tree's ``python``), in 
    back while a probe sends one-pair requests for ``--flood-seconds``: the probe's p50 / max;
 3. **/health during a huge text**: an 8 M-character pair, and ``/health`` every 20 ms meanwhile:
    p50 / p99 / max of ``/health``, and the pair's own time;
-4. **pipelined at SIGTERM**: one connection with three pipelined POSTs (300 pairs, then two of
+4. **pipelined at SIGTERM**: one connection with three pipelined POSTs (100 pairs, then two of
    one pair), SIGTERM once the first is in progress: what came back, and the exit code.
 
 Run: ``python -m benches.serve_abuse --before-python /work/main/.venv/bin/python --only
@@ -188,7 +188,7 @@ def health_huge(server: Server) -> dict[str, Any]:
 
 
 def sigterm_pipelined(server: Server) -> dict[str, Any]:
-    big = pairs_body(300, seed=77)
+    big = pairs_body(100, seed=77)
     small = pairs_body(1, seed=78)
 
     def post(body: bytes) -> bytes:

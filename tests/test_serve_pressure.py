@@ -312,3 +312,41 @@ def test_per_client_cap_is_off_by_default() -> None:
                 sock.close()
     finally:
         _stop(s)
+
+
+def _health_of(s: Server) -> dict[str, Any]:
+    return _get(s, "/health")[1]
+
+
+def _until_true(check: Any, what: str) -> None:
+    deadline = time.monotonic() + CLIENT_TIMEOUT
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+
+
+def test_a_shorter_large_request_passes_a_longer_one_and_cancelled_work_stays_cached() -> None:
+    s = _start("--max-pairs", "2000", "--request-timeout", "3600", "-b", "16", "-q")
+    big = socket.create_connection((HOST, s.port), timeout=CLIENT_TIMEOUT)
+    try:
+        cands, refs = _pairs(1500, seed=21)
+        big.sendall(_post_bytes({"cands": cands, "refs": refs}))
+        _until_true(lambda: _health_of(s)["in_progress"] >= 1, "the long request began")
+        mid_cands, mid_refs = _pairs(80, seed=22)  # large too (sliced), but far shorter
+        status, answer = _post(s, {"cands": mid_cands, "refs": mid_refs})
+        assert status == 200
+        np.testing.assert_array_equal(
+            np.asarray(answer["F"], np.float32), score(mid_cands, mid_refs, batch_size=16)[2]
+        )
+        big.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            big.recv(1)  # the long one, sent first, is still unanswered
+        cached = _health_of(s)["cache_texts"]
+        big.close()  # its client leaves: the work stops, its slices stay in the cache
+        _until_true(lambda: _health_of(s)["in_progress"] == 0, "the orphan stopped")
+        health = _health_of(s)
+        assert health["cancelled"] + health["dropped"] == 1
+        assert health["cache_texts"] >= cached > 2 * 80
+    finally:
+        big.close()
+        _stop(s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,11 +22,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...scoring.scorer import BERTScorer
-from .admission import Admission, default_queued_tokens, text_bytes
+from ...stages.scored_tokens import ScoredTokens
+from .admission import Admission, default_queued_tokens, text_bytes, trim_heap
 from .batching import RequestScorer, ScoreRequest, ScoreResult
 from .connections import AcceptErrors
 from .requests import RequestError, parse_score_body
 from .scheduler import Batcher, WouldTimeOut
+from .slices import SLICE_CHARS, least_rows_of
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
@@ -39,6 +42,8 @@ DRAIN_BYTES = 64 * 1024 * 1024
 """Bytes of an oversized body read and discarded before its 413, so that the client, done
 sending, reads the answer (a connection closed on unread data is reset instead)."""
 CLOSE = {"connection": "close"}
+TRIM_BYTES = 1024 * 1024
+"""Once requests of this many bytes or more are all answered, the C heap is trimmed."""
 
 
 class Refused(Exception):
@@ -49,12 +54,18 @@ class Refused(Exception):
         self.status = status
 
 
-def _parse(body: bytearray, max_pairs: int | None) -> tuple[ScoreRequest, int]:
-    """The request and the bytes its texts hold (run off the event loop)."""
+def _parse(
+    body: bytearray, max_pairs: int | None, tokens: ScoredTokens
+) -> tuple[ScoreRequest, int]:
+    """The request (with a lower bound of its texts' token rows) and the bytes its texts
+    hold: the work of a request before the worker, run off the event loop."""
     parsed = parse_score_body(body, max_pairs)  # type: ignore[arg-type]  # bytes-like
     body.clear()  # the body's memory goes now, not when the answer is sent
     flat = [t for r in parsed.refs for t in (r if isinstance(r, list) else [r])]
-    return parsed, text_bytes(parsed.cands) + text_bytes(flat)
+    nbytes = text_bytes(parsed.cands) + text_bytes(flat)
+    if parsed.chars > SLICE_CHARS or len(flat) > 64:  # large: the worker's estimate, ahead
+        parsed = dataclasses.replace(parsed, least=least_rows_of(tokens, parsed.cands + flat))
+    return parsed, nbytes
 
 
 def _float_list(values: Any) -> list[float | None]:
@@ -302,12 +313,16 @@ class ScoringApp:
             return await self._score(request, held)
         finally:
             self.admission.release(held[0])
+            if held[0] >= TRIM_BYTES and self.admission.held == 0:  # the last large one went
+                asyncio.get_running_loop().run_in_executor(self._parser, trim_heap)
 
     async def _score(self, request: Request, held: list[int]) -> Response:
         try:
             body = await self._read_body(request, held)
             loop = asyncio.get_running_loop()
-            parsed, nbytes = await loop.run_in_executor(self._parser, _parse, body, self.max_pairs)
+            parsed, nbytes = await loop.run_in_executor(
+                self._parser, _parse, body, self.max_pairs, self.scorer.pipeline.tokens
+            )
             del body
             if nbytes > held[0]:  # texts wider than their bytes: charge what they hold
                 self._charge(nbytes - held[0])

@@ -38,6 +38,9 @@ class ScoreRequest:
 
     cands: list[str]
     refs: list[Any]
+    least: dict[str, int] | None = dataclasses.field(default=None, compare=False, repr=False)
+    """A lower bound of each distinct text's token rows, when worked out ahead (off the
+    worker: the server's parsing thread); None: worked out when needed."""
 
     @property
     def chars(self) -> int:

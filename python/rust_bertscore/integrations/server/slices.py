@@ -162,6 +162,18 @@ def most_rows(text: str, limit: int | None, special: int) -> int:
     return rows if limit is None else min(rows, limit)
 
 
+def least_rows_of(tokens: ScoredTokens, texts: Sequence[str]) -> dict[str, int]:
+    """:func:`least_rows` of each distinct text, with the limits of ``tokens``.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> least_rows_of(BERTScorer().pipeline.tokens, ["the cat sat", "a"])
+    {'the cat sat': 5, 'a': 3}
+    """
+    limit = tokens.window_length if tokens.window is None else None
+    special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
+    return {t: least_rows(t, limit, special) for t in dict.fromkeys(texts)}
+
+
 @dataclasses.dataclass(eq=False)
 class Chunked:
     """A large request's progress: its chunks, the one in hand, the parts scored.
@@ -215,7 +227,8 @@ class Chunked:
         most = {t: most_rows(t, limit, special) for t in dict.fromkeys(paired.cands + paired.refs)}
         todo = self.scorer.uncached(list(most))  # cached texts cost no encoding
         self.rows_left = sum(most[t] for t in todo)
-        self.least_left = sum(least_rows(t, limit, special) for t in todo)
+        least = self.request.least or least_rows_of(tokens, todo)
+        self.least_left = sum(least[t] for t in todo)
         lo, flat, rows = 0, 0, 0
         for i, n in enumerate(sizes):
             for j in range(flat, flat + n):
