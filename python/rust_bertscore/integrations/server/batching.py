@@ -31,6 +31,22 @@ from ...stages.text import pair_texts
 
 Refs = Sequence[str] | Sequence[Sequence[str]]
 
+SLICE_ROWS = 1024
+"""Token rows encoded in one step of a large request at most (one text at least): a one-pair
+request waits behind at most this much encoding."""
+SLICE_CHARS = 256 * 1024
+"""Characters of text tokenised in one step at most (besides one text's prefix pieces)."""
+
+
+def most_rows(text: str, limit: int | None, special: int) -> int:
+    """An estimate from above of a text's token rows (a token per 3 characters).
+
+    >>> most_rows("the cat sat", 512, 2), most_rows("word " * 1000, 512, 2)
+    (6, 512)
+    """
+    rows = -(-len(text) // 3) + special
+    return rows if limit is None else min(rows, limit)
+
 
 @dataclasses.dataclass(frozen=True)
 class ScoreRequest:
@@ -119,6 +135,19 @@ class RequestScorer:
             yield
         finally:
             tokens.memo = None
+
+    def plan(self, request: ScoreRequest) -> bool:
+        """Whether ``request`` is large: more than :data:`SLICE_CHARS` characters, or more than
+        :data:`SLICE_ROWS` token rows (estimated from above) to encode; a large request is
+        worked in slices (:mod:`~rust_bertscore.integrations.server.slices`), a small one in a
+        batch."""
+        if request.chars > SLICE_CHARS:
+            return True
+        tokens = self.scorer.pipeline.tokens
+        limit = tokens.window_length if tokens.window is None else None
+        special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
+        texts = self.uncached(request.texts())
+        return sum(most_rows(t, limit, special) for t in texts) > SLICE_ROWS
 
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """Those of ``texts`` whose vectors are not in the cache (all of them without one)."""

@@ -3,8 +3,8 @@
 :class:`Batcher` takes requests from a queue on one worker thread. Small requests that arrive
 together (within ``max_wait``, at most ``max_batch``) are scored as one batch by a
 :class:`~rust_bertscore.integrations.server.batching.RequestScorer`. A large request (more than
-one slice: :data:`~rust_bertscore.integrations.server.slices.SLICE_ROWS` token rows or
-:data:`~rust_bertscore.integrations.server.slices.SLICE_CHARS` characters) is worked in steps of
+one slice: :data:`~rust_bertscore.integrations.server.batching.SLICE_ROWS` token rows or
+:data:`~rust_bertscore.integrations.server.batching.SLICE_CHARS` characters) is worked in steps of
 one slice (:class:`~rust_bertscore.integrations.server.slices.Chunked`), and between two steps
 the worker serves what has arrived since: a request of one pair waits for at most one slice.
 Large requests go shortest first by their remaining token rows, less an ageing credit for the
@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import InputValueError
 from .batching import RequestScorer, ScoreRequest, ScoreResult
-from .slices import SLICE_CHARS, SLICE_ROWS, Chunked, most_rows
+from .slices import SLICE_ROWS, Chunked
 
 AGEING_ROWS = 1000
 """Token rows of credit per second waited, before the encoder's rate is measured."""
@@ -211,15 +211,9 @@ class Batcher:
         return items, False
 
     def _is_large(self, job: Job) -> bool:
-        request = self.scorer
-        tokens = request.scorer.pipeline.tokens
-        if job.request.chars <= SLICE_CHARS:
-            limit = tokens.window_length if tokens.window is None else None
-            special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
-            texts = request.uncached(job.request.texts())
-            if sum(most_rows(t, limit, special) for t in texts) <= SLICE_ROWS:
-                return False
-        job.work = Chunked(job.request, request, max(request.budget, SLICE_ROWS))
+        if not self.scorer.plan(job.request):
+            return False
+        job.work = Chunked(job.request, self.scorer, max(self.scorer.budget, SLICE_ROWS))
         return True
 
     def _too_slow(self, job: Job) -> bool:
@@ -289,6 +283,7 @@ class Batcher:
         results = self.scorer.score_batch([job.request for job in jobs])
         self.batches += 1
         self.requests += len(jobs)
+        self._current = []  # done before the callers hear of it: /health then says so
         for job, result in zip(jobs, results):
             job.finish(result)
         return False
@@ -310,5 +305,6 @@ class Batcher:
             return True
         self.batches += 1
         self.requests += 1
+        self._current = []
         job.finish(work.result())
         return False

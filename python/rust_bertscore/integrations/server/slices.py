@@ -30,13 +30,8 @@ import numpy as np
 
 from ...stages.scored_tokens import ScoredTokens, warn_truncated
 from ...stages.text import pair_texts
-from .batching import RequestScorer, ScoreRequest, ScoreResult
+from .batching import SLICE_CHARS, SLICE_ROWS, RequestScorer, ScoreRequest, ScoreResult, most_rows
 
-SLICE_ROWS = 1024
-"""Token rows encoded in one step of a large request at most (one text at least): a one-pair
-request waits behind at most this much encoding."""
-SLICE_CHARS = 256 * 1024
-"""Characters of text tokenised in one step at most (besides one text's prefix pieces)."""
 PREFIX_CHARS = 8
 """Characters of a first prefix per token of the model's maximum length (doubled until the
 prefix gives enough tokens)."""
@@ -150,16 +145,6 @@ def least_rows(text: str, limit: int | None, special: int) -> int:
     """
     words = len(text.split(None, limit)) if limit is not None else len(text.split())
     return words + special if limit is None else min(words + special, limit)
-
-
-def most_rows(text: str, limit: int | None, special: int) -> int:
-    """An estimate from above of a text's token rows (a token per 3 characters).
-
-    >>> most_rows("the cat sat", 512, 2), most_rows("word " * 1000, 512, 2)
-    (6, 512)
-    """
-    rows = -(-len(text) // 3) + special
-    return rows if limit is None else min(rows, limit)
 
 
 def least_rows_of(tokens: ScoredTokens, texts: Sequence[str]) -> dict[str, int]:
