@@ -20,6 +20,10 @@ SERIAL_TEXTS = 8
 """Batches of at most this many texts are tokenised one by one on the calling thread: handing
 a few short texts to the ``tokenizers`` thread pool costs more than it saves (most of a one-pair
 call's tokenising time, and milliseconds when other processes keep the cores busy)."""
+SERIAL_CHARS = 64 * 1024
+"""Texts longer than this in all go to the library's batch call even when few: it releases the
+GIL while it works (its single-text call does not), so other threads (a server's event loop)
+run meanwhile."""
 
 
 def entry_text(entry: object) -> str | None:
@@ -42,7 +46,7 @@ class FastIds:
         self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        if len(texts) <= SERIAL_TEXTS:  # no hand-off to the library's thread pool
+        if len(texts) <= SERIAL_TEXTS and sum(map(len, texts)) <= SERIAL_CHARS:  # no hand-off
             return [self.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [list(e.ids) for e in encodings]
