@@ -152,6 +152,29 @@ def test_merge_state_is_torchmetrics_own_with_the_incoming_pairs_first(model) ->
     np.testing.assert_array_equal(_as_numpy(metric.compute())["f1"], want[2])
 
 
+def test_torchmetrics_own_bertscore_applies_its_length_sort_twice(model) -> None:
+    # The facts docs/integrations.md gives: torchmetrics 1.9.0 reindexes the embeddings it
+    # encoded in length order s by s itself, not by its inverse, so output i is pair s(s(i));
+    # token lengths 14, 4, 7 sort as the 3-cycle s = [1, 2, 0], and s(s(i)) = [2, 0, 1].
+    from torchmetrics.text import BERTScore as Own
+
+    preds = ["The old cat sat quietly on the warm mat all afternoon.", "Hello.", "It is raining."]
+    target = [
+        "An old cat was sitting on the warm mat for the whole afternoon.",
+        "Hi there.",
+        "Today it rains.",
+    ]
+    own = Own(model_name_or_path=model, num_layers=6)
+    own.update(preds, target)
+    got = own.compute()["f1"].numpy()
+    want = rb.score(preds, target, model_type=model, num_layers=6)[2]
+    np.testing.assert_allclose(got, want[[2, 0, 1]], atol=1e-2)  # its special tokens: < 1e-2
+    assert np.abs(got - want).max() > 0.1
+    ours = BERTScore(model_name_or_path=model, num_layers=6)
+    ours.update(preds, target)
+    np.testing.assert_array_equal(_as_numpy(ours.compute())["f1"], want)
+
+
 WORKER = """
 import json, sys
 import numpy as np
