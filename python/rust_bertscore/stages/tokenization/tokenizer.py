@@ -44,7 +44,13 @@ from .classes import (
     TokenizerClass,
     tokenizer_class,
 )
-from .fast import FastIds, entry_text, load_fast_tokenizer, load_use_fast_tokenizer
+from .fast import (
+    SLOW_ONLY_CLASSES,
+    FastIds,
+    entry_text,
+    load_fast_tokenizer,
+    load_use_fast_tokenizer,
+)
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -120,7 +126,10 @@ class TextTokenizer:
     fast : bool
         False (default): bert_score's slow tokenizer, as above. True: the model's fast
         tokenizer, as bert_score's ``use_fast_tokenizer=True`` gets it
-        (:func:`~rust_bertscore.tokenization.fast.load_use_fast_tokenizer`).
+        (:func:`~rust_bertscore.tokenization.fast.load_use_fast_tokenizer`; built from the
+        SentencePiece model as transformers converts it when there is no ``tokenizer.json``),
+        or the slow one where transformers has no fast class (XLM, ByT5, Bertweet, ProphetNet,
+        XLM-ProphetNet), as ``AutoTokenizer`` then gives bert_score.
 
     Attributes
     ----------
@@ -139,9 +148,15 @@ class TextTokenizer:
         tok_config = {**self.tokenizer_class.defaults, **tok_config}
         self._source: _IdSource
         self._tokenizer: Tokenizer | None
-        if fast:
+        # With use_fast_tokenizer=True bert_score gets the slow tokenizer where transformers
+        # has no fast class (XLM, ByT5, ...): its fast path is then the slow one.
+        converted = fast and self.tokenizer_class.name not in SLOW_ONLY_CLASSES
+        if converted:
+            sentinels = (
+                _sentinel_count(tok_config) if self.tokenizer_class.layout == LAYOUT_EOS else 0
+            )
             fast_tokenizer = load_use_fast_tokenizer(
-                self.model_dir, tok_config, special_map, self.tokenizer_class
+                self.model_dir, tok_config, special_map, self.tokenizer_class, sentinels
             )
             self._source, self._tokenizer = FastIds(fast_tokenizer), fast_tokenizer
         else:
@@ -149,7 +164,7 @@ class TextTokenizer:
                 self.model_dir, tok_config, special_map, self.tokenizer_class
             )
         # bert_score adds the prefix space itself for the slow RoBERTa/GPT-2 classes only.
-        self.prefix_space = False if fast else _wants_prefix_space(tok_config, config)
+        self.prefix_space = False if converted else _wants_prefix_space(tok_config, config)
         names = {
             key: [entry_text(special_map.get(key)), entry_text(tok_config.get(key))]
             for key in ("cls_token", "sep_token", "eos_token", "bos_token")
@@ -160,7 +175,8 @@ class TextTokenizer:
             self.cls_id = self._special_id("cls_token", [*names["cls_token"], "[CLS]", "<s>"])
             self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
         self._prefix, self._suffix = self._frame(tok_config, names)
-        self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
+        # T5's slow tokenizer does not double a final </s>; its fast template always adds one.
+        self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS and not converted
         self.max_length = _max_length(tok_config, config)
         self.full_attention_limit = full_attention_limit(config)
         self.vocab_size = int(self._source.vocab_size)
