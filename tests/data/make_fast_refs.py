@@ -5,6 +5,11 @@ sentencepiece, protobuf and sacremoses (never by pytest, never imported by the p
 
     /work/sidevenv/bin/python tests/data/make_fast_refs.py /work/shared/reference/tiny \
         tests/data/fast_tokenizer_refs.json
+    /work/sidevenv/bin/python tests/data/make_fast_refs.py \
+        tests/data/reference/more_families tests/data/fast_tokenizer_refs_more.json cases.json
+
+(the second: the further families that ``reference/make_more_families.py`` made, with the pairs
+of their ``cases.json``).
 
 For every tiny family it records:
 
@@ -13,7 +18,11 @@ For every tiny family it records:
   ``AutoTokenizer.from_pretrained(dir, use_fast=True)`` returns (bert_score's
   ``get_tokenizer(model_type, use_fast=True)``), for the texts of ``slow_tokenizer_ids.json``
   (the cases' texts and the edge cases) and the family's own case texts; ``tokenizer_class`` the
-  class transformers gave (a slow class where transformers has no fast one: ByT5, XLM).
+  class transformers gave (a slow class where transformers has no fast one: ByT5, XLM). Where
+  ``sent_encode`` raises, ``{"error": ..., "plain_ids": ...}``: the message, and the ids of
+  ``tokenizer.encode(text.strip())`` without bert_score's ``max_length``/``truncation``
+  arguments where that works (a tokenizer with no ``model_max_length`` makes transformers' fast
+  tokenizer raise ``OverflowError`` on ``max_length=int(1e30)``).
 - ``cases``: ``bert_score.score(cands, refs, model_type=dir, use_fast_tokenizer=True, **kwargs)``
   P/R/F for the same pairs, layers and options as the slow-path references (``tiny/cases*.json``:
   a case here has the name of its pairs there), or ``bert_score_error`` (the exception's type
@@ -22,6 +31,7 @@ For every tiny family it records:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -44,11 +54,11 @@ def tolist(x: object) -> object:
     return x
 
 
-def main(tiny: Path, out: Path, slow_ids: Path) -> None:
+def main(tiny: Path, out: Path, slow_ids: Path, case_files: tuple[str, ...]) -> None:
     torch.manual_seed(0)
     edge_texts = json.loads(slow_ids.read_text(encoding="utf-8"))["texts"]
     cases = []
-    for name in CASE_FILES:
+    for name in case_files:
         cases.extend(json.loads((tiny / name).read_text(encoding="utf-8"))["cases"])
     families: dict[str, dict] = {}
     for case in cases:
@@ -62,12 +72,17 @@ def main(tiny: Path, out: Path, slow_ids: Path) -> None:
         try:
             tok = get_tokenizer(model_dir, use_fast=True)
             fam["tokenizer_class"] = type(tok).__name__
+            fam["model_max_length"] = min(int(tok.model_max_length), 2**63)
             ids: list[object] = []
             for t in fam["texts"]:
                 try:
                     ids.append(list(sent_encode(tok, t)))
                 except Exception as e:
-                    ids.append({"error": f"{type(e).__name__}: {e}"})
+                    entry: dict[str, object] = {"error": f"{type(e).__name__}: {e}"}
+                    # the fast tokenizer's ids without bert_score's truncation arguments
+                    with contextlib.suppress(Exception):  # where that fails too: none
+                        entry["plain_ids"] = list(tok.encode(t.strip()))
+                    ids.append(entry)
             fam["ids"] = ids
         except Exception as e:
             fam["tokenizer_error"] = f"{type(e).__name__}: {e}"
@@ -122,4 +137,5 @@ if __name__ == "__main__":
         Path(sys.argv[1]),
         Path(sys.argv[2]),
         here / "reference" / "tiny" / "slow_tokenizer_ids.json",
+        tuple(sys.argv[3:]) or CASE_FILES,
     )

@@ -2,26 +2,29 @@
 
 bert_score's ``use_fast_tokenizer=True`` calls ``AutoTokenizer.from_pretrained(model,
 use_fast=True)``. For a checkpoint with only its SentencePiece model (T5, mT5, mBART, mBART-50,
-XLNet, DeBERTa-v3 as the Hub has them), transformers 4.57 builds the fast tokenizer from the
-slow one (``convert_slow_tokenizer.py``). This module builds the same ``tokenizers.Tokenizer``
-from the ``.model`` file, so that ``use_fast_tokenizer=True`` gives bert_score's fast-path ids.
-The fast tokenizer is not the slow one: it normalises with SentencePiece's own character map,
-puts ``▁`` before every word, and runs a Unigram model on the pieces, so on the same text its
-ids may differ from the slow tokenizer's (tested against bert_score on the tiny checkpoints).
+XLNet, DeBERTa-v3 as the Hub has them; Pegasus, BigBird), transformers 4.57 builds the fast
+tokenizer from the slow one (``convert_slow_tokenizer.py``). This module builds the same
+``tokenizers.Tokenizer`` from the ``.model`` file, so that ``use_fast_tokenizer=True`` gives
+bert_score's fast-path ids. The fast tokenizer is not the slow one: it normalises with
+SentencePiece's own character map, puts ``▁`` before every word, and runs a Unigram model on
+the pieces, so on the same text its ids may differ from the slow tokenizer's (tested against
+bert_score on the tiny checkpoints).
 
 What each converter does (transformers 4.57.6, ``*Converter`` classes), for a Unigram model:
 
 - vocabulary: the pieces with their scores; ALBERT/XLNet lower a piece ending in a digit and a
   comma (``9,``) by 100; T5 appends ``<extra_id_{n-1}>`` .. ``<extra_id_0>``; mBART and
   mBART-50 put ``<s> <pad> </s> <unk>`` first (fairseq's ids), then the pieces after the third,
-  the language codes and ``<mask>``;
+  the language codes and ``<mask>``; Pegasus puts its pad, eos, mask and ``<unk_N>`` tokens
+  below ``offset`` and the pieces after the second above it;
 - normaliser: SentencePiece's precompiled character map, then right-strip and runs of spaces to
-  ``▁`` (T5, mBART); ALBERT/XLNet: ``\\`\\``/``''`` to ``"``, NFKD and accent stripping unless
-  ``keep_accents``, lowercase with ``do_lower_case``, the map, runs of spaces to one space;
-  DeBERTa-v2/v3: lowercase with ``do_lower_case``, strip, the map, runs of spaces to one;
+  ``▁`` (T5, mBART, Pegasus, BigBird); ALBERT/XLNet: ``\\`\\``/``''`` to ``"``, NFKD and
+  accent stripping unless ``keep_accents``, lowercase with ``do_lower_case``, the map, runs of
+  spaces to one space; DeBERTa-v2/v3: lowercase with ``do_lower_case``, strip, the map, runs
+  of spaces to one;
 - pre-tokeniser: ``Metaspace`` (``▁``, prepended always; T5 with ``add_prefix_space=False``
   never, with ``legacy=False`` before the first word only), after DeBERTa's punctuation split
-  when ``split_by_punct``;
+  when ``split_by_punct`` and after a split on whitespace for Pegasus;
 - added tokens: the model's control and user-defined pieces, then the checkpoint's added and
   special tokens with their saved flags (``lstrip``, ``rstrip``, ``normalized``).
 """
@@ -36,6 +39,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from ...errors import InputValueError
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
+from .sentencepiece import pegasus_added_ids, pegasus_offset
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -53,6 +57,8 @@ CONVERTED_CLASSES = frozenset(
         "DebertaV2Tokenizer",
         "MBartTokenizer",
         "MBart50Tokenizer",
+        "PegasusTokenizer",
+        "BigBirdTokenizer",
     }
 )
 """Slow SentencePiece classes whose fast tokenizer this module builds."""
@@ -81,8 +87,14 @@ def _check_number_comma(piece: str) -> bool:
     return len(piece) < 2 or piece[-1] != "," or not piece[-2].isdigit()
 
 
-def _vocab(proto: object, cls: TokenizerClass, sentinels: int) -> list[tuple[str, float]]:
+def _vocab(
+    proto: object, cls: TokenizerClass, sentinels: int, tok_config: dict
+) -> list[tuple[str, float]]:
     pieces = proto.pieces  # type: ignore[attr-defined]
+    if cls.name == "PegasusTokenizer":
+        low = pegasus_added_ids(tok_config, pegasus_offset(tok_config))
+        head = [(t, -100.0 if t.startswith("<unk_") else 0.0) for t in low]
+        return [*head, *((p.piece, p.score) for p in pieces[2:])]
     if cls.name in ("AlbertTokenizer", "XLNetTokenizer"):
         return [
             (p.piece, p.score if _check_number_comma(p.piece) else p.score - 100) for p in pieces
@@ -135,9 +147,15 @@ def _class_tokens(cls: TokenizerClass, sentinels: int) -> dict[str, AddedToken]:
     """Tokens the fast class adds in its ``__init__`` (the saved files override their flags):
     the mask token with ``lstrip``, mBART's language codes, T5's sentinels."""
     extra: dict[str, AddedToken] = {}
-    if cls.name in ("AlbertTokenizer", "XLNetTokenizer", "MBartTokenizer", "MBart50Tokenizer"):
-        mask = "[MASK]" if cls.name == "AlbertTokenizer" else "<mask>"
-        extra[mask] = AddedToken(mask, lstrip=True)
+    masks = {
+        "AlbertTokenizer": "[MASK]",
+        "BigBirdTokenizer": "[MASK]",
+        "XLNetTokenizer": "<mask>",
+        "MBartTokenizer": "<mask>",
+        "MBart50Tokenizer": "<mask>",
+    }
+    if cls.name in masks:
+        extra[masks[cls.name]] = AddedToken(masks[cls.name], lstrip=True)
     extra.update({code: AddedToken(code) for code in cls.language_codes})
     if cls.name in ("T5Tokenizer", "MT5Tokenizer"):
         extra.update({f"<extra_id_{i}>": AddedToken(f"<extra_id_{i}>") for i in range(sentinels)})
@@ -177,9 +195,9 @@ def sentencepiece_fast_tokenizer(
     >>> from pathlib import Path
     >>> from rust_bertscore.errors import InputValueError
     >>> from rust_bertscore.stages.tokenization.classes import TOKENIZER_CLASSES
-    >>> pegasus = TOKENIZER_CLASSES["PegasusTokenizer"]
+    >>> gemma = TOKENIZER_CLASSES["GemmaTokenizer"]
     >>> try:
-    ...     sentencepiece_fast_tokenizer(Path("spiece.model"), Path("."), {}, {}, pegasus, 0)
+    ...     sentencepiece_fast_tokenizer(Path("tokenizer.model"), Path("."), {}, {}, gemma, 0)
     ... except InputValueError as e:
     ...     print("is not supported" in str(e))
     True
@@ -197,18 +215,17 @@ def sentencepiece_fast_tokenizer(
             f"(model_type {trainer.model_type}); only Unigram models are converted to a fast "
             "tokenizer here; leave use_fast_tokenizer=False"
         )
-    mbart = cls.name in ("MBartTokenizer", "MBart50Tokenizer")
-    unk_id = 3 if mbart else int(trainer.unk_id)
-    tokenizer = Tokenizer(
-        models.Unigram(_vocab(proto, cls, sentinels), unk_id=unk_id, byte_fallback=False)
-    )
+    unk_id = int(trainer.unk_id)
+    if cls.name in ("MBartTokenizer", "MBart50Tokenizer"):
+        unk_id = 3
+    elif cls.name == "PegasusTokenizer":
+        unk_id += pegasus_offset(tok_config)
+    vocab = _vocab(proto, cls, sentinels, tok_config)
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
     pieces = proto.pieces  # type: ignore[attr-defined]
+    from_model = [p for p in pieces if p.type in (_CONTROL, _USER_DEFINED)]
     tokenizer.add_tokens(
-        [
-            RustAddedToken(p.piece, normalized=False, special=p.type == _CONTROL)
-            for p in pieces
-            if p.type in (_CONTROL, _USER_DEFINED)
-        ]
+        [RustAddedToken(p.piece, normalized=False, special=p.type == _CONTROL) for p in from_model]
     )
     tokenizer.normalizer = _normalizer(proto, cls, tok_config)
     metaspace = pre_tokenizers.Metaspace(
@@ -218,18 +235,25 @@ def sentencepiece_fast_tokenizer(
         steps = [pre_tokenizers.Punctuation(behavior="isolated")]
         steps = steps if tok_config.get("split_by_punct", False) else []
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([*steps, metaspace])
+    elif cls.name == "PegasusTokenizer":
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), metaspace]
+        )
     else:
         tokenizer.pre_tokenizer = metaspace
     tokenizer.decoder = decoders.Metaspace(
         replacement=SPIECE_UNDERLINE, prepend_scheme=_prepend_scheme(cls, tok_config)
     )
     added = collect_added_tokens(model_dir, tok_config, special_map, _class_tokens(cls, sentinels))
+    # A piece added above stays matched in the raw text: tokenizers 0.22 (transformers 4.57's)
+    # keeps the first ``normalized`` of a token added again, whatever the files say later.
+    raw = {p.piece for p in from_model}
     for token in sorted(added.values(), key=lambda t: (t.id is None, t.id or 0)):
         rust_token = RustAddedToken(
             token.content,
             lstrip=token.lstrip,
             rstrip=token.rstrip,
-            normalized=token.normalized,
+            normalized=token.normalized and token.content not in raw,
             special=token.special,
         )
         if token.special:
