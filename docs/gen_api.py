@@ -35,6 +35,8 @@ MODULES: dict[str, str] = {
     "paired bootstrap, paired permutation.",
     "rust_bertscore.analyses.compare": "Comparing systems over the same references.",
     "rust_bertscore.analyses.align": "Token alignments of scored pairs.",
+    "rust_bertscore.analyses.report": "The data of the HTML comparison report "
+    "(`BERTScorer.report`).",
     "rust_bertscore.analyses.similarity": "Token similarity matrices of one pair.",
     "rust_bertscore.scoring.signature": "The citable signature of a scorer's settings "
     "(`BERTScorer.signature`).",

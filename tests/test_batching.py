@@ -160,13 +160,3 @@ def test_each_text_is_tokenised_once_per_batch() -> None:
     for request, result in zip((a, b), results):
         assert isinstance(result, ScoreResult)
         np.testing.assert_array_equal(result.F, score(request.cands, request.refs)[2])
-
-
-def test_a_large_request_is_planned_in_slices() -> None:
-    rs = RequestScorer(BERTScorer(batch_size=4))
-    small = ScoreRequest(["a", "b"], ["c", "d"])
-    large = ScoreRequest([f"cand {i}" for i in range(5)], [f"ref {i}" for i in range(5)])
-    assert rs.plan(small) is None
-    todo = rs.plan(large)
-    assert todo is not None and len(todo) == 10 and rs.next_slice(todo) == 4
-    assert rs.next_slice(["x" * 300_000, "y"]) == 1  # one long text makes a slice alone

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import rust_bertscore as rb
-from conftest import MORE, TINY
+from conftest import MORE, REFERENCE, TINY
 from rust_bertscore.catalog.configs import load_config
 from rust_bertscore.convert import registry
 from rust_bertscore.models import identity
@@ -272,9 +272,13 @@ class RecordingConfig(dict):
 
 
 CHECKPOINTS = sorted(
-    p for root in (TINY, MORE) for p in root.iterdir() if (p / "model.safetensors").is_file()
+    p
+    for root in (TINY, MORE, REFERENCE / "nomic", REFERENCE / "gte")
+    for p in root.iterdir()
+    if (p / "model.safetensors").is_file()
 )
-"""Every tiny checkpoint of tests/data: the reference families and the further ones."""
+"""Every tiny checkpoint of tests/data: the reference families, the further ones and the
+remote-code families (nomic_bert, new)."""
 
 
 @pytest.mark.parametrize("model_dir", CHECKPOINTS, ids=lambda p: p.name)

@@ -9,6 +9,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,3 +106,17 @@ def test_defaults_are_lighteval_scorer_and_pickles_without_the_model(model) -> N
     two_golds = Doc(query="q", choices=["a", "b"], gold_index=[0, 1])
     with pytest.raises(InputValueError, match="2 golds"):
         fn.compute(doc=two_golds, model_response=RESPONSES[0])
+
+
+def test_the_default_baseline_ships_with_this_package_not_with_lighteval() -> None:
+    # lighteval 0.13's BERTScorer looks for rescale_baseline/<lang>/<model>.tsv beside its
+    # module, which its wheel does not ship: its stock Metrics.bert_score (rescaled) needs a
+    # baseline_path. This package ships bert_score's baselines, the default's included.
+    import lighteval.metrics.imports.bert_scorer as lighteval_scorer
+
+    from rust_bertscore.stages.rescale import packaged_baseline
+
+    model = LIGHTEVAL_SCORER["model_type"]
+    theirs = Path(lighteval_scorer.__file__).parent / "rescale_baseline" / "en" / f"{model}.tsv"
+    assert not theirs.exists()
+    assert packaged_baseline("en", model).is_file()

@@ -119,6 +119,69 @@ def test_a_task_yaml_names_the_metrics_and_lm_eval_scores_them(model, tmp_path: 
     assert got["rust_bertscore_f1,none"] != pytest.approx(got["bertscore_f1,none"], abs=1e-6)
 
 
+MULTI_UTILS = """from rust_bertscore.integrations.lm_eval import multi_reference_results
+
+process_results = multi_reference_results(
+    "references", metrics=["f1", "precision"], model_type={model!r}, idf=True
+)
+"""
+MULTI_YAML = """task: {task}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: references
+generation_kwargs:
+  until: ["\\n"]
+{process_results}metric_list:
+  - metric: rust_bertscore_f1
+  - metric: rust_bertscore_precision
+"""
+# One to three references per document, the candidate's own among them (not always first).
+GROUPS = [[REFS[(i + k) % N] for k in range(i % 3 + 1)][:: 1 if i % 2 else -1] for i in range(N)]
+
+
+def _multi_task(tmp_path: Path, model: str, task: str, process_results: bool) -> dict:
+    data = tmp_path / "docs.jsonl"
+    with open(data, "w", encoding="utf-8") as f:
+        for i in range(N):
+            f.write(json.dumps({"prompt": f"Document {i}:", "references": GROUPS[i]}) + "\n")
+    (tmp_path / "utils.py").write_text(MULTI_UTILS.format(model=model), encoding="utf-8")
+    line = "process_results: !function utils.process_results\n" if process_results else ""
+    (tmp_path / f"{task}.yaml").write_text(
+        MULTI_YAML.format(task=task, data=data, process_results=line), encoding="utf-8"
+    )
+    out = lm_eval.simple_evaluate(
+        model=GivenPredictions({f"Document {i}:": CANDS[i] for i in range(N)}),
+        tasks=[task],
+        task_manager=TaskManager(include_path=str(tmp_path)),
+        bootstrap_iters=0,
+        log_samples=False,
+    )
+    return out["results"][task]
+
+
+def test_a_task_with_lists_of_references_scores_each_candidate_best_reference(
+    model, tmp_path: Path
+) -> None:
+    got = _multi_task(tmp_path, model, "rbs_bertscore_multi", process_results=True)
+    # bert_score's multi-reference scores: one score() call, the best reference per candidate.
+    best = rb.score(CANDS[:N], GROUPS, model_type=model, idf=True)
+    assert got["rust_bertscore_f1,none"] == pytest.approx(float(np.mean(best[2])), abs=1e-7)
+    assert got["rust_bertscore_precision,none"] == pytest.approx(float(np.mean(best[0])), abs=1e-7)
+    first = rb.score(CANDS[:N], [g[0] for g in GROUPS], model_type=model, idf=True)
+    assert float(np.mean(best[2])) > float(np.mean(first[2])) + 1e-3  # the lists count
+
+
+def test_lm_eval_multiple_target_path_raises_an_error_that_says_why(model, tmp_path) -> None:
+    # No process_results: lm_eval calls the metric per reference and keeps 1.0 if any.
+    with pytest.raises(InputValueError, match=r"multiple-target path .* process_results"):
+        _multi_task(tmp_path, model, "rbs_bertscore_multi_plain", process_results=False)
+
+
 def test_registry_entries_and_bad_items() -> None:
     for name in ("rust_bertscore_precision", "rust_bertscore_recall", "rust_bertscore_f1"):
         assert get_metric(name) is not None
@@ -133,3 +196,11 @@ def test_registry_entries_and_bad_items() -> None:
     other = adapter.bertscore_f1(references=["a"], predictions=["b"], idf=True)
     with pytest.raises(InputValueError, match="different options"):
         adapter.bertscore_f1_mean([item, other])
+    with pytest.raises(InputValueError, match="metrics="):
+        adapter.multi_reference_results("refs", metrics=["f2"])
+    with pytest.raises(InputValueError, match="no field 'refs'"):
+        adapter.multi_reference_results("refs")({"references": ["a"]}, ["b"])
+    by_function = adapter.multi_reference_results(lambda doc: doc["r"], metrics=["recall"])
+    assert by_function({"r": ["a cat sat", "x"]}, ["the cat sat"]) == {
+        "rust_bertscore_recall": (["a cat sat", "x"], "the cat sat", "{}")
+    }

@@ -4,6 +4,7 @@ torchmetrics; `make test-integrations` installs them)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import socket
@@ -84,14 +85,48 @@ def test_torchmetrics_arguments_map_and_torch_only_ones_raise(model) -> None:
         BERTScore(model_name_or_path=model, max_length=128)
 
 
+STATE_DTYPES = {
+    "cand_bytes": torch.uint8,
+    "cand_lengths": torch.int64,
+    "ref_bytes": torch.uint8,
+    "ref_lengths": torch.int64,
+    "ref_counts": torch.int64,
+}
+
+
+def _assert_state_dtypes(metric: BERTScore) -> None:
+    """Every state a non-empty list of 1-D tensors of its dtype: what a rank gathers, data or
+    not (torchmetrics gathers an empty list as a float tensor)."""
+    for name, dtype in STATE_DTYPES.items():
+        state = getattr(metric, name)
+        assert isinstance(state, list) and state, name
+        assert all(t.dtype == dtype and t.ndim == 1 for t in state), (name, state)
+
+
 def test_states_are_utf8_byte_tensors_reduced_by_cat(model) -> None:
     metric = BERTScore(model_name_or_path=model)
+    _assert_state_dtypes(metric)  # from construction, before any update
     metric.update(["ünïcödé ✓"], [["日本語", "e"]])
-    assert metric._reductions.keys() >= {"cand_bytes", "ref_bytes", "ref_counts"}
-    assert metric.cand_bytes[0].dtype == torch.uint8
-    assert bytes(metric.cand_bytes[0].tolist()).decode("utf-8") == "ünïcödé ✓"
-    assert metric.ref_counts[0].tolist() == [2]
+    _assert_state_dtypes(metric)
+    assert metric._reductions.keys() == STATE_DTYPES.keys()
+    assert bytes(torch.cat(metric.cand_bytes).tolist()).decode("utf-8") == "ünïcödé ✓"
+    assert torch.cat(metric.ref_counts).tolist() == [2]
     assert metric.compute()["f1"].numel() == 1
+    metric.reset()
+    _assert_state_dtypes(metric)
+    assert sum(t.numel() for t in metric.cand_bytes) == 0
+
+
+def test_set_dtype_and_device_moves_keep_the_state_dtypes(model) -> None:
+    long_text = "x" * 3001  # a byte length float16 cannot hold exactly (odd, over 2048)
+    metric = BERTScore(model_name_or_path=model)
+    metric.update([long_text, "a cat"], ["a reference", "the cat"])
+    metric = metric.set_dtype(torch.float16).to("cpu")
+    _assert_state_dtypes(metric)
+    np.testing.assert_array_equal(
+        _as_numpy(metric.compute())["f1"],
+        rb.score([long_text, "a cat"], ["a reference", "the cat"], model_type=model)[2],
+    )
 
 
 def test_forward_clone_and_pickle_keep_the_state(model) -> None:
@@ -106,24 +141,67 @@ def test_forward_clone_and_pickle_keep_the_state(model) -> None:
         np.testing.assert_array_equal(_as_numpy(copy.compute())["f1"], expected[2])
 
 
+def test_merge_state_is_torchmetrics_own_with_the_incoming_pairs_first(model) -> None:
+    # torchmetrics' Metric.merge_state: cat([incoming, local]) (BERTScoreMetric appends).
+    metric, incoming = BERTScore(model_name_or_path=model), BERTScore(model_name_or_path=model)
+    metric.update(CANDS[:5], REFS[:5])
+    incoming.update(CANDS[5:9], REFS[5:9])
+    metric.merge_state(incoming)
+    _assert_state_dtypes(metric)
+    want = rb.score(CANDS[5:9] + CANDS[:5], REFS[5:9] + REFS[:5], model_type=model)
+    np.testing.assert_array_equal(_as_numpy(metric.compute())["f1"], want[2])
+
+
+def test_torchmetrics_own_bertscore_applies_its_length_sort_twice(model) -> None:
+    # The facts docs/integrations.md gives: torchmetrics 1.9.0 reindexes the embeddings it
+    # encoded in length order s by s itself, not by its inverse, so output i is pair s(s(i));
+    # token lengths 14, 4, 7 sort as the 3-cycle s = [1, 2, 0], and s(s(i)) = [2, 0, 1].
+    from torchmetrics.text import BERTScore as Own
+
+    preds = ["The old cat sat quietly on the warm mat all afternoon.", "Hello.", "It is raining."]
+    target = [
+        "An old cat was sitting on the warm mat for the whole afternoon.",
+        "Hi there.",
+        "Today it rains.",
+    ]
+    own = Own(model_name_or_path=model, num_layers=6)
+    own.update(preds, target)
+    got = own.compute()["f1"].numpy()
+    want = rb.score(preds, target, model_type=model, num_layers=6)[2]
+    np.testing.assert_allclose(got, want[[2, 0, 1]], atol=1e-2)  # its special tokens: < 1e-2
+    assert np.abs(got - want).max() > 0.1
+    ours = BERTScore(model_name_or_path=model, num_layers=6)
+    ours.update(preds, target)
+    np.testing.assert_array_equal(_as_numpy(ours.compute())["f1"], want)
+
+
 WORKER = """
-import sys
+import json, sys
 import numpy as np
 import torch.distributed as dist
 sys.path.insert(0, {tests!r})
-from test_integration_torchmetrics import RANK0, RANK1_MULTI, RANK1_SINGLE
+from test_integration_torchmetrics import update_args
 from rust_bertscore.integrations.torchmetrics import BERTScore
 
-rank = int(sys.argv[1])
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+rank, world = int(sys.argv[1]), int(sys.argv[2])
+shards = json.loads(sys.argv[3])
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", rank=rank, world_size=world)
 metric = BERTScore(model_name_or_path={model!r}, idf=True)
-for cands, refs in ([RANK0] if rank == 0 else [RANK1_SINGLE, RANK1_MULTI]):
-    metric.update(cands, refs)
+for a, b in shards[rank]:
+    metric.update(*update_args(a, b))
 out = metric.compute()
 arrays = {{k: out[k].numpy() for k in ("precision", "recall", "f1")}}
 np.savez({out!r} + f"/rank{{rank}}.npz", **arrays)
 dist.destroy_process_group()
 """
+
+
+def update_args(a: int, b: int) -> tuple[list[str], list[str] | list[list[str]]]:
+    """The candidates and references of pairs a..b: one str each where every pair has one
+    reference, else a list each."""
+    groups = ALL_REFS[a:b]
+    single = all(len(g) == 1 for g in groups)
+    return CANDS[a:b], [g[0] for g in groups] if single else groups
 
 
 def _free_port() -> int:
@@ -132,7 +210,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_two_process_gloo_compute_equals_one_process_compute(model, tmp_path: Path) -> None:
+# Each rank's updates (pairs a..b of CANDS), the ranks' pairs in rank order making all 90. A rank
+# with no update holds no pair: its states must still gather with the others' (same dtypes).
+SHARDS = {
+    "2 ranks, rank 1 idle": [[(0, 50), (50, 90)], []],
+    "3 ranks, uneven, rank 0 idle": [[], [(0, 7), (7, 40)], [(40, 67), (67, 90)]],
+    "4 ranks, uneven": [[(0, 30)], [(30, 31)], [(31, 33)], [(33, 75), (75, 90)]],
+}
+
+
+@pytest.mark.parametrize("shards", list(SHARDS.values()), ids=list(SHARDS))
+def test_gloo_ranks_compute_equals_one_score_call(model, shards, tmp_path: Path) -> None:
+    assert [p for rank in shards for a, b in rank for p in range(a, b)] == list(range(90))
     script = tmp_path / "worker.py"
     tests = str(Path(__file__).resolve().parent)
     script.write_text(
@@ -140,25 +229,27 @@ def test_two_process_gloo_compute_equals_one_process_compute(model, tmp_path: Pa
         encoding="utf-8",
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    world = len(shards)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(rank)],
+            [sys.executable, str(script), str(rank), str(world), json.dumps(shards)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for rank in (0, 1)
+        for rank in range(world)
     ]
-    logs = [p.communicate(timeout=600)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], logs
+    try:
+        logs = [p.communicate(timeout=600)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0] * world, "\n".join(logs)
 
-    one = BERTScore(model_name_or_path=model, idf=True)
-    for cands, refs in (RANK0, RANK1_SINGLE, RANK1_MULTI):
-        one.update(cands, refs)
-    expected = _as_numpy(one.compute())
-    for rank in (0, 1):
+    expected = rb.score(CANDS, ALL_REFS, model_type=model, idf=True)
+    for rank in range(world):  # rank 0's compute, and every other rank's, after the sync
         got = np.load(tmp_path / f"rank{rank}.npz")
-        for k in KEYS:
+        for k, want in zip(KEYS, expected):
             assert got[k].shape == (90,)
-            np.testing.assert_array_equal(got[k], expected[k])
+            np.testing.assert_array_equal(got[k], want)

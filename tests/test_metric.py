@@ -128,6 +128,40 @@ def test_bad_input_and_bad_state_raise_the_package_errors() -> None:
         metric.load_state_dict({"version": 1, "cands": ["a"], "refs": [[]]})
     with pytest.raises(InputTypeError):
         metric.merge_state(["not", "a", "state"])  # type: ignore[arg-type]
-    with pytest.raises(InputValueError, match="other options"):
+    with pytest.raises(InputValueError, match="other settings"):
         metric.merge_state(BERTScoreMetric(idf=True))
     assert len(metric) == 0  # nothing half-applied
+
+
+def test_merge_state_takes_equivalent_settings_and_refuses_others() -> None:
+    metric = BERTScoreMetric()
+    metric.update(CANDS[:30], REFS[:30])
+    # The defaults spelled out, and options that do not change the numbers.
+    same = BERTScoreMetric(
+        model_type=rb.DEFAULT_MODEL, num_layers=6, idf=False, batch_size=64, cache_bytes=0
+    )
+    same.update(CANDS[30:80], REFS[30:80])
+    metric.merge_state(same)
+    _assert_equal(metric.compute(), rb.score(CANDS[:80], REFS[:80]))
+    other_settings = {
+        "idf": ({"idf": True}, "idf"),
+        "layer": ({"num_layers": 3}, "hash"),
+        "batch": ({"batch_size": 16}, "batch_size"),  # the padding floor's batches
+        "all layers": ({"all_layers": True}, "all_layers"),
+    }
+    for options, named in other_settings.values():
+        with pytest.raises(InputValueError, match=f"other settings .*{named}"):
+            metric.merge_state(BERTScoreMetric(**options))
+    assert len(metric) == 80  # nothing half-applied
+
+
+def test_merge_state_appends_the_other_pairs_after_this_metric_pairs() -> None:
+    first, second = BERTScoreMetric(), BERTScoreMetric()
+    first.update(CANDS[:100], REFS[:100])
+    second.update(CANDS[100:], REFS[100:])
+    first.merge_state(second)  # this metric's pairs, then the other's
+    second.merge_state(_fed(BERTScoreMetric(), splits=[(0, 100)]))
+    order = list(range(100, 150)) + list(range(100))
+    swapped = rb.score([CANDS[i] for i in order], [REFS[i] for i in order])
+    _assert_equal(first.compute(), rb.score(CANDS, REFS))
+    _assert_equal(second.compute(), swapped)

@@ -246,10 +246,20 @@ def _side(
     floored: bool,
     scorer: Scorer,
     keep: tuple[np.ndarray, np.ndarray] | None = None,
+    names: dict[int, tuple[str, str]] | None = None,
 ) -> SideAlignment:
     """``sim``: this side's tokens (rows) against the other side's (columns); ``keep``: the
-    scored tokens of this side and of the other (None: all)."""
+    scored tokens of this side and of the other (None: all); ``names``: the readable text and
+    vocabulary string of ids seen before in the call (filled here)."""
     tokenizer = scorer.tokenizer
+    if names is None:
+        names = {}
+    for token_id in ids:
+        if token_id not in names:
+            names[token_id] = (
+                tokenizer.token_text(int(token_id)),
+                tokenizer.id_to_token(int(token_id)),
+            )
     excluded = np.zeros(len(ids), dtype=bool)
     if keep is not None:
         excluded = ~keep[0]
@@ -264,8 +274,8 @@ def _side(
     tokens = tuple(
         TokenMatch(
             position=k,
-            token=tokenizer.token_text(int(token_id)),
-            piece=tokenizer.id_to_token(int(token_id)),
+            token=names[token_id][0],
+            piece=names[token_id][1],
             id=int(token_id),
             weight=float(weights[k]),
             match=int(best[k]),
@@ -348,6 +358,7 @@ def align_pairs(
         return data[offsets[slot[text]] : offsets[slot[text] + 1]]
 
     out = []
+    names: dict[int, tuple[str, str]] = {}
     for k, (ci, ri) in enumerate(zip(cand_idx, ref_idx)):
         sim = _unit(vectors(ci)) @ _unit(vectors(ri)).T
         out.append(
@@ -360,6 +371,7 @@ def align_pairs(
                     bool(cand_floored[k]),
                     scorer,
                     None if keep is None else (keep[ci], keep[ri]),
+                    names,
                 ),
                 reference=_side(
                     paired.refs[k],
@@ -369,6 +381,7 @@ def align_pairs(
                     bool(ref_floored[k]),
                     scorer,
                     None if keep is None else (keep[ri], keep[ci]),
+                    names,
                 ),
                 P=float(P[k]),
                 R=float(R[k]),

@@ -2,7 +2,8 @@
 
 Subcommands: ``score`` (the default: ``rust-bertscore -c hyps.txt -r refs.txt`` as with
 bert-score), ``show`` (heatmap of one pair), ``align`` (token alignment table of pairs),
-``compare`` (systems against a baseline, with significance tests), ``mbr`` (minimum Bayes risk
+``compare`` (systems against a baseline, with significance tests), ``report`` (the
+same as an offline HTML page with buckets, segments and alignments), ``mbr`` (minimum Bayes risk
 selection over lists of samples), ``serve`` (an HTTP scoring server), ``export`` (a checkpoint
 as the scorer's ONNX graph), ``baseline`` (a rescale baseline from a corpus), ``models``
 (bert_score's model table) and ``store`` (show or prune an embedding store).
@@ -29,6 +30,7 @@ from . import align as cli_align
 from . import compare as cli_compare
 from . import mbr as cli_mbr
 from . import models as cli_models
+from . import report as cli_report
 from . import score as cli_score
 from . import serve as cli_serve
 from . import store as cli_store
@@ -57,6 +59,7 @@ SUBCOMMANDS = (
     "show",
     "align",
     "compare",
+    "report",
     "mbr",
     "serve",
     "export",
@@ -298,6 +301,7 @@ def build_parser() -> ArgumentParser:
     _add_show(subparsers)
     cli_align.add_parser(subparsers)
     cli_compare.add_parser(subparsers)
+    cli_report.add_parser(subparsers)
     cli_mbr.add_parser(subparsers)
     cli_serve.add_parser(subparsers)
     _add_export(subparsers)

@@ -54,6 +54,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_compare_flags(p)
+    output = p.add_argument_group("output")
+    output.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text, laid out as sacrebleu's paired tables)",
+    )
+    add_common_flags(output)
+    p.set_defaults(run=run, test="paired-bs")
+    return p
+
+
+def add_compare_flags(p: argparse.ArgumentParser) -> None:
+    """The input, test, model and scoring flags of ``compare`` (``report`` takes them too)."""
     inputs = p.add_argument_group("input")
     inputs.add_argument(
         "-r",
@@ -115,16 +130,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         batch_independent_help="score every pair on its own, without bert_score's batch "
         "padding floor",
     )
-    output = p.add_argument_group("output")
-    output.add_argument(
-        "--format",
-        choices=("text", "json", "tsv"),
-        default="text",
-        help="output format (default: text, laid out as sacrebleu's paired tables)",
-    )
-    add_common_flags(output)
-    p.set_defaults(run=run, test="paired-bs")
-    return p
 
 
 def _seed(text: str) -> int:
@@ -217,4 +222,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["Comparison", "add_parser", "read_inputs", "run"]
+__all__ = ["Comparison", "add_compare_flags", "add_parser", "read_inputs", "run"]

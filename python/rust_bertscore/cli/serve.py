@@ -5,8 +5,8 @@
 ``score()`` on that request alone. Requests that arrive together are encoded together
 (:mod:`rust_bertscore.integrations.server.batching`). Needs the extra ``[serve]`` (Starlette,
 uvicorn), imported only here. SIGTERM or Ctrl-C (Ctrl-Break on Windows): requests in flight
-are answered, then the server exits (code 0; :data:`EXIT_CUT` when the graceful timeout cut
-requests off). Connection limits: :mod:`rust_bertscore.integrations.server.connections`.
+are answered, then the server exits (code 0; :data:`EXIT_CUT` when requests received were
+answered 503 unscored). Connection limits: :mod:`rust_bertscore.integrations.server.connections`.
 docs/serving.md.
 """
 
@@ -39,7 +39,9 @@ from .common import (
 )
 
 EXIT_CUT = 3
-"""Exit code after a shutdown whose ``--graceful-timeout`` cut requests off (answered 503)."""
+"""Exit code after a shutdown in which requests received were answered 503 unscored: cut off
+by ``--graceful-timeout``, or pipelined behind one in hand when the shutdown began (0: every
+request received was scored and answered)."""
 
 EPILOG = """\
 examples:
@@ -142,6 +144,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=1000,
         metavar="N",
         help="most open connections (1000; past it a new one gets 503 and is closed)",
+    )
+    server.add_argument(
+        "--max-connections-per-client",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="most open connections from one client address (off; past it a new one gets 503 "
+        "and is closed)",
+    )
+    server.add_argument(
+        "--max-queued-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="tokens that requests in hand may hold, a token per byte of body, charged before "
+        "the body is kept (an eighth of the memory available at start, at most 256 Mi, at "
+        "least 4 bodies; past it 503 with Retry-After at once)",
     )
     server.add_argument(
         "--backlog",
@@ -266,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         request_timeout=args.request_timeout,
         ready_queue=args.ready_queue,
+        max_queued_tokens=args.max_queued_tokens,
     )
     max_connections = args.max_connections
     nofile = _raise_open_files_limit()
@@ -280,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
         read_timeout_s=args.read_timeout,
         keep_alive_s=args.keep_alive,
         max_connections=max_connections,
+        max_connections_per_client=args.max_connections_per_client,
         graceful_timeout_s=args.graceful_timeout,
     )
     try:
@@ -296,7 +317,14 @@ def run(args: argparse.Namespace) -> int:
 
     config = uvicorn.Config(
         app.asgi(),
-        http=guarded_protocol(H11Protocol, args.read_timeout, max_connections, app.handle_busy),
+        http=guarded_protocol(
+            H11Protocol,
+            args.read_timeout,
+            max_connections,
+            app.handle_busy,
+            per_client=args.max_connections_per_client,
+            stopping_app=app.handle_stopping,
+        ),
         log_level="warning" if args.quiet else "info",
         access_log=args.verbose,
         timeout_graceful_shutdown=args.graceful_timeout,
@@ -310,9 +338,10 @@ def run(args: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     finally:
         scorer.close()  # the requests in flight were answered; the session goes
-    if app.cut:
+    if app.cut or app.refused_at_stop:
         print(
-            f"{PROG} serve: the graceful timeout cut {app.cut} request(s) off (answered 503)",
+            f"{PROG} serve: {app.cut} request(s) cut off by the graceful timeout and "
+            f"{app.refused_at_stop} received during the shutdown were answered 503 unscored",
             file=sys.stderr,
         )
         return EXIT_CUT

@@ -17,12 +17,18 @@ Two ways to name them in a task YAML (docs/integrations.md):
 * ``!function``: ``metric: !function utils.bertscore_f1`` and
   ``aggregation: !function utils.bertscore_f1_mean``, with a ``utils.py`` beside the YAML that
   imports them from here.
+
+Several references per document (``doc_to_target`` a list): lm_eval's multiple-target path calls
+a metric once per reference and keeps ``1.0 if any(scores) else 0.0``, which cannot carry a
+score. :func:`multi_reference_results` builds the task's ``process_results`` instead, which
+passes each document's list through: each candidate gets its best reference, as bert_score.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,6 +71,15 @@ def _scores(items: Sequence[Any]) -> dict[str, np.ndarray]:
     """P, R, F of every item, in one scoring call."""
     if not items:
         raise InputValueError("no items to aggregate")
+    bad = next((i for i, item in enumerate(items) if not _is_item(item)), None)
+    if bad is not None:
+        raise InputValueError(
+            f"item {bad} is {items[bad]!r}, not a BERTScore item (reference, prediction, "
+            "options): with a list of references per document (doc_to_target a list), lm_eval's "
+            "multiple-target path keeps 1.0 if any reference scores else 0.0 in place of the "
+            "item; give the task process_results: !function utils.process_results, made by "
+            "rust_bertscore.integrations.lm_eval.multi_reference_results (docs/integrations.md)"
+        )
     keys = {item[2] for item in items}
     if len(keys) != 1:
         raise InputValueError(
@@ -84,6 +99,83 @@ def _scores(items: Sequence[Any]) -> dict[str, np.ndarray]:
 
 def _group(gold: Any) -> list[str]:
     return [gold] if isinstance(gold, str) else list(gold)
+
+
+def _is_item(item: Any) -> bool:
+    return isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[2], str)
+
+
+_NAMES = {
+    "precision": "rust_bertscore_precision",
+    "recall": "rust_bertscore_recall",
+    "f1": "rust_bertscore_f1",
+}
+
+
+def multi_reference_results(
+    references: str | Callable[[Mapping[str, Any]], Any],
+    metrics: Sequence[str] = ("precision", "recall", "f1"),
+    **options: Any,
+) -> Callable[[Mapping[str, Any], Sequence[Any]], dict[str, Any]]:
+    """A task's ``process_results`` that scores each generation against all of its document's
+    references (the best one counts, as in bert_score), for the metrics ``rust_bertscore_*``.
+
+    lm_eval calls a task's ``process_results`` in place of its own per-metric calls, so the
+    BERTScorer options go here (lm_eval drops a ``metric_list`` entry's other keys when a task
+    has ``process_results``), and the task's ``metric_list`` names the same metrics, with no
+    options: ``- metric: rust_bertscore_f1``, ... (their aggregations are registered here).
+
+    Parameters
+    ----------
+    references : str or callable
+        The document's field holding its references (a list of str, or one str), or a function
+        of the document that returns them.
+    metrics : sequence of str
+        Which of ``"precision"``, ``"recall"``, ``"f1"`` the task's ``metric_list`` names.
+    **options
+        :class:`~rust_bertscore.BERTScorer` options (``model_type``, ``idf``, ...).
+
+    Examples
+    --------
+    >>> from rust_bertscore.integrations.lm_eval import bertscore_f1_mean, multi_reference_results
+    >>> process_results = multi_reference_results("refs", metrics=["f1"])
+    >>> doc = {"refs": ["A cat was sitting on the mat.", "Dogs run."]}
+    >>> out = process_results(doc, ["The cat sat on the mat."])
+    >>> list(out), round(bertscore_f1_mean([out["rust_bertscore_f1"]]), 3)
+    (['rust_bertscore_f1'], 0.907)
+    """
+    unknown = [m for m in metrics if m not in _NAMES]
+    if unknown or not metrics:
+        raise InputValueError(f"metrics={list(metrics)!r}: name one or more of {sorted(_NAMES)}")
+    if not (isinstance(references, str) or callable(references)):
+        raise InputTypeError(
+            "references must be the document's field name or a function of the document, got "
+            f"{type(references).__name__}"
+        )
+    _item(["x"], ["x"], options)  # the options are plain YAML values (raises here if not)
+    return functools.partial(_multi_reference_item, references, tuple(metrics), options)
+
+
+def _multi_reference_item(
+    references: str | Callable[[Mapping[str, Any]], Any],
+    metrics: tuple[str, ...],
+    options: dict[str, Any],
+    doc: Mapping[str, Any],
+    results: Sequence[Any],
+) -> dict[str, Any]:
+    if isinstance(references, str):
+        if references not in doc:
+            raise InputValueError(
+                f"the document has no field {references!r} (its fields: {sorted(doc)})"
+            )
+        gold = doc[references]
+    else:
+        gold = references(doc)
+    group = _group(gold)
+    if not group:
+        raise InputValueError("a document with no reference: each needs one")
+    item = _item([group], list(results[:1]), options)
+    return {_NAMES[m]: item for m in metrics}
 
 
 def bertscore_precision(

@@ -5,7 +5,10 @@ Its states are the texts, as UTF-8 bytes in ``uint8`` tensors with their byte le
 ``int64`` tensors, all with ``dist_reduce_fx="cat"``: torchmetrics' own machinery gathers them
 across processes (rank order), and :meth:`BERTScore.compute` scores every pair in one call of
 :class:`~rust_bertscore.BERTScoreMetric`, so a merged compute equals a one-process compute over
-the same pairs in rank order. docs/integrations.md.
+the same pairs in rank order. Each state is a list of 1-D tensors of its own dtype that is never
+empty (an empty tensor from construction and after ``reset``): a rank that saw no data gathers
+an empty tensor of the same dtype as the others' (torchmetrics would put a float tensor in an
+empty list, and gloo and NCCL abort on the mixed dtypes). docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -44,7 +47,15 @@ _SCORER_ONLY = (
     "beta",
     "use_fast_tokenizer",
 )
-_STATES = ("cand_bytes", "cand_lengths", "ref_bytes", "ref_lengths", "ref_counts")
+# Each state's dtype, on every rank from construction on (the texts' bytes, their byte lengths,
+# the number of references of each candidate).
+_STATES = {
+    "cand_bytes": torch.uint8,
+    "cand_lengths": torch.int64,
+    "ref_bytes": torch.uint8,
+    "ref_lengths": torch.int64,
+    "ref_counts": torch.int64,
+}
 
 
 class BERTScore(Metric):  # type: ignore[misc]
@@ -137,6 +148,29 @@ class BERTScore(Metric):  # type: ignore[misc]
         )
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
+        self._seed_states()
+
+    def _seed_states(self) -> None:
+        """Put an empty tensor of each state's dtype in each empty state list: torchmetrics
+        gathers an empty list as a float tensor, which the other ranks' uint8 and int64 tensors
+        do not gather with."""
+        for name, dtype in _STATES.items():
+            if not getattr(self, name):
+                setattr(self, name, [torch.zeros(0, dtype=dtype, device=self.device)])
+
+    def reset(self) -> None:
+        """Forget the pairs (torchmetrics' ``reset``); the states keep their dtypes."""
+        super().reset()
+        self._seed_states()
+
+    def _apply(self, fn: Any, exclude_state: Sequence[str] = ()) -> Any:
+        # torchmetrics applies set_dtype's cast to every state; the texts' states keep their
+        # integer dtypes and only follow the metric to its device.
+        this = super()._apply(fn, exclude_state=(*exclude_state, *_STATES))
+        for name in _STATES:
+            if name not in exclude_state:
+                setattr(this, name, [t.to(this.device) for t in getattr(this, name)])
+        return this
 
     @property
     def scorer(self) -> Any:
@@ -198,8 +232,7 @@ def _lengths_tensor(texts: list[str], device: Any) -> Any:
 
 
 def _as_array(state: Any) -> np.ndarray:
-    """A state as one NumPy array: a list of tensors (before a sync) or one tensor (after);
-    torchmetrics fills a rank without updates with an empty float tensor."""
+    """A state as one NumPy array: a list of tensors (before a sync) or one tensor (after)."""
     if isinstance(state, (list, tuple)):
         if not state:
             return np.zeros(0, dtype=np.int64)

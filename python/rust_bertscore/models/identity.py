@@ -79,9 +79,8 @@ GRAPH_DIGEST_PREFIX = "onnx-"
 
 GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
     {
-        # which family, which tokenizer class (auto_map: the remote class a builder is chosen by)
+        # which family, which tokenizer class
         "model_type",
-        "auto_map",
         "tokenizer_class",
         "is_encoder",
         "causal",
@@ -187,8 +186,32 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "rescale_embeddings",
         "mlp_bias",
         "use_bias",
-        # jina-embeddings-v3: rotary base, LoRA adapters, and the task chosen (``@<task>``)
+        # remote-code families (nomic_bert, new/GTE; issue 51) and how they are recognised
+        "max_trained_positions",
+        "mlp_fc1_bias",
+        "mlp_fc2_bias",
+        "n_embd",
+        "n_positions",
+        "num_heads_kv",
+        "qkv_proj_bias",
         "rotary_emb_base",
+        "rotary_emb_fraction",
+        "rotary_emb_scale_base",
+        "rotary_scaling_factor",
+        "layer_norm_type",
+        "logn_attention_clip1",
+        "logn_attention_scale",
+        "pack_qkv",
+        "auto_map",
+        "norm_mlp",
+        "use_rms_norm",
+        "prenorm",
+        "parallel_block",
+        "rotary_emb_interleaved",
+        "rotary_head_dim",
+        "emb_ln",
+        # jina-embeddings-v3: partial rotary, LoRA adapters, and the task chosen (``@<task>``)
+        "rotary_emb_dim",
         "lora_adaptations",
         "lora_rank",
         "lora_alpha",

@@ -6,13 +6,16 @@ below the front and the scorer stays small."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from ..analyses.align import Alignment, align_one, align_pairs
 from ..analyses.compare import Comparison, compare_systems
 from ..analyses.heatmap import require_matplotlib, save_example
 from ..analyses.mbr import MBRResult, mbr_select, mbr_select_batch
 from ..analyses.pairwise import pairwise_scores
+from ..analyses.report import Report, build_report
+from ..analyses.report_html import report_payload, write_report
 from ..analyses.similarity import SimilarityMatrix, compute_similarity_matrix
 from ..engine.settings import RefsArg, Scores, batch_size_or
 from ..engine.text_embedding import TextEmbedding, embed_texts
@@ -174,6 +177,57 @@ class ScorerAnalyses:
             batch_size,
             verbose,
         )
+
+    def report(
+        self,
+        cands_by_system: Mapping[str, Sequence[str]],
+        refs: RefsArg,
+        path: str | Path,
+        test: str = "paired-bs",
+        n_samples: int | None = None,
+        seed: int | None = 12345,
+        confidence: float = 0.95,
+        batch_size: int | None = None,
+        title: str = "BERTScore comparison",
+        inputs: Sequence[tuple[str, str, int]] | None = None,
+    ) -> Report:
+        """Write the HTML comparison report of the systems to ``path``: one self-contained
+        page (no network request) with the systems table of :meth:`compare` (same arguments,
+        same figures), distributions, buckets, a segment table and every segment's token
+        alignment (:meth:`align_batch`'s). Returns the data drawn. ``inputs``: (role, file,
+        lines) rows for the header (default: one per system and the references). See
+        :mod:`rust_bertscore.analyses.report` and docs/report.md.
+
+        >>> import os, tempfile
+        >>> from rust_bertscore import BERTScorer
+        >>> refs = ["the cat sat", "it is raining", "she reads a book"]
+        >>> systems = {"a": ["a cat sat", "it rains", "she is reading"], "b": ["dogs", "sun", "he"]}
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     rep = BERTScorer().report(systems, refs, os.path.join(tmp, "r.html"), n_samples=200)
+        ...     print(os.path.getsize(os.path.join(tmp, "r.html")) > 10_000)
+        True
+        >>> rep.comparison.baseline.name, rep.wins["b"]
+        ('a', (0, 3, 0))
+        """
+        scorer = self._scorer()
+        rep = build_report(
+            scorer, cands_by_system, refs, test, n_samples, seed, confidence, batch_size
+        )
+        if inputs is None:
+            inputs = [("references", "(given)", len(refs))] + [
+                ("baseline" if k == 0 else "system", str(name), len(cands))
+                for k, (name, cands) in enumerate(cands_by_system.items())
+            ]
+        tokenizer = scorer.tokenizer
+        payload = report_payload(
+            rep,
+            title=title,
+            signature=cast("Any", self).signature_for(batch_size),
+            inputs=inputs,
+            special_tokens=[tokenizer.token_text(i) for i in sorted(tokenizer.special_ids)],
+        )
+        write_report(path, payload)
+        return rep
 
     # -- the similarity matrix and its picture (see similarity.py, heatmap.py) --------------------
     def similarity_matrix(self, candidate: str, reference: str) -> SimilarityMatrix:

@@ -153,8 +153,22 @@ class BERTScoreMetric:
     def merge_state(self, other: BERTScoreMetric | Mapping[str, Any]) -> None:
         """Append the pairs of ``other`` (a metric or its :meth:`state_dict`) after this one's.
 
+        The order is this metric's pairs, then ``other``'s, as ``list.extend``: merging the
+        states of ranks 1, 2, ... in turn into rank 0's metric gives rank order, the order in
+        which torchmetrics gathers states across processes. (torchmetrics' own
+        ``Metric.merge_state`` puts the incoming state first, so merging in turn there gives
+        the reverse; :class:`rust_bertscore.integrations.torchmetrics.BERTScore` keeps
+        torchmetrics' order.) The order is the order of the scores, and of bert_score's
+        batches of ``batch_size``, whose padding floor moves a score with its neighbours.
+
+        A metric is merged when it scores with the same settings: the same
+        :attr:`~rust_bertscore.BERTScorer.hash` (model, layer, IDF, rescaling, precision, ...),
+        ``batch_size``, ``all_layers`` and baseline file. A default spelled out is the default
+        left out; options that do not change the numbers (``cache_bytes``, ``nthreads``,
+        ``store``) may differ. A state dict holds no settings and is not checked.
+
         >>> from rust_bertscore import BERTScoreMetric
-        >>> a, b = BERTScoreMetric(), BERTScoreMetric()
+        >>> a, b = BERTScoreMetric(), BERTScoreMetric(idf=False, batch_size=64)
         >>> a.update(["a cat sat"], ["the cat sat"])
         >>> b.update(["dogs run"], ["a dog runs"])
         >>> a.merge_state(b)
@@ -162,10 +176,15 @@ class BERTScoreMetric:
         ['a cat sat', 'dogs run']
         """
         if isinstance(other, BERTScoreMetric):
-            if other.options != self._options:
+            mine, theirs = scoring_settings(self.scorer), scoring_settings(other.scorer)
+            differ = [
+                f"{k}: {mine[k]!r} here, {theirs[k]!r} there" for k in mine if mine[k] != theirs[k]
+            ]
+            if differ:
                 raise InputValueError(
-                    f"merge_state: the other metric has other options ({other.options!r}, "
-                    f"this one {self._options!r}); merge states of metrics with the same options"
+                    "merge_state: the other metric scores with other settings ("
+                    + "; ".join(differ)
+                    + "); merge states of metrics with the same settings"
                 )
             state: Mapping[str, Any] = other.state_dict()
         else:
@@ -203,6 +222,24 @@ class BERTScoreMetric:
         self._options = dict(saved["options"])
         self._scorer = None
         self._cands, self._refs = _read_state(saved["state"])
+
+
+def scoring_settings(scorer: BERTScorer) -> dict[str, Any]:
+    """What a scorer's numbers depend on, resolved (a default given or left out is the same):
+    its :attr:`~rust_bertscore.BERTScorer.hash`, ``batch_size`` (bert_score's padding floor
+    is per batch), ``all_layers`` and, when rescaling, the baseline file.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.scoring.metric import scoring_settings
+    >>> scoring_settings(BERTScorer()) == scoring_settings(BERTScorer(idf=False, batch_size=64))
+    True
+    """
+    return {
+        "hash": scorer.hash,
+        "batch_size": scorer.batch_size,
+        "all_layers": scorer.all_layers,
+        "baseline_path": scorer.baseline_path if scorer.rescale_with_baseline else None,
+    }
 
 
 def grouped_pairs(cands: object, refs: object) -> tuple[list[str], list[list[str]]]:

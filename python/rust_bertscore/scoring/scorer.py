@@ -84,9 +84,11 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
     use_fast_tokenizer : bool
         Tokenise with the model's fast tokenizer (its ``tokenizer.json``), as bert_score's
         ``use_fast_tokenizer=True``: ids may differ from the slow tokenizer's (RoBERTa gets no
-        prefix space), and :attr:`hash` ends in ``_fast-tokenizer``. Families with no fast
-        tokenizer (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) raise
-        :class:`~rust_bertscore.errors.InputValueError`.
+        prefix space), and :attr:`hash` ends in ``_fast-tokenizer``. Without ``tokenizer.json``
+        the fast tokenizer is built from the slow files as transformers 4.57 converts them (T5,
+        mT5, mBART, XLNet, DeBERTa-v3's SentencePiece models); where transformers has no fast
+        class (XLM, Bertweet, ByT5, ProphetNet) bert_score gets the slow tokenizer, and so does
+        this package. BlenderbotSmall raises :class:`~rust_bertscore.errors.InputValueError`.
     precision : {"fp32", "tf32", "fp16", "int8"}
         ``"fp32"`` is float32 on every device (on CUDA with TF32 off: bert_score's numbers).
         ``"tf32"`` lets CUDA run float32 GEMMs in TF32 (faster, F within about 1e-2 of fp32 on

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
@@ -20,10 +22,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...scoring.scorer import BERTScorer
-from .batching import RequestScorer, ScoreResult
+from ...stages.scored_tokens import ScoredTokens
+from .admission import Admission, default_queued_tokens, text_bytes, trim_heap
+from .batching import RequestScorer, ScoreRequest, ScoreResult
 from .connections import AcceptErrors
 from .requests import RequestError, parse_score_body
-from .scheduler import Batcher
+from .scheduler import Batcher, WouldTimeOut
+from .slices import SLICE_CHARS, least_rows_of
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
@@ -37,6 +42,30 @@ DRAIN_BYTES = 64 * 1024 * 1024
 """Bytes of an oversized body read and discarded before its 413, so that the client, done
 sending, reads the answer (a connection closed on unread data is reset instead)."""
 CLOSE = {"connection": "close"}
+TRIM_BYTES = 1024 * 1024
+"""Once requests of this many bytes or more are all answered, the C heap is trimmed."""
+
+
+class Refused(Exception):
+    """The queued-token budget is spent (503 with Retry-After) or too small (413)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _parse(
+    body: bytearray, max_pairs: int | None, tokens: ScoredTokens
+) -> tuple[ScoreRequest, int]:
+    """The request (with a lower bound of its texts' token rows) and the bytes its texts
+    hold: the work of a request before the worker, run off the event loop."""
+    parsed = parse_score_body(body, max_pairs)  # type: ignore[arg-type]  # bytes-like
+    body.clear()  # the body's memory goes now, not when the answer is sent
+    flat = [t for r in parsed.refs for t in (r if isinstance(r, list) else [r])]
+    nbytes = text_bytes(parsed.cands) + text_bytes(flat)
+    if parsed.chars > SLICE_CHARS or len(flat) > 64:  # large: the worker's estimate, ahead
+        parsed = dataclasses.replace(parsed, least=least_rows_of(tokens, parsed.cands + flat))
+    return parsed, nbytes
 
 
 def _float_list(values: Any) -> list[float | None]:
@@ -65,6 +94,10 @@ class ScoringApp:
         Seconds a request may take, queued and scored (503 past it; None: no limit).
     ready_queue : int
         Requests waiting or in progress past which ``GET /ready`` answers 503.
+    max_queued_tokens : int or None
+        Tokens that admitted requests may hold at once (a request is charged a token per byte
+        of its body, before the body is kept; see
+        :mod:`~rust_bertscore.integrations.server.admission`); None: derived from memory.
 
     Examples
     --------
@@ -85,9 +118,14 @@ class ScoringApp:
         max_pairs: int | None = DEFAULT_MAX_PAIRS,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         ready_queue: int = DEFAULT_READY_QUEUE,
+        max_queued_tokens: int | None = None,
     ) -> None:
         self.scorer = scorer
         self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
+        if max_queued_tokens is None:
+            max_queued_tokens = default_queued_tokens(max_body)
+        self.admission = Admission(max_queued_tokens)
+        self._parser = ThreadPoolExecutor(1, thread_name_prefix="bertscore-parse")
         self.max_body = max_body
         self.max_pairs = max_pairs
         self.request_timeout = request_timeout
@@ -97,12 +135,15 @@ class ScoringApp:
             "max_pairs": max_pairs,
             "request_timeout_s": request_timeout,
             "ready_queue": ready_queue,
+            "max_queued_tokens": max_queued_tokens,
         }
         """The limits ``/health`` reports (the CLI adds its connection limits)."""
         self.cut = 0
         """Requests cut off unanswered by the server's shutdown (answered 503)."""
         self.timed_out = 0
         """Requests answered 503 past ``request_timeout``."""
+        self.refused_at_stop = 0
+        """Requests received during the shutdown and answered 503 unscored."""
         self._asgi: Starlette | None = None
 
     def health(self) -> dict[str, Any]:
@@ -128,6 +169,10 @@ class ScoringApp:
             "dropped": b.skipped,
             "cancelled": b.cancelled,
             "timed_out": self.timed_out,
+            "refused_too_slow": b.refused,
+            "refused_busy": self.admission.refused,
+            "queued_tokens": self.admission.held,
+            "queued_tokens_peak": self.admission.peak,
             "limits": dict(self.limits),
         }
 
@@ -144,7 +189,25 @@ class ScoringApp:
                 if read > DRAIN_BYTES:
                     break
 
-    async def _read_body(self, request: Request) -> bytes:
+    def _charge(self, tokens: int) -> None:
+        """Charge ``tokens`` more to the budget; :class:`Refused` when they do not fit."""
+        if self.admission.reserve(tokens):
+            return
+        if tokens > self.admission.budget:
+            raise Refused(
+                413,
+                f"the request needs {tokens} queued tokens, more than the server's whole "
+                f"budget of {self.admission.budget} (its --max-queued-tokens)",
+            )
+        self.admission.refused += 1
+        raise Refused(
+            503,
+            f"the server is busy: {self.admission.held} of its {self.admission.budget} "
+            "queued tokens (--max-queued-tokens) are held by requests in hand; retry later",
+        )
+
+    async def _read_body(self, request: Request, held: list[int]) -> bytearray:
+        """The body, charged to the budget before it is kept (``held[0]``: the charge)."""
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             await self._drain(request, 0)
@@ -159,18 +222,35 @@ class ScoringApp:
                 f"the body has {declared} bytes, more than the {self.max_body} accepted "
                 "(the server's --max-body-bytes)",
             )
-        chunks, size = [], 0
+        if declared is not None and declared.isdigit():
+            try:
+                self._charge(int(declared))
+            except Refused:
+                await self._drain(request, 0)
+                raise
+            held[0] = int(declared)
+        body = bytearray()
         async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
+            if len(body) + len(chunk) > max(self.max_body, held[0]):
+                size = len(body) + len(chunk)
+                body.clear()
                 await self._drain(request, size)
                 raise RequestError(
                     413,
                     f"the body is longer than the {self.max_body} bytes accepted "
                     "(the server's --max-body-bytes)",
                 )
-            chunks.append(chunk)
-        return b"".join(chunks)
+            if len(body) + len(chunk) > held[0]:  # chunked: charged as it arrives
+                more = len(body) + len(chunk) - held[0]
+                try:
+                    self._charge(more)
+                except Refused:
+                    body.clear()
+                    await self._drain(request, held[0])
+                    raise
+                held[0] += more
+            body += chunk
+        return body
 
     async def handle_health(self, request: Request) -> Response:
         return JSONResponse(self.health())
@@ -185,9 +265,12 @@ class ScoringApp:
         }
         return JSONResponse(body, status_code=200 if ready else 503)
 
-    async def handle_busy(self, scope: Any, receive: Any, send: Any) -> None:
-        """The ASGI app for connections past the cap: 503 JSON, then the connection closes
-        (``GET /health`` and ``/ready`` are answered as usual: probes get through)."""
+    async def handle_busy(
+        self, scope: Any, receive: Any, send: Any, error: str | None = None
+    ) -> None:
+        """The ASGI app for connections past the cap: 503 JSON (``error``: its message), then
+        the connection closes (``GET /health`` and ``/ready`` are answered as usual: probes
+        get through)."""
         if scope["type"] != "http":
             return
         if scope["path"] in ("/health", "/ready") and self._asgi is not None:
@@ -200,17 +283,56 @@ class ScoringApp:
                 return
             read += len(message.get("body", b""))
             more = message.get("more_body", False)
-        error = "too many open connections (the server's --max-connections): retry later"
+        if error is None:
+            error = "too many open connections (the server's --max-connections): retry later"
         headers = {**CLOSE, "retry-after": "1"}
         await JSONResponse({"error": error}, 503, headers)(scope, receive, send)
 
+    async def handle_stopping(
+        self, scope: Any, receive: Any, send: Any, last: Callable[[], bool]
+    ) -> None:
+        """The ASGI app for a request received during the shutdown (pipelined behind one in
+        hand): 503 JSON, with ``Connection: close`` when ``last()`` (nothing more buffered)."""
+        if scope["type"] != "http":
+            return
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            more = message.get("more_body", False)
+        if scope["method"] == "POST":
+            self.refused_at_stop += 1
+        error = "the server is stopping: this request was received but not scored; retry it"
+        headers = {"retry-after": "1", **(CLOSE if last() else {})}
+        await JSONResponse({"error": error}, 503, headers)(scope, receive, send)
+
     async def handle_score(self, request: Request) -> Response:
+        held = [0]
         try:
-            body = await self._read_body(request)
-            parsed = parse_score_body(body, self.max_pairs)
+            return await self._score(request, held)
+        finally:
+            self.admission.release(held[0])
+            if held[0] >= TRIM_BYTES and self.admission.held == 0:  # the last large one went
+                asyncio.get_running_loop().run_in_executor(self._parser, trim_heap)
+
+    async def _score(self, request: Request, held: list[int]) -> Response:
+        try:
+            body = await self._read_body(request, held)
+            loop = asyncio.get_running_loop()
+            parsed, nbytes = await loop.run_in_executor(
+                self._parser, _parse, body, self.max_pairs, self.scorer.pipeline.tokens
+            )
+            del body
+            if nbytes > held[0]:  # texts wider than their bytes: charge what they hold
+                self._charge(nbytes - held[0])
+                held[0] = nbytes
         except RequestError as e:
             headers = CLOSE if e.status in (413, 415) else None
             return JSONResponse(e.body(), status_code=e.status, headers=headers)
+        except Refused as e:
+            retry = str(self.admission.retry_after(self.batcher.rate))
+            return JSONResponse({"error": str(e)}, e.status, {**CLOSE, "retry-after": retry})
         except ClientDisconnect:
             return Response(status_code=499)
         if not parsed.cands:
@@ -233,6 +355,12 @@ class ScoringApp:
             return Response(status_code=499)
         try:
             result: ScoreResult = job.result()
+        except WouldTimeOut as e:
+            error = (
+                f"the request cannot be scored within the {self.request_timeout} s allowed "
+                f"(the server's --request-timeout): {e}; send fewer or shorter texts"
+            )
+            return JSONResponse({"error": error}, status_code=503)
         except (asyncio.TimeoutError, TimeoutError):
             self.timed_out += 1
             error = (
@@ -266,6 +394,7 @@ class ScoringApp:
             finally:
                 # After the server's graceful shutdown: requests in flight are answered.
                 await asyncio.get_running_loop().run_in_executor(None, self.batcher.stop)
+                self._parser.shutdown(wait=False)
 
         async def http_error(request: Request, exc: Exception) -> Response:
             status = exc.status_code if isinstance(exc, HTTPException) else 500

@@ -31,9 +31,21 @@ from ...stages.text import pair_texts
 
 Refs = Sequence[str] | Sequence[Sequence[str]]
 
+SLICE_ROWS = 1024
+"""Token rows encoded in one step of a large request at most (one text at least): a one-pair
+request waits behind at most this much encoding."""
 SLICE_CHARS = 256 * 1024
-"""Characters of text in one slice of a large request at most (besides one encoder batch of
-texts): a slice of a few long texts is as short as one of many short ones."""
+"""Characters of text tokenised in one step at most (besides one text's prefix pieces)."""
+
+
+def most_rows(text: str, limit: int | None, special: int) -> int:
+    """An estimate from above of a text's token rows (a token per 3 characters).
+
+    >>> most_rows("the cat sat", 512, 2), most_rows("word " * 1000, 512, 2)
+    (6, 512)
+    """
+    rows = -(-len(text) // 3) + special
+    return rows if limit is None else min(rows, limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +54,15 @@ class ScoreRequest:
 
     cands: list[str]
     refs: list[Any]
+    least: dict[str, int] | None = dataclasses.field(default=None, compare=False, repr=False)
+    """A lower bound of each distinct text's token rows, when worked out ahead (off the
+    worker: the server's parsing thread); None: worked out when needed."""
+
+    @property
+    def chars(self) -> int:
+        """Characters of text in the request (references counted as often as given)."""
+        flat = (t for r in self.refs for t in (r if isinstance(r, list) else [r]))
+        return sum(map(len, self.cands)) + sum(map(len, flat))
 
     @property
     def pairs(self) -> int:
@@ -115,6 +136,19 @@ class RequestScorer:
         finally:
             tokens.memo = None
 
+    def plan(self, request: ScoreRequest) -> bool:
+        """Whether ``request`` is large: more than :data:`SLICE_CHARS` characters, or more than
+        :data:`SLICE_ROWS` token rows (estimated from above) to encode; a large request is
+        worked in slices (:mod:`~rust_bertscore.integrations.server.slices`), a small one in a
+        batch."""
+        if request.chars > SLICE_CHARS:
+            return True
+        tokens = self.scorer.pipeline.tokens
+        limit = tokens.window_length if tokens.window is None else None
+        special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
+        texts = self.uncached(request.texts())
+        return sum(most_rows(t, limit, special) for t in texts) > SLICE_ROWS
+
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """Those of ``texts`` whose vectors are not in the cache (all of them without one)."""
         cache = self.scorer.pipeline.cache
@@ -124,22 +158,12 @@ class RequestScorer:
         """Call ``check`` after each encoder batch (it raises to stop the work in hand)."""
         self.scorer.pipeline.runtime.encoder.on_batch = check
 
-    def next_slice(self, texts: Sequence[str]) -> int:
-        """How many of ``texts`` make the next slice: at most one encoder batch of texts and
-        :data:`SLICE_CHARS` characters, at least one text."""
-        n, chars = 0, 0
-        while n < min(len(texts), self.scorer.batch_size) and (
-            not n or chars + len(texts[n]) <= SLICE_CHARS
-        ):
-            chars += len(texts[n])
-            n += 1
-        return n
-
-    def plan(self, request: ScoreRequest) -> list[str] | None:
-        """The texts of ``request`` to encode ahead of its scoring, in slices, when it is
-        larger than one slice; None for a request scored in one go."""
-        todo = self.uncached(request.texts())
-        return todo if self.next_slice(todo) < len(todo) else None
+    def encode_ids(self, texts: Sequence[str], ids: Sequence[list[int]]) -> None:
+        """Encode ``texts`` (distinct, not cached; token ids ``ids``) into the cache, in
+        encoder batches of the scorer's ``batch_size``."""
+        if texts and self.scorer.pipeline.cache.max_bytes:
+            self.scorer.pipeline.vectors(texts, ids, self.scorer.batch_size)
+            self.encoded_batches += 1
 
     def encode(self, texts: Sequence[str], budget: int | None = None) -> int:
         """Encode ``texts`` (distinct, not cached) into the cache: as many as fit ``budget``
@@ -163,13 +187,18 @@ class RequestScorer:
             texts.update(dict.fromkeys(request.texts()))
         self.encode(self.uncached(list(texts)))
 
-    def score_one(self, request: ScoreRequest) -> ScoreResult:
-        """``score(request.cands, request.refs)`` with this scorer's settings."""
+    def score_one(
+        self, request: ScoreRequest, idf_refs: Sequence[str] | None = None
+    ) -> ScoreResult:
+        """``score(request.cands, request.refs)`` with this scorer's settings (``idf_refs``:
+        the references IDF is taken over, when not the request's own: a part of a request)."""
         scorer = self.scorer
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self.idf:
-                scorer.set_idf_sents(pair_texts(request.cands, request.refs).refs)
+                if idf_refs is None:
+                    idf_refs = pair_texts(request.cands, request.refs).refs
+                scorer.set_idf_sents(idf_refs)
             P, R, F = scorer.score(request.cands, request.refs, batch_size=scorer.batch_size)
         return ScoreResult(P, R, F, [str(w.message) for w in caught])
 

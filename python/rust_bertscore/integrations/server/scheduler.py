@@ -2,12 +2,17 @@
 
 :class:`Batcher` takes requests from a queue on one worker thread. Small requests that arrive
 together (within ``max_wait``, at most ``max_batch``) are scored as one batch by a
-:class:`~rust_bertscore.integrations.server.batching.RequestScorer`. A large request (more
-texts to encode than one encoder batch) is encoded ahead of its scoring in slices of one
-encoder batch, and between two slices the worker serves what has arrived since: a request of one
-pair waits for at most one slice of a large one, never for all of it. Work whose callers have all
-gone (:meth:`Job.abandon`, or past its deadline) stops at the next encoder batch (the encoder's
-``on_batch`` hook raises :class:`WorkCancelled`). This module needs no web framework.
+:class:`~rust_bertscore.integrations.server.batching.RequestScorer`. A large request (more than
+one slice: :data:`~rust_bertscore.integrations.server.batching.SLICE_ROWS` token rows or
+:data:`~rust_bertscore.integrations.server.batching.SLICE_CHARS` characters) is worked in steps of
+one slice (:class:`~rust_bertscore.integrations.server.slices.Chunked`), and between two steps
+the worker serves what has arrived since: a request of one pair waits for at most one slice.
+Large requests go shortest first by their remaining token rows, less an ageing credit for the
+time they have waited, so a large one still finishes. A request that cannot finish before its
+deadline even at the fastest rate seen is refused (:class:`WouldTimeOut`) before its work, or
+as soon as it falls that far behind. Work whose callers have all gone (:meth:`Job.abandon`, or
+past its deadline) stops at the next encoder batch (the encoder's ``on_batch`` hook raises
+:class:`WorkCancelled`); the slices it encoded stay in the cache. No web framework here.
 """
 
 from __future__ import annotations
@@ -22,6 +27,28 @@ from typing import Any
 
 from ...errors import InputValueError
 from .batching import RequestScorer, ScoreRequest, ScoreResult
+from .slices import SLICE_ROWS, Chunked
+
+AGEING_ROWS = 1000
+"""Token rows of credit per second waited, before the encoder's rate is measured."""
+RATE_SAMPLE_ROWS = 256
+"""Slices of fewer token rows are not used to measure the encoder's rate."""
+
+
+class WouldTimeOut(TimeoutError):
+    """A request that cannot be scored before its deadline, even at the fastest rate seen.
+
+    >>> print(WouldTimeOut(90.0, 60.0))  # doctest: +NORMALIZE_WHITESPACE
+    the request needs at least 90.0 s of encoding at the fastest rate seen,
+    and 60.0 s are left of its time
+    """
+
+    def __init__(self, seconds: float, left: float) -> None:
+        super().__init__(
+            f"the request needs at least {seconds:.1f} s of encoding at the fastest rate seen, "
+            f"and {max(left, 0):.1f} s are left of its time"
+        )
+        self.seconds = seconds
 
 
 class WorkCancelled(BaseException):
@@ -38,9 +65,9 @@ class Job:
     deadline: float | None = None
     """``time.monotonic()`` past which nobody waits for it (None: no deadline)."""
     abandoned: bool = False
-    todo: list[str] = dataclasses.field(default_factory=list)
-    rows_left: int = 0
-    memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+    work: Chunked | None = None
+    """A large request's progress (None: scored in a batch)."""
+    arrived: float = dataclasses.field(default_factory=time.monotonic)
 
     def abandon(self) -> None:
         """Its caller has gone: drop it if not begun, stop it at the next encoder batch if so."""
@@ -111,6 +138,10 @@ class Batcher:
         """Requests dropped because their caller had gone before scoring began."""
         self.cancelled = 0
         """Requests stopped mid-work because their caller had gone (or their deadline passed)."""
+        self.refused = 0
+        """Requests refused because they could not finish before their deadline."""
+        self.rate: float | None = None
+        """The fastest encoding rate seen, in token rows per second (None: not measured)."""
 
     @property
     def queued(self) -> int:
@@ -180,11 +211,32 @@ class Batcher:
         return items, False
 
     def _is_large(self, job: Job) -> bool:
-        todo = self.scorer.plan(job.request)
-        if todo is None:
+        if not self.scorer.plan(job.request):
             return False
-        job.todo, job.rows_left = todo, self.scorer.budget
+        job.work = Chunked(job.request, self.scorer, max(self.scorer.budget, SLICE_ROWS))
         return True
+
+    def _too_slow(self, job: Job) -> bool:
+        """Refuse ``job`` (True) when it cannot finish before its deadline at :attr:`rate`."""
+        if job.deadline is None or self.rate is None or job.work is None:
+            return False
+        need = job.work.least_left / self.rate
+        left = job.deadline - time.monotonic()
+        if need <= left:
+            return False
+        self.refused += 1
+        job.finish(WouldTimeOut(need, left))
+        return True
+
+    def _next_large(self) -> Job:
+        """The large job with the least remaining work, less its ageing credit."""
+        now, per_s = time.monotonic(), self.rate or AGEING_ROWS
+        best = min(
+            self._large,
+            key=lambda j: (j.work.rows_left if j.work else 0) - per_s * (now - j.arrived),
+        )
+        self._large.remove(best)
+        return best
 
     def _work(self) -> None:
         stopping = False
@@ -200,17 +252,18 @@ class Batcher:
                 if job.gone():
                     self.skipped += 1
                 elif self._is_large(job):
-                    self._large.append(job)
+                    if not self._too_slow(job):
+                        self._large.append(job)
                 else:
                     small.append(job)
             if small:
                 self._run(small, self._score_small, small)
             if self._large:
-                job = self._large.pop(0)
+                job = self._next_large()
                 if job.gone():
                     self.skipped += 1
-                elif self._run([job], self._advance, job):
-                    self._large.append(job)  # round robin: the next slice after the others'
+                elif not self._too_slow(job) and self._run([job], self._advance, job):
+                    self._large.append(job)
 
     def _run(self, jobs: list[Job], step: Any, arg: Any) -> bool:
         """``step(arg)`` with ``jobs`` in hand (their callers' leaving stops it); its result, or
@@ -230,26 +283,28 @@ class Batcher:
         results = self.scorer.score_batch([job.request for job in jobs])
         self.batches += 1
         self.requests += len(jobs)
+        self._current = []  # done before the callers hear of it: /health then says so
         for job, result in zip(jobs, results):
             job.finish(result)
         return False
 
     def _advance(self, job: Job) -> bool:
-        """One slice of ``job``'s encoding, or its scoring once encoded; True: more to do."""
-        scorer = self.scorer
-        if job.todo and job.rows_left > 0:
-            n = scorer.next_slice(job.todo)
-            part, job.todo = job.todo[:n], job.todo[n:]
-            with scorer.tokens_kept(job.memo):
-                rows = scorer.encode(part, job.rows_left)
-            job.rows_left = job.rows_left - rows if rows else 0  # past the budget: score() does it
+        """One step of ``job`` (a slice encoded, or a chunk scored); True: more to do."""
+        work = job.work
+        assert work is not None
+        start = time.perf_counter()
+        try:
+            more = work.step()
+        except Exception as e:  # handed to that request's caller
+            job.finish(e)
+            return False
+        rows, seconds = work.last_rows, time.perf_counter() - start
+        if rows >= RATE_SAMPLE_ROWS and seconds > 0:
+            self.rate = max(self.rate or 0.0, rows / seconds)
+        if more:
             return True
-        with scorer.tokens_kept(job.memo):
-            try:
-                result: ScoreResult | Exception = scorer.score_one(job.request)
-            except Exception as e:  # handed to that request's caller
-                result = e
         self.batches += 1
         self.requests += 1
-        job.finish(result)
+        self._current = []
+        job.finish(work.result())
         return False

@@ -27,18 +27,22 @@ class AddedToken:
     special: bool = True
     id: int | None = None
     """The id the saved tokenizer gives it (``added_tokens_decoder`` / ``added_tokens.json``)."""
+    normalized: bool = False
+    """Matched in the normalised text (a fast tokenizer's flag; the slow ones ignore it)."""
 
 
 def _entry(value: object, token_id: int | None = None) -> AddedToken | None:
     if isinstance(value, str):
         return AddedToken(value, id=token_id)
     if isinstance(value, dict) and isinstance(value.get("content"), str):
+        special = bool(value.get("special", True))
         return AddedToken(
             value["content"],
             lstrip=bool(value.get("lstrip", False)),
             rstrip=bool(value.get("rstrip", False)),
-            special=bool(value.get("special", True)),
+            special=special,
             id=token_id,
+            normalized=bool(value.get("normalized", not special)),
         )
     return None
 

@@ -15,11 +15,16 @@ from ...errors import InputValueError
 from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
+from .sentencepiece_fast import sentencepiece_fast_tokenizer
 
 SERIAL_TEXTS = 8
 """Batches of at most this many texts are tokenised one by one on the calling thread: handing
 a few short texts to the ``tokenizers`` thread pool costs more than it saves (most of a one-pair
 call's tokenising time, and milliseconds when other processes keep the cores busy)."""
+SERIAL_CHARS = 64 * 1024
+"""Texts longer than this in all go to the library's batch call even when few: it releases the
+GIL while it works (its single-text call does not), so other threads (a server's event loop)
+run meanwhile."""
 
 
 def entry_text(entry: object) -> str | None:
@@ -42,9 +47,19 @@ class FastIds:
         self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        if len(texts) <= SERIAL_TEXTS:  # no hand-off to the library's thread pool
-            return [self.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        try:
+            if len(texts) <= SERIAL_TEXTS and sum(map(len, texts)) <= SERIAL_CHARS:  # no hand-off
+                return [self.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+            encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        except Exception:  # the Rust side raises a plain Exception: name the text
+            for i, text in enumerate(texts):
+                try:
+                    self.tokenizer.encode(text, add_special_tokens=False)
+                except Exception as e:
+                    raise InputValueError(
+                        f"the tokenizer cannot encode text {i} ({text[:40]!r}): {e}"
+                    ) from e
+            raise
         return [list(e.ids) for e in encodings]
 
     def token_to_id(self, token: str) -> int | None:
@@ -91,17 +106,23 @@ def load_fast_tokenizer(
     raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
 
 
-NO_FAST_CLASSES = frozenset(
+SLOW_ONLY_CLASSES = frozenset(
     {
         "ByT5Tokenizer",
         "BertweetTokenizer",
         "XLMTokenizer",
         "ProphetNetTokenizer",
         "XLMProphetNetTokenizer",
-        "BlenderbotSmallTokenizer",
     }
 )
-"""Tokenizer classes that ``AutoTokenizer`` has no fast version of (transformers 4.57)."""
+"""Tokenizer classes that transformers 4.57 has no fast version of: ``AutoTokenizer`` with
+``use_fast=True`` returns the slow tokenizer, so bert_score's fast path is its slow path."""
+
+NO_FAST_CLASSES = frozenset({"BlenderbotSmallTokenizer"})
+"""Classes whose fast tokenizer is not built here: transformers 4.57's
+``BlenderbotSmallTokenizerFast`` reads the vocabulary as character BPE with ``</w>`` and could
+not load the reference set's BlenderbotSmall checkpoint (``Token `e</w>` out of vocabulary``),
+so bert_score's fast path fails there too."""
 
 BYTE_LEVEL_FAST_CLASSES = frozenset(
     {
@@ -119,32 +140,43 @@ BYTE_LEVEL_FAST_CLASSES = frozenset(
 
 
 def load_use_fast_tokenizer(
-    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass
+    model_dir: Path, tok_config: dict, special_map: dict, cls: TokenizerClass, sentinels: int = 0
 ) -> Tokenizer:
     """The tokenizer bert_score gets with ``use_fast_tokenizer=True``: the model's fast
     tokenizer (``tokenizer.json``, or one built from ``vocab.txt`` / ``vocab.json`` +
-    ``merges.txt`` as transformers converts them), as ``PreTrainedTokenizerFast`` loads it.
+    ``merges.txt`` or from a SentencePiece model as transformers converts them), as
+    ``PreTrainedTokenizerFast`` loads it.
 
     bert_score passes no ``add_prefix_space`` to a fast tokenizer (its ``sent_encode`` tests for
     the slow RoBERTa/GPT-2 classes), so a byte-level tokenizer adds a space before the text only
-    when its configuration says so. ``InputValueError`` for a class with no fast tokenizer
-    (XLM, Bertweet, ByT5, ProphetNet, BlenderbotSmall) or a SentencePiece model without its
-    ``tokenizer.json``.
+    when its configuration says so. A SentencePiece checkpoint without ``tokenizer.json`` gets
+    the tokenizer transformers 4.57 converts its slow one to (:mod:`.sentencepiece_fast`;
+    ``sentinels`` is T5's ``extra_ids``). ``InputValueError`` for a class whose fast tokenizer
+    is not built here (:data:`NO_FAST_CLASSES`, a SentencePiece class without a converter
+    here) and for the classes of :data:`SLOW_ONLY_CLASSES`, for which bert_score's fast path
+    is the slow tokenizer (the caller loads that instead).
+
+    A WordPiece vocabulary without its unknown token is left as it is: the fast tokenizer then
+    fails on a word it cannot split, as bert_score's does (:class:`FastIds` names the text).
     """
-    if cls.name in NO_FAST_CLASSES:
+    if cls.name in NO_FAST_CLASSES or cls.name in SLOW_ONLY_CLASSES:
         raise InputValueError(
             f"use_fast_tokenizer=True: {cls.name} (the tokenizer of {model_dir}) has no fast "
-            "tokenizer in transformers; leave use_fast_tokenizer=False (its slow tokenizer, "
-            "bert_score's default)"
+            "tokenizer that this package builds; leave use_fast_tokenizer=False (its slow "
+            "tokenizer, bert_score's default)"
         )
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         tokenizer = read_tokenizer_json(tokenizer_json)
     elif cls.sentencepiece is not None:
-        raise InputValueError(
-            f"use_fast_tokenizer=True needs the fast tokenizer of {model_dir} (tokenizer.json), "
-            f"which it lacks: {cls.name} has only its SentencePiece model there; leave "
-            "use_fast_tokenizer=False"
+        found = [model_dir / n for n in cls.model_files if (model_dir / n).is_file()]
+        if not found:
+            raise FileNotFoundError(
+                f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
+                f"tokenizer.json or {' or '.join(cls.model_files)} ({cls.name})"
+            )
+        tokenizer = sentencepiece_fast_tokenizer(
+            found[0], model_dir, tok_config, special_map, cls, sentinels
         )
     else:
         built = from_vocabulary_files(model_dir, tok_config)
@@ -159,7 +191,6 @@ def load_use_fast_tokenizer(
     byte_level = pre is not None and type(pre).__name__ == "ByteLevel"
     if cls.name in BYTE_LEVEL_FAST_CLASSES and byte_level:
         pre.add_prefix_space = bool(tok_config.get("add_prefix_space", False))
-    wordpiece_unknown_as_added_token(tokenizer)
     return tokenizer
 
 

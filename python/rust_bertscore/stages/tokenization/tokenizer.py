@@ -44,7 +44,13 @@ from .classes import (
     TokenizerClass,
     tokenizer_class,
 )
-from .fast import FastIds, entry_text, load_fast_tokenizer, load_use_fast_tokenizer
+from .fast import (
+    SLOW_ONLY_CLASSES,
+    FastIds,
+    entry_text,
+    load_fast_tokenizer,
+    load_use_fast_tokenizer,
+)
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -117,7 +123,10 @@ class TextTokenizer:
     fast : bool
         False (default): bert_score's slow tokenizer, as above. True: the model's fast
         tokenizer, as bert_score's ``use_fast_tokenizer=True`` gets it
-        (:func:`~rust_bertscore.tokenization.fast.load_use_fast_tokenizer`).
+        (:func:`~rust_bertscore.tokenization.fast.load_use_fast_tokenizer`; built from the
+        SentencePiece model as transformers converts it when there is no ``tokenizer.json``),
+        or the slow one where transformers has no fast class (XLM, ByT5, Bertweet, ProphetNet,
+        XLM-ProphetNet), as ``AutoTokenizer`` then gives bert_score.
 
     Attributes
     ----------
@@ -136,9 +145,15 @@ class TextTokenizer:
         tok_config = {**self.tokenizer_class.defaults, **tok_config}
         self._source: _IdSource
         self._tokenizer: Tokenizer | None
-        if fast:
+        # With use_fast_tokenizer=True bert_score gets the slow tokenizer where transformers
+        # has no fast class (XLM, ByT5, ...): its fast path is then the slow one.
+        uses_fast = fast and self.tokenizer_class.name not in SLOW_ONLY_CLASSES
+        if uses_fast:
+            sentinels = (
+                _sentinel_count(tok_config) if self.tokenizer_class.layout == LAYOUT_EOS else 0
+            )
             fast_tokenizer = load_use_fast_tokenizer(
-                self.model_dir, tok_config, special_map, self.tokenizer_class
+                self.model_dir, tok_config, special_map, self.tokenizer_class, sentinels
             )
             self._source, self._tokenizer = FastIds(fast_tokenizer), fast_tokenizer
         else:
@@ -146,7 +161,7 @@ class TextTokenizer:
                 self.model_dir, tok_config, special_map, self.tokenizer_class
             )
         # bert_score adds the prefix space itself for the slow RoBERTa/GPT-2 classes only.
-        self.prefix_space = False if fast else _wants_prefix_space(tok_config, config)
+        self.prefix_space = False if uses_fast else _wants_prefix_space(tok_config, config)
         names = {
             key: [entry_text(special_map.get(key)), entry_text(tok_config.get(key))]
             for key in ("cls_token", "sep_token", "eos_token", "bos_token")
@@ -157,8 +172,12 @@ class TextTokenizer:
             self.cls_id = self._special_id("cls_token", [*names["cls_token"], "[CLS]", "<s>"])
             self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
         self._prefix, self._suffix = self._frame(tok_config, names)
-        self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS
+        # T5's slow tokenizer does not double a final </s>; its fast template always adds one.
+        self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS and not uses_fast
         self.max_length = _max_length(tok_config, config)
+        # transformers' fast tokenizer cannot truncate to "no limit" (int(1e30)): bert_score's
+        # fast path raises OverflowError on every non-empty text of such a checkpoint
+        self._fast_unbounded = uses_fast and _declares_no_limit(tok_config)
         self.full_attention_limit = full_attention_limit(config)
         self.vocab_size = int(self._source.vocab_size)
         self.base_vocab_size = int(self._source.base_vocab_size)
@@ -269,9 +288,19 @@ class TextTokenizer:
     def build(self, ids: list[int] | None, *, truncate: bool = True) -> list[int]:
         """A text's ids with the special tokens added (``build_inputs_with_special_tokens``),
         truncated first to :attr:`max_length` (keeping room for the special tokens) unless
-        ``truncate`` is False. None (an empty text) gives :attr:`empty_ids`."""
+        ``truncate`` is False. None (an empty text) gives :attr:`empty_ids`. With
+        ``use_fast_tokenizer=True`` on a tokenizer that declares no ``model_max_length``,
+        truncating raises ``InputValueError``, as bert_score's fast path fails there."""
         if ids is None:
             return self.empty_ids
+        if truncate and self._fast_unbounded:
+            raise InputValueError(
+                f"use_fast_tokenizer=True: the tokenizer of {self.model_dir} declares no "
+                "model_max_length, and bert_score's fast path fails on every non-empty text "
+                "there (transformers' fast tokenizer raises OverflowError truncating to its "
+                "default int(1e30)); set model_max_length in tokenizer_config.json, or leave "
+                "use_fast_tokenizer=False"
+            )
         n_special = len(self._prefix) + len(self._suffix)
         if truncate and self.max_length is not None and len(ids) + n_special > self.max_length:
             ids = ids[: max(self.max_length - n_special, 0)]
@@ -379,6 +408,15 @@ def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
             return bool(tok_config.get("add_prefix_space", False))
         return cls in PREFIX_SPACE_CLASSES
     return str(config.get("model_type", "")) in PREFIX_SPACE_MODEL_TYPES
+
+
+def _declares_no_limit(tok_config: dict) -> bool:
+    """True when ``model_max_length`` is absent (transformers then takes ``int(1e30)``) or does
+    not fit the 64-bit length the ``tokenizers`` library truncates to."""
+    declared = tok_config.get("model_max_length")
+    if isinstance(declared, bool) or not isinstance(declared, (int, float)):
+        return True
+    return declared >= 2**64
 
 
 def _max_length(tok_config: dict, config: dict) -> int | None:

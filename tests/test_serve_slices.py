@@ -1,0 +1,189 @@
+"""The scoring server's large requests in steps of bounded cost (no web server): chunks scored
+as ``score()`` scores the whole request, slices of bounded token rows, long texts tokenised by
+prefixes to the same tokens, the queue ordered by remaining work with ageing, requests that
+cannot finish refused before their work, and cancelled work kept in the cache."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from rust_bertscore import BERTScorer
+from rust_bertscore.integrations.server import slices
+from rust_bertscore.integrations.server.batching import RequestScorer, ScoreRequest
+from rust_bertscore.integrations.server.scheduler import Batcher, Job, WouldTimeOut
+from rust_bertscore.integrations.server.slices import Chunked, fill_tokens
+
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "warm",
+    "mat",
+    "while",
+    "rain",
+    "fell",
+    ",",
+    ".",
+    "!",
+    "café",
+    "naïve",
+    "日本",
+    "don't",
+    "x2",
+]
+
+
+def _text(rng: np.random.Generator, n: int) -> str:
+    return " ".join(rng.choice(WORDS, n))
+
+
+def _score(scorer: BERTScorer, request: ScoreRequest) -> tuple[tuple, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = scorer.score(request.cands, request.refs, batch_size=scorer.batch_size)
+    return out, [str(w.message) for w in caught]
+
+
+def _run(work: Chunked) -> int:
+    steps = 1
+    while work.step():
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("idf", [False, True])
+@pytest.mark.parametrize("independent", [False, True])
+def test_chunks_score_as_score_on_the_whole_request(idf: bool, independent: bool) -> None:
+    scorer = BERTScorer(batch_size=4, idf=idf, batch_independent=independent)
+    rng = np.random.default_rng(1)
+    cands = [_text(rng, int(rng.integers(1, 30))) for _ in range(23)]
+    refs = [
+        [_text(rng, int(rng.integers(1, 30))) for _ in range(int(rng.integers(1, 4)))]
+        for _ in range(23)
+    ]
+    cands[5] = _text(rng, 700)  # cut at 512 tokens: the truncation warning, counted once
+    refs[17] = [_text(rng, 900)]
+    request = ScoreRequest(cands, refs)
+    work = Chunked(request, RequestScorer(scorer), chunk_rows=300)
+    assert len(work.bounds) > 2
+    if not independent:  # each chunk starts on a scoring batch of 4 flattened pairs
+        sizes = [len(r) for r in refs]
+        assert all(sum(sizes[:lo]) % 4 == 0 for lo, _ in work.bounds)
+    _run(work)
+    got = work.result()
+    (P, R, F), messages = _score(scorer, request)
+    for a, b in zip((got.P, got.R, got.F), (P, R, F)):
+        np.testing.assert_array_equal(a, b)
+    assert got.warnings == messages and "2 texts were longer" in messages[0]
+
+
+def test_slices_have_bounded_token_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slices, "SLICE_ROWS", 100)
+    scorer = BERTScorer(batch_size=64)
+    rng = np.random.default_rng(2)
+    request = ScoreRequest([_text(rng, 20) for _ in range(30)], [_text(rng, 20) for _ in range(30)])
+    work = Chunked(request, RequestScorer(scorer), chunk_rows=10_000)
+    seen = []
+    while work.step():
+        seen.append(work.last_rows)
+    encoded = [r for r in seen if r]
+    assert len(encoded) > 5 and max(encoded) <= 100
+    want = scorer.pipeline.tokens.tokenize(request.texts()).ids
+    assert sum(encoded) == sum(map(len, want))  # every text encoded once, in the slices
+
+
+LONG = [
+    "word " * 50_000,
+    'The cat, it said -- "don\'t!" -- sat   on\tthe mat.\n' * 6_000,
+    "café naïve 日本語のテキスト résumé ÅÄÖ 😀 emoji " * 8_000,
+    "x" * 200_000 + " tail",  # no whitespace early on: tokenised whole
+]
+
+
+@pytest.mark.parametrize("text", LONG, ids=["words", "punctuation", "unicode", "one word"])
+def test_long_texts_by_prefix_give_the_tokens_of_the_whole_text(text: str) -> None:
+    tokens = BERTScorer().pipeline.tokens
+    memo: dict = {}
+    fill_tokens(tokens, [text], memo)
+    whole = tokens.tokenize([text])
+    assert memo[text][0] == whole.ids[0]
+    assert memo[text][1] == (0 in whole.cut)
+    assert memo[text][3] == bool(whole.empty[0])
+
+
+def test_an_eight_million_character_text_is_tokenised_by_a_prefix() -> None:
+    tokens = BERTScorer().pipeline.tokens
+    text = "word " * 1_600_000
+    start = time.perf_counter()
+    memo: dict = {}
+    fill_tokens(tokens, [text], memo)
+    assert len(memo[text][0]) == 512 and memo[text][1]
+    assert time.perf_counter() - start < 30  # whole, it takes seconds and a gigabyte
+
+
+def _batcher(scorer: BERTScorer) -> Batcher:
+    return Batcher(RequestScorer(scorer), max_batch=8, max_wait=0.001)
+
+
+def test_large_requests_go_shortest_first_with_ageing() -> None:
+    batcher = _batcher(BERTScorer(batch_size=8))
+    rng = np.random.default_rng(3)
+
+    def job(n: int, waited: float) -> Job:
+        request = ScoreRequest([_text(rng, 40) for _ in range(n)], [_text(rng, 40)] * n)
+        j = batcher.submit(request)
+        batcher._queue.get_nowait()
+        assert batcher._is_large(j)
+        j.arrived = time.monotonic() - waited
+        return j
+
+    big, small = job(200, 0.0), job(50, 0.0)
+    batcher._large = [big, small]
+    assert batcher._next_large() is small
+    old_big = job(200, 3600.0)  # waited an hour: its credit passes its size
+    batcher._large = [small, old_big]
+    assert batcher._next_large() is old_big
+
+
+def test_a_request_that_cannot_finish_is_refused_before_its_work() -> None:
+    scorer = BERTScorer(batch_size=8)
+    batcher = _batcher(scorer)
+    batcher.rate = 100.0  # token rows a second: 200 pairs of 40 words need over 80 s
+    batcher.start()
+    try:
+        rng = np.random.default_rng(4)
+        request = ScoreRequest([_text(rng, 40) for _ in range(200)], [_text(rng, 40)] * 200)
+        job = batcher.submit(request, timeout=5.0)
+        with pytest.raises(WouldTimeOut, match="at least"):
+            job.future.result(timeout=60)
+        assert batcher.refused == 1 and len(scorer.pipeline.cache) == 0  # nothing encoded
+    finally:
+        batcher.stop()
+
+
+def test_cancelled_work_keeps_its_slices_in_the_cache() -> None:
+    scorer = BERTScorer(batch_size=8)
+    batcher = _batcher(scorer)
+    batcher.start()
+    try:
+        rng = np.random.default_rng(5)
+        request = ScoreRequest([_text(rng, 30) for _ in range(300)], [_text(rng, 30)] * 300)
+        job = batcher.submit(request)
+        deadline = time.monotonic() + 60
+        while len(scorer.pipeline.cache) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        job.abandon()
+        deadline = time.monotonic() + 60
+        while batcher.in_progress and time.monotonic() < deadline:
+            time.sleep(0.01)
+        kept = len(scorer.pipeline.cache)
+        assert batcher.cancelled + batcher.skipped == 1 and kept >= 20
+        assert kept < len(request.texts())  # stopped before the end
+    finally:
+        batcher.stop()
