@@ -13,7 +13,7 @@ use crate::pool::{try_map, Plan};
 use crate::prepare::{prepare, Prepared};
 use crate::ragged::{check_pairs, Ragged};
 use crate::scores::ScoreOptions;
-use crate::similarity::{BlockSide, Scratch};
+use crate::similarity::Scratch;
 
 /// The best matches of every token of a list of pairs, flattened.
 ///
@@ -161,7 +161,7 @@ fn align_prepared(
     let mut ref_match = vec![-1_i64; n];
     let mut ref_best = vec![f32::NEG_INFINITY; n];
     if m > 0 && n > 0 {
-        let sim = scratch.similarities(as_side(c), as_side(r));
+        let sim = scratch.similarities(c.side(), r.side());
         for (i, row) in sim.chunks_exact(n).enumerate() {
             if !kept(keep_c, i) {
                 continue;
@@ -191,10 +191,6 @@ fn align_prepared(
     let cand_cosine = cosines(&cand_match, cand_best);
     let ref_cosine = cosines(&ref_match, ref_best);
     (cand_match, cand_cosine, ref_match, ref_cosine)
-}
-
-fn as_side<'p>(p: &'p Prepared<'_>) -> BlockSide<'p> {
-    p.side()
 }
 
 #[cfg(test)]
