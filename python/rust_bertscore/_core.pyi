@@ -37,6 +37,7 @@ __all__ = [
     "ThreadPoolError",
     "__version__",
     "active_isa",
+    "align_ragged",
     "bootstrap_ci",
     "dot",
     "get_num_threads",
@@ -237,6 +238,90 @@ def pairwise_embeddings(
     ((2, 3), dtype('float32'))
     >>> bool(np.isclose(F[1, 2], score_embeddings([cands[1]], [refs[2]])[2][0]))
     True
+    """
+
+def align_ragged(
+    data: _FloatArray,
+    offsets: _IndexArray,
+    pair_cand: _IndexArray,
+    pair_ref: _IndexArray,
+    keep: _FlagArray | None = None,
+    *,
+    normalize: bool = True,
+    num_threads: int | None = None,
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.float32],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.float32],
+    NDArray[np.int64],
+]:
+    """Token alignments of pairs of texts of one ragged batch, all pairs in one call.
+
+    For every token of pair ``k`` (text ``pair_cand[k]`` against text ``pair_ref[k]``, laid out
+    as in :func:`score_ragged`), the index of its most similar token on the other side of the
+    pair and their similarity: the maxima whose weighted means are P and R, with their argmax.
+    The similarities are :func:`score_ragged`'s (the same normalisation and matrix product).
+    Of equal maxima the first wins, as with ``numpy.argmax``.
+
+    Parameters
+    ----------
+    data : ndarray of float32, shape (total_tokens, dim)
+        Every text's token embeddings back to back (float64 is converted).
+    offsets : ndarray of int64, shape (n_texts + 1,)
+        Text ``t`` is rows ``offsets[t]:offsets[t + 1]``.
+    pair_cand, pair_ref : ndarray of int64, shape (n_pairs,)
+        Text indices in ``range(n_texts)``.
+    keep : ndarray of bool, shape (total_tokens,), optional
+        Rows flagged False take no part: they are no token's match and have none themselves
+        (None: every row takes part).
+    normalize : bool, default True
+        Cosine (True) or raw dot-product (False) similarity.
+    num_threads : int, optional
+        At most this many threads of the shared pool.
+
+    Returns
+    -------
+    cand_match : ndarray of int64
+        Each candidate token's best reference token (an index within the pair's reference), or
+        -1 for a token left out by ``keep`` or with no token to match.
+    cand_cosine : ndarray of float32
+        Its similarity (NaN where the match is -1).
+    cand_offsets : ndarray of int64, shape (n_pairs + 1,)
+        Pair ``k``'s candidate tokens are entries ``cand_offsets[k]:cand_offsets[k + 1]``.
+    ref_match, ref_cosine, ref_offsets
+        The same for the reference tokens (a match is an index within the pair's candidate).
+
+    Raises
+    ------
+    ValueError
+        Bad offsets, ``pair_cand`` and ``pair_ref`` of different lengths, an index out of range
+        (``"pair 7: reference index 12 is out of range for 10 texts"``), ``keep`` not of one
+        flag per row, NaN or infinity in a text (naming it).
+    TypeError
+        ``data`` not float32/float64, an index array that is not integer.
+
+    Examples
+    --------
+    Text 0 (rows 0-1) against text 1 (rows 2-4):
+
+    >>> import numpy as np
+    >>> from rust_bertscore._core import align_ragged
+    >>> data = np.array([[1, 0], [0, 1], [0, 2], [1, 0.1], [1, 1]], dtype=np.float32)
+    >>> cm, cc, co, rm, rc, ro = align_ragged(data, [0, 2, 5], [0], [1])
+    >>> cm.tolist(), rm.tolist(), co.tolist(), ro.tolist()
+    ([1, 0], [1, 0, 0], [0, 2], [0, 3])
+    >>> round(float(cc[1]), 4), round(float(rc[2]), 4)
+    (1.0, 0.7071)
+
+    With row 2 (the reference's token 0) left out, the candidate's token 1 matches token 2;
+    the reference's token 2 is as close to both candidate tokens, and takes the first:
+
+    >>> keep = [True, True, False, True, True]
+    >>> cm, cc, co, rm, rc, ro = align_ragged(data, [0, 2, 5], [0], [1], keep)
+    >>> cm.tolist(), rm.tolist(), bool(np.isnan(rc[0]))
+    ([1, 2], [-1, 0, 0], True)
     """
 
 def score_ragged(

@@ -20,7 +20,8 @@ token, with its vector from the windows; a token left out by ``exclude_punctuati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -232,25 +233,48 @@ def floored_sides(
     return _core.pad_floor_flags(lc, lr, batch_size)
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = v.astype(np.float64)
-    norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(norms > 0, norms, 1.0)
+@contextlib.contextmanager
+def tokens_memo(scorer: Scorer) -> Iterator[None]:
+    """Within the block, the scorer tokenises each text once (its ``pipeline.tokens.memo``):
+    the alignment's tokens are the ones its ``score()`` call scores, without a second
+    tokenisation. A memo set already (the scoring server's) is left as it is.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> from rust_bertscore.analyses.align import tokens_memo
+    >>> scorer = BERTScorer()
+    >>> with tokens_memo(scorer):
+    ...     ids = scorer.pipeline.tokens.tokenize(["the cat sat"]).ids
+    ...     "the cat sat" in scorer.pipeline.tokens.memo
+    True
+    >>> scorer.pipeline.tokens.memo is None
+    True
+    """
+    tokens = scorer.pipeline.tokens
+    if tokens.memo is not None:
+        yield
+        return
+    tokens.memo = {}
+    try:
+        yield
+    finally:
+        tokens.memo = None
 
 
 def _side(
     text: str,
     ids: Sequence[int],
     weights: np.ndarray,
-    sim: np.ndarray,
+    best: np.ndarray,
+    cosines: np.ndarray,
     floored: bool,
     scorer: Scorer,
-    keep: tuple[np.ndarray, np.ndarray] | None = None,
+    keep: np.ndarray | None = None,
     names: dict[int, tuple[str, str]] | None = None,
 ) -> SideAlignment:
-    """``sim``: this side's tokens (rows) against the other side's (columns); ``keep``: the
-    scored tokens of this side and of the other (None: all); ``names``: the readable text and
-    vocabulary string of ids seen before in the call (filled here)."""
+    """``best``, ``cosines``: each token's best match on the other side and its cosine, from
+    ``_core.align_ragged`` (-1 and NaN for a token with none); ``keep``: this side's scored
+    tokens (None: all); ``names``: the readable text and vocabulary string of ids seen before
+    in the call (filled here)."""
     tokenizer = scorer.tokenizer
     if names is None:
         names = {}
@@ -262,14 +286,9 @@ def _side(
             )
     excluded = np.zeros(len(ids), dtype=bool)
     if keep is not None:
-        excluded = ~keep[0]
-        sim = np.where(keep[1][None, :], sim, -np.inf)  # an excluded token is no match
+        excluded = ~np.asarray(keep, dtype=bool)
         weights = np.where(excluded, 0.0, weights)
-    best = sim.argmax(axis=1) if sim.shape[1] else np.zeros(len(ids), dtype=np.int64)
-    cosines = sim[np.arange(len(best)), best] if sim.shape[1] else np.full(len(ids), -np.inf)
-    unmatched = excluded | ~np.isfinite(cosines)  # excluded, or nothing left to match
-    best = np.where(unmatched, -1, best)
-    cosines = np.where(unmatched, np.nan, cosines)
+    cosines = cosines.astype(np.float64)
     scored = np.maximum(cosines, 0.0) if floored else cosines
     tokens = tuple(
         TokenMatch(
@@ -331,12 +350,14 @@ def align_pairs(
     cand_idx = [texts.setdefault(t, len(texts)) for t in paired.cands]
     ref_idx = [texts.setdefault(t, len(texts)) for t in paired.refs]
     unique = list(texts)
-    # The tokens score() scores (whole with windows; exclusions in ``keep``), their vectors.
-    tokenized = pipeline.tokens.tokenize(unique)
-    ids, keep = tokenized.ids, tokenized.keep
-    data, offsets, slot = pipeline.vectors(unique, ids, batch)
-    # P, R and F exactly as score() gives them for these pairs (the pairs flattened, in order).
-    P, R, F = scorer.score(paired.cands, paired.refs, batch_size=batch)
+    with tokens_memo(scorer):
+        # The tokens score() scores (whole with windows; exclusions in ``keep``), their vectors.
+        tokenized = pipeline.tokens.tokenize(unique)
+        ids, keep = tokenized.ids, tokenized.keep
+        data, offsets, slot = pipeline.vectors(unique, ids, batch)
+        # P, R and F exactly as score() gives them for these pairs (the pairs flattened, in
+        # order), from the same tokens (the memo) and vectors (the cache).
+        P, R, F = scorer.score(paired.cands, paired.refs, batch_size=batch)
     lengths = tokenized.lengths().tolist()  # what the padding floor compares
     cand_floored, ref_floored = floored_sides(
         [lengths[i] for i in cand_idx], [lengths[i] for i in ref_idx], batch
@@ -354,33 +375,45 @@ def align_pairs(
             index.extend([i] * (bounds[i + 1] - bounds[i]))
             ref_index.extend(range(bounds[i + 1] - bounds[i]))
 
-    def vectors(text: int) -> np.ndarray:
-        return data[offsets[slot[text]] : offsets[slot[text] + 1]]
+    # Every pair's best matches in one kernel call (the scorer's similarities; excluded tokens
+    # are no match and have none).
+    slots = np.asarray(slot, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    keep_rows = None
+    if keep is not None:
+        keep_rows = np.ones(int(offsets[-1]), dtype=bool)
+        for t, flags in enumerate(keep):
+            keep_rows[offsets[slots[t]] : offsets[slots[t] + 1]] = flags
+    cm, cc, co, rm, rc, ro = _core.align_ragged(
+        data, offsets, slots[cand_idx], slots[ref_idx], keep_rows
+    )
 
     out = []
     names: dict[int, tuple[str, str]] = {}
     for k, (ci, ri) in enumerate(zip(cand_idx, ref_idx)):
-        sim = _unit(vectors(ci)) @ _unit(vectors(ri)).T
+        c, r = slice(co[k], co[k + 1]), slice(ro[k], ro[k + 1])
         out.append(
             Alignment(
                 candidate=_side(
                     paired.cands[k],
                     ids[ci],
                     weights.weights(ids[ci]),
-                    sim,
+                    cm[c],
+                    cc[c],
                     bool(cand_floored[k]),
                     scorer,
-                    None if keep is None else (keep[ci], keep[ri]),
+                    None if keep is None else keep[ci],
                     names,
                 ),
                 reference=_side(
                     paired.refs[k],
                     ids[ri],
                     weights.weights(ids[ri]),
-                    sim.T,
+                    rm[r],
+                    rc[r],
                     bool(ref_floored[k]),
                     scorer,
-                    None if keep is None else (keep[ri], keep[ci]),
+                    None if keep is None else keep[ri],
                     names,
                 ),
                 P=float(P[k]),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputTypeError, InputValueError
-from .align import Alignment, align_pairs
+from .align import Alignment, align_pairs, tokens_memo
 from .compare import DEFAULT_SEED, Comparison, compare_scores
 from .stats import paired_bootstrap
 
@@ -273,24 +273,27 @@ def build_report(
     n = len(refs)
     ref_groups = [[r] if isinstance(r, str) else list(r) for r in refs]
     segments: dict[str, SystemSegments] = {}
-    for name, cands in cands_by_system.items():
-        if isinstance(cands, str) or len(cands) != n:
-            got = "a string" if isinstance(cands, str) else f"{len(cands)} candidates"
-            raise InputValueError(
-                f"system {name!r} has {got} but there are {n} references: every system "
-                "needs one candidate per reference"
-            )
-        cands = list(cands)
-        records = align_pairs(scorer, cands, refs, batch_size)
-        if all(isinstance(r, str) for r in refs):
-            P = np.array([r.P for r in records])
-            R = np.array([r.R for r in records])
-            F = np.array([r.F for r in records])
-        else:  # the multi-reference max, as score() takes it (vectors from the cache)
-            P, R, F = (
-                np.asarray(x, np.float64) for x in scorer.score(cands, refs, batch_size=batch_size)
-            )
-        segments[str(name)] = SystemSegments(str(name), cands, P, R, F, _best_ref(records, n))
+    # Each text tokenised once for all systems and their score() calls.
+    with tokens_memo(scorer):
+        for name, cands in cands_by_system.items():
+            if isinstance(cands, str) or len(cands) != n:
+                got = "a string" if isinstance(cands, str) else f"{len(cands)} candidates"
+                raise InputValueError(
+                    f"system {name!r} has {got} but there are {n} references: every system "
+                    "needs one candidate per reference"
+                )
+            cands = list(cands)
+            records = align_pairs(scorer, cands, refs, batch_size)
+            if all(isinstance(r, str) for r in refs):
+                P = np.array([r.P for r in records])
+                R = np.array([r.R for r in records])
+                F = np.array([r.F for r in records])
+            else:  # the multi-reference max, as score() takes it (vectors from the cache)
+                P, R, F = (
+                    np.asarray(x, np.float64)
+                    for x in scorer.score(cands, refs, batch_size=batch_size)
+                )
+            segments[str(name)] = SystemSegments(str(name), cands, P, R, F, _best_ref(records, n))
     table = compare_scores(
         {k: (s.P, s.R, s.F) for k, s in segments.items()},
         test,

@@ -46,6 +46,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod align;
 pub mod batch;
 pub mod embedded;
 pub mod error;
@@ -66,6 +67,7 @@ mod similarity;
 pub mod stats;
 pub mod vector;
 
+pub use align::{align_indexed, Alignments};
 pub use batch::{score_indexed, score_indexed_floored, score_pairs};
 pub use embedded::EmbeddedText;
 pub use error::{KernelError, Owner, Result, Side};

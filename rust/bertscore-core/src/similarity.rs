@@ -123,6 +123,38 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// The whole similarity matrix of `a`'s tokens (rows) with `b`'s tokens, row-major in the
+    /// returned slice: `s[i * n + j] = (a_i . b_j) * (fa_i * fb_j)`, the values whose maxima
+    /// [`Scratch::maxima`] takes (same micro-kernel, same scaling). `a` and `b` have the same dim.
+    pub(crate) fn similarities(&mut self, a: BlockSide<'_>, b: BlockSide<'_>) -> &[f32] {
+        let (m, n) = (a.emb.nrows(), b.emb.nrows());
+        self.block.clear();
+        self.block.resize(m * n, 0.0);
+        if m == 0 || n == 0 {
+            return &self.block;
+        }
+        let [copy_a, copy_b] = &mut self.copies;
+        dots(
+            self.isa,
+            &rows_of(a.emb, copy_a),
+            &rows_of(b.emb, copy_b),
+            &mut self.block,
+            &mut self.prefetch,
+        );
+        if a.scale.is_some() || b.scale.is_some() {
+            for (i, row) in self.block.chunks_exact_mut(n).enumerate() {
+                let fi = a.scale.map_or(1.0, |s| s[i]);
+                for (j, x) in row.iter_mut().enumerate() {
+                    let fj = b.scale.map_or(1.0, |s| s[j]);
+                    *x *= fi * fj;
+                }
+            }
+        }
+        &self.block
+    }
+}
+
 /// Most similarities computed at once (a 256 KiB block).
 const BLOCK_VALUES: usize = 1 << 16;
 

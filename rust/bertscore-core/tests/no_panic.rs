@@ -3,8 +3,8 @@
 //! zeros, huge and tiny magnitudes).
 
 use bertscore_core::{
-    idf_weights, multi_ref_max, pair_indices, rescale, score_all_pairs, score_indexed, score_pairs,
-    EmbeddedText, KernelError, Ragged, ScoreOptions,
+    align_indexed, idf_weights, multi_ref_max, pair_indices, rescale, score_all_pairs,
+    score_indexed, score_pairs, EmbeddedText, KernelError, Ragged, ScoreOptions,
 };
 use ndarray::{Array1, Array2};
 use proptest::collection::vec;
@@ -120,6 +120,31 @@ proptest! {
         };
         let opts = ScoreOptions::default();
         prop_assert_eq!(finite_or_error(score_indexed(&ragged.texts(), &pairs, &opts)), Ok(()));
+    }
+
+    #[test]
+    fn alignments_with_arbitrary_offsets_pairs_and_keep(
+        rows in 0usize..12, dim in 1usize..4,
+        values in vec(hostile_f32(), 48),
+        offsets in vec(0usize..14, 0..6),
+        pairs in vec((0usize..7, 0usize..7), 0..6),
+        keep in proptest::option::of(vec(any::<bool>(), 0..13)),
+    ) {
+        let data = Array2::from_shape_vec((rows, dim), values[..rows * dim].to_vec())
+            .expect("shape");
+        let Ok(ragged) = Ragged::new(data.view(), offsets, None) else { return Ok(()); };
+        let keep = keep.map(Array1::from);
+        let opts = ScoreOptions::default();
+        match align_indexed(&ragged, &pairs, keep.as_ref().map(|k| k.view()), &opts) {
+            Ok(a) => {
+                prop_assert_eq!(a.cand_offsets.len(), pairs.len() + 1);
+                prop_assert_eq!(a.cand_match.len(), a.cand_cosine.len());
+                for (&m, &c) in a.cand_match.iter().zip(&a.cand_cosine).chain(a.ref_match.iter().zip(&a.ref_cosine)) {
+                    prop_assert!(if m < 0 { c.is_nan() } else { c.is_finite() && c.abs() <= 1.0 + 1e-5 }, "{} {}", m, c);
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
     }
 
     #[test]

@@ -230,6 +230,63 @@ fn score_ragged<'py>(
     Ok(prf_to_py(py, [s.precision, s.recall, s.f1]))
 }
 
+/// Six arrays: each candidate token's best reference token and cosine, their pair bounds, and
+/// the same for the reference tokens.
+type AlignArrays<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<i64>>,
+);
+
+/// The token alignments of pair k = (text pair_cand[k], text pair_ref[k]) of a ragged batch:
+/// every token's best match on the other side and its cosine, flattened with offsets.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, pair_cand, pair_ref, keep=None, *, normalize=true, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn align_ragged<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    pair_cand: &Bound<'py, PyAny>,
+    pair_ref: &Bound<'py, PyAny>,
+    keep: Option<&Bound<'py, PyAny>>,
+    normalize: bool,
+    num_threads: Option<i64>,
+) -> PyResult<AlignArrays<'py>> {
+    let opts = options(normalize, num_threads)?;
+    let args = RaggedArgs::extract(data, offsets, None)?;
+    let (pc, pr) = (
+        index_array(pair_cand, "pair_cand")?,
+        index_array(pair_ref, "pair_ref")?,
+    );
+    let keep = keep
+        .filter(|k| !k.is_none())
+        .map(|k| flag_array(k, "keep"))
+        .transpose()?;
+    let (pc, pr) = (pc.as_array(), pr.as_array());
+    let a = args.detach_with(py, move |batch| {
+        let pairs = core::pair_indices(pc, pr, batch.len())?;
+        let keep = keep.map(ndarray::Array1::from);
+        core::align_indexed(batch, &pairs, keep.as_ref().map(|k| k.view()), &opts)
+    })?;
+    let bounds = |o: Vec<usize>| -> Vec<i64> {
+        o.into_iter()
+            .map(|x| i64::try_from(x).unwrap_or(i64::MAX))
+            .collect()
+    };
+    Ok((
+        a.cand_match.into_pyarray(py),
+        a.cand_cosine.into_pyarray(py),
+        bounds(a.cand_offsets).into_pyarray(py),
+        a.ref_match.into_pyarray(py),
+        a.ref_cosine.into_pyarray(py),
+        bounds(a.ref_offsets).into_pyarray(py),
+    ))
+}
+
 type FlagPair<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<bool>>);
 
 /// bert_score's padding floor of every pair scored in consecutive batches of `batch_size`:
@@ -387,6 +444,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pairwise_embeddings, m)?)?;
     m.add_function(wrap_pyfunction!(score_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(pairwise_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(align_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(pad_floor_flags, m)?)?;
     m.add_function(wrap_pyfunction!(pad_floor_flags_at, m)?)?;
     m.add_function(wrap_pyfunction!(multi_ref_max, m)?)?;
