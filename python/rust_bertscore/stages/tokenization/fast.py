@@ -6,6 +6,7 @@ place them).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -94,6 +95,7 @@ def load_fast_tokenizer(
         tokenizer = read_tokenizer_json(tokenizer_json)
         no_builtin_prefix_space(tokenizer)
         wordpiece_unknown_as_added_token(tokenizer)
+        wordpiece_case_from_config(tokenizer, tok_config)
         return tokenizer
     from_vocab = from_vocabulary_files(model_dir, tok_config)
     if from_vocab is not None:
@@ -299,6 +301,49 @@ def no_builtin_prefix_space(tokenizer: Tokenizer) -> None:
     pre = tokenizer.pre_tokenizer
     if pre is not None and type(pre).__name__ == "ByteLevel" and pre.add_prefix_space:
         pre.add_prefix_space = False
+
+
+def wordpiece_case_from_config(tokenizer: Tokenizer, tok_config: dict) -> None:
+    """Give a ``BertNormalizer`` the case and accent settings of ``tokenizer_config.json``.
+
+    transformers' BERT-style tokenizers (``BertTokenizer`` and its kin: DistilBERT, ELECTRA,
+    MPNet, ConvBERT, ...) take ``do_lower_case`` (default true), ``strip_accents`` and
+    ``tokenize_chinese_chars`` from ``tokenizer_config.json``: the slow class uses them as they
+    are, and the fast class rebuilds the ``tokenizer.json`` normaliser with them when they
+    differ. So where the two files disagree, the configuration decides, in both modes.
+
+    Examples
+    --------
+    >>> import json
+    >>> from tokenizers import Tokenizer, models, normalizers
+    >>> from rust_bertscore.stages.tokenization.fast import wordpiece_case_from_config
+    >>> tok = Tokenizer(models.WordPiece({"[UNK]": 0}, unk_token="[UNK]"))
+    >>> tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    >>> wordpiece_case_from_config(tok, {"do_lower_case": False})
+    >>> json.loads(tok.normalizer.__getstate__())["lowercase"]
+    False
+    """
+    from tokenizers import normalizers
+
+    normalizer = tokenizer.normalizer
+    if normalizer is None or type(normalizer).__name__ != "BertNormalizer":
+        return
+    state = json.loads(normalizer.__getstate__())
+    wanted = {
+        "lowercase": bool(tok_config.get("do_lower_case", True)),
+        "strip_accents": tok_config.get("strip_accents"),
+        "handle_chinese_chars": bool(tok_config.get("tokenize_chinese_chars", True)),
+    }
+    if wanted["strip_accents"] is not None and not isinstance(wanted["strip_accents"], bool):
+        raise InputValueError(
+            "tokenizer_config.json strip_accents must be true, false or null, got "
+            f"{wanted['strip_accents']!r:.40}"
+        )
+    if all(state.get(key, value) == value for key, value in wanted.items()):
+        return
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=bool(state.get("clean_text", True)), **wanted
+    )
 
 
 def wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
