@@ -170,6 +170,7 @@ def load_use_fast_tokenizer(
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         tokenizer = read_tokenizer_json(tokenizer_json)
+        wordpiece_case_from_config(tokenizer, tok_config)
     elif cls.sentencepiece is not None:
         found = [model_dir / n for n in cls.model_files if (model_dir / n).is_file()]
         if not found:
