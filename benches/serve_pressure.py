@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from .serve_abuse import HOST, Server, get, pairs_body, request
+from .serve_client import HOST, Server, get, pairs_body, request
 
 MIB = 1024 * 1024
 VOCAB = [
