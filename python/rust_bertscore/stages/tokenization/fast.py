@@ -330,20 +330,26 @@ def wordpiece_case_from_config(tokenizer: Tokenizer, tok_config: dict) -> None:
     if normalizer is None or type(normalizer).__name__ != "BertNormalizer":
         return
     state = json.loads(normalizer.__getstate__())
-    wanted = {
-        "lowercase": bool(tok_config.get("do_lower_case", True)),
-        "strip_accents": tok_config.get("strip_accents"),
-        "handle_chinese_chars": bool(tok_config.get("tokenize_chinese_chars", True)),
-    }
-    if wanted["strip_accents"] is not None and not isinstance(wanted["strip_accents"], bool):
+    lowercase = bool(tok_config.get("do_lower_case", True))
+    strip_accents = tok_config.get("strip_accents")
+    chinese = bool(tok_config.get("tokenize_chinese_chars", True))
+    if strip_accents is not None and not isinstance(strip_accents, bool):
         raise InputValueError(
-            "tokenizer_config.json strip_accents must be true, false or null, got "
-            f"{wanted['strip_accents']!r:.40}"
+            f"tokenizer_config.json strip_accents must be true, false or null, got "
+            f"{strip_accents!r:.40}"
         )
+    wanted = {
+        "lowercase": lowercase,
+        "strip_accents": strip_accents,
+        "handle_chinese_chars": chinese,
+    }
     if all(state.get(key, value) == value for key, value in wanted.items()):
         return
     tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=bool(state.get("clean_text", True)), **wanted
+        clean_text=bool(state.get("clean_text", True)),
+        handle_chinese_chars=chinese,
+        strip_accents=strip_accents,
+        lowercase=lowercase,
     )
 
 
