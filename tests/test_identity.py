@@ -95,10 +95,6 @@ def lowercase_normaliser(data: dict) -> None:
     data["normalizer"] = {"type": "Lowercase"}
 
 
-def no_lowercasing(data: dict) -> None:
-    data["normalizer"]["lowercase"] = False
-
-
 def rename_the(data: dict) -> None:
     vocab = data["model"]["vocab"]
     vocab["thx"] = vocab.pop("the")
@@ -147,7 +143,9 @@ SCORING_MUTATIONS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("mbart", "scale_embedding", config("scale_embedding", False)),
     # the tokenizer: lowercasing, accents, truncation, special tokens, vocabulary, merges,
     # the normaliser
-    ("bert", "tokenizer.json lowercase", tokenizer_json(no_lowercasing)),
+    # (tokenizer_config.json's do_lower_case decides a BERT normaliser over tokenizer.json's,
+    # as in transformers: test_wordpiece_case.py)
+    ("bert", "do_lower_case", tok_config("do_lower_case", False)),
     ("deberta-v2", "do_lower_case", tok_config("do_lower_case", True)),
     ("xlm", "do_lowercase_and_remove_accent", tok_config("do_lowercase_and_remove_accent", False)),
     ("albert", "keep_accents", tok_config("keep_accents", True)),
