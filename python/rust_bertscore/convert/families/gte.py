@@ -37,6 +37,7 @@ from ..blocks import BuildRequest, mask_bias, new_graph, seq_len
 from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
+from .rope import rotate
 
 GTE_FFN_OUT = "encoder.layer.{i}.mlp.down_proj"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -183,26 +184,7 @@ class _Parts:
         )
 
     def rope(self, t: str, name: str) -> str:
-        g, half = self.g, self.spec.head_dim // 2
-        axis = g.ints("axis_m1", [-1])
-        lo, mid, hi = (
-            g.ints("rope/h0", [0]),
-            g.ints("rope/h1", [half]),
-            g.ints("rope/h2", [2 * half]),
-        )
-        first = g.op("Slice", [t, lo, mid, axis], f"{name}/first")
-        second = g.op("Slice", [t, mid, hi, axis], f"{name}/second")
-        rotated = g.op(
-            "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rot", axis=-1
-        )
-        return g.op(
-            "Add",
-            [
-                g.op("Mul", [t, self.cos], f"{name}/cos"),
-                g.op("Mul", [rotated, self.sin], f"{name}/sin"),
-            ],
-            name,
-        )
+        return rotate(self.g, t, self.cos, self.sin, self.spec.head_dim // 2, name)
 
 
 def _attention(p: _Parts, x: str, bias: str, i: int) -> str:

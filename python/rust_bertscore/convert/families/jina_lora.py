@@ -39,6 +39,7 @@ from ..checkpoint import WeightStore
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
 from .gte import gte_inv_freq
+from .rope import rotate
 
 JINA_FFN_OUT = "encoder.layers.{i}.mlp.fc2"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -155,26 +156,7 @@ class _Rotary:
         self.sin = g.op("Sin", [angles], "rope/sin")
 
     def apply(self, t: str, name: str) -> str:
-        g, half = self.g, self.half
-        axis = g.ints("axis_m1", [-1])
-        lo, mid, hi = (
-            g.ints("rope/h0", [0]),
-            g.ints("rope/h1", [half]),
-            g.ints("rope/h2", [2 * half]),
-        )
-        first = g.op("Slice", [t, lo, mid, axis], f"{name}/first")
-        second = g.op("Slice", [t, mid, hi, axis], f"{name}/second")
-        rotated = g.op(
-            "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rot", axis=-1
-        )
-        return g.op(
-            "Add",
-            [
-                g.op("Mul", [t, self.cos], f"{name}/cos"),
-                g.op("Mul", [rotated, self.sin], f"{name}/sin"),
-            ],
-            name,
-        )
+        return rotate(self.g, t, self.cos, self.sin, self.half, name)
 
 
 def _attention(

@@ -75,26 +75,23 @@ class Rotary:
 
     def apply(self, t: str, theta: float, name: str) -> str:
         """``t * cos + rotate_half(t) * sin`` for ``t`` ``[batch, heads, seq, head_dim]``."""
-        g = self.g
         cos, sin = self.rows(theta)
-        half = self.head_dim // 2
-        axis = g.ints("axis_m1", [-1])
-        first = g.op(
-            "Slice", [t, g.ints("rope/h0", [0]), g.ints("rope/h1", [half]), axis], f"{name}/first"
-        )
-        second = g.op(
-            "Slice",
-            [t, g.ints("rope/h1", [half]), g.ints("rope/h2", [2 * half]), axis],
-            f"{name}/second",
-        )
-        rotated = g.op(
-            "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rotated", axis=-1
-        )
-        return g.op(
-            "Add",
-            [
-                g.op("Mul", [t, cos], f"{name}/cos"),
-                g.op("Mul", [rotated, sin], f"{name}/sin"),
-            ],
-            name,
-        )
+        return rotate(self.g, t, cos, sin, self.head_dim // 2, name)
+
+
+def rotate(g: GraphBuilder, t: str, cos: str, sin: str, half: int, name: str) -> str:
+    """``t * cos + rotate_half(t) * sin`` over ``t``'s last axis of ``2 * half`` channels, with
+    ``rotate_half(t) = [-t2, t1]`` (the halves ``t1 = t[..., :half]``, ``t2 = t[..., half:]``);
+    ``cos`` and ``sin`` broadcast against ``t``."""
+    axis = g.ints("axis_m1", [-1])
+    lo, mid, hi = g.ints("rope/h0", [0]), g.ints("rope/h1", [half]), g.ints("rope/h2", [2 * half])
+    first = g.op("Slice", [t, lo, mid, axis], f"{name}/first")
+    second = g.op("Slice", [t, mid, hi, axis], f"{name}/second")
+    rotated = g.op(
+        "Concat", [g.op("Neg", [second], f"{name}/neg"), first], f"{name}/rotated", axis=-1
+    )
+    return g.op(
+        "Add",
+        [g.op("Mul", [t, cos], f"{name}/cos"), g.op("Mul", [rotated, sin], f"{name}/sin")],
+        name,
+    )
