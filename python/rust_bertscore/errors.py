@@ -122,7 +122,7 @@ class CheckpointError(RustBertScoreError, ValueError):
     ...         load_config(tmp)
     ...     except CheckpointError as e:
     ...         print(str(e).split(": ", 1)[1].split(" (")[0])
-    not valid JSON
+    not valid JSON at line 1, column 2
     """
 
 
