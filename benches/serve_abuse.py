@@ -228,7 +228,7 @@ def main() -> None:
     ap.add_argument(
         "--before-python",
         help="a Python whose environment has the package to compare against (e.g. "
-        "/work/main/.venv/bin/python): the pressure cases run on it, then on this tree",
+        "another checkout's .venv/bin/python): the pressure cases run on it, then on this tree",
     )
     ap.add_argument("--pressure-seconds", type=float, default=30.0)
     ap.add_argument("--only", help="comma-separated cases to run (default: all)")

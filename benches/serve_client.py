@@ -19,6 +19,27 @@ HOST = "127.0.0.1"  # loopback only, always
 ROOT = Path(__file__).resolve().parents[1]
 
 
+VOCAB = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "warm",
+    "mat",
+    "while",
+    "rain",
+    "fell",
+    "outside",
+    "and",
+    "an",
+    "old",
+    "dog",
+    "slept",
+]
+"""The words bench texts are drawn from."""
+
+
 class Server:
     """``rust-bertscore serve`` on a free port of 127.0.0.1, its stderr counted."""
 
@@ -128,23 +149,5 @@ def pairs_body(n: int, seed: int, words: int = 20) -> bytes:
     import random
 
     rng = random.Random(seed)
-    vocab = [
-        "the",
-        "cat",
-        "sat",
-        "on",
-        "a",
-        "warm",
-        "mat",
-        "while",
-        "rain",
-        "fell",
-        "outside",
-        "and",
-        "an",
-        "old",
-        "dog",
-        "slept",
-    ]
-    texts = [" ".join(rng.choices(vocab, k=words)) + f" {seed}.{i}" for i in range(2 * n)]
+    texts = [" ".join(rng.choices(VOCAB, k=words)) + f" {seed}.{i}" for i in range(2 * n)]
     return json.dumps({"cands": texts[:n], "refs": texts[n:]}).encode()

@@ -13,7 +13,7 @@ with another checkout's package installed; "after": this tree's ``python``), in 
 4. **pipelined at SIGTERM**: one connection with three pipelined POSTs (100 pairs, then two of
    one pair), SIGTERM once the first is in progress: what came back, and the exit code.
 
-Run: ``python -m benches.serve_abuse --before-python /work/main/.venv/bin/python --only
+Run: ``python -m benches.serve_abuse --before-python OTHER_CHECKOUT/.venv/bin/python --only
 queue_memory,flood_long,health_huge,sigterm_pipelined`` (``make bench-serve-abuse``).
 """
 
@@ -29,27 +29,9 @@ import threading
 import time
 from typing import Any
 
-from .serve_client import HOST, Server, get, pairs_body, request
+from .serve_client import HOST, VOCAB, Server, get, pairs_body, request
 
 MIB = 1024 * 1024
-VOCAB = [
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "a",
-    "warm",
-    "mat",
-    "while",
-    "rain",
-    "fell",
-    "outside",
-    "and",
-    "an",
-    "old",
-    "dog",
-    "slept",
-]
 
 
 def _words(rng: random.Random, n: int) -> str:

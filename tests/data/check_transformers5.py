@@ -4,8 +4,8 @@ Run by hand, never by pytest, never imported by the package. ``run`` once in a v
 transformers 4.57.6 and once in one with transformers 5.x (both: bert-score 0.3.13 from PyPI,
 torch CPU, sentencepiece, protobuf, sacremoses), then ``compare``::
 
-    python tests/data/check_transformers5.py run /work/shared/reference/tiny /tmp/t457.json
-    python tests/data/check_transformers5.py run /work/shared/reference/tiny /tmp/t5.json
+    python tests/data/check_transformers5.py run tests/data/reference/tiny /tmp/t457.json
+    python tests/data/check_transformers5.py run tests/data/reference/tiny /tmp/t5.json
     python tests/data/check_transformers5.py compare /tmp/t457.json /tmp/t5.json \
         tests/data/transformers5_check.json
 

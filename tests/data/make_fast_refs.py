@@ -3,9 +3,9 @@
 Run by hand, only in a side venv with torch (CPU), transformers 4.57.6, bert-score 0.3.13,
 sentencepiece, protobuf and sacremoses (never by pytest, never imported by the package)::
 
-    /work/sidevenv/bin/python tests/data/make_fast_refs.py /work/shared/reference/tiny \
+    python tests/data/make_fast_refs.py tests/data/reference/tiny \
         tests/data/fast_tokenizer_refs.json
-    /work/sidevenv/bin/python tests/data/make_fast_refs.py \
+    python tests/data/make_fast_refs.py \
         tests/data/reference/more_families tests/data/fast_tokenizer_refs_more.json cases.json
 
 (the second: the further families that ``reference/make_more_families.py`` made, with the pairs

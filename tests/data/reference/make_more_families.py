@@ -1,7 +1,7 @@
 """Make the reference data of tests/data/reference/more_families/ (run by hand, never by pytest).
 
 Needs torch, transformers 4.57.6, bert-score 0.3.13 and sentencepiece (the project's
-/work/torchenv venv); the package itself is not used. For each family of ``FAMILIES`` (a table:
+side venv); the package itself is not used. For each family of ``FAMILIES`` (a table:
 tokenizer maker, config class and keywords, model class, seed) it builds a seeded random-weight
 checkpoint (3 layers, hidden size 64, 4 heads), saves it with ``save_pretrained`` (safetensors)
 and a slow tokenizer beside it, then records:
@@ -14,7 +14,7 @@ and a slow tokenizer beside it, then records:
   of a few edge cases;
 - ``cases.json``: ``bert_score.score(cands, refs, model_type=<dir>, num_layers=L, ...)`` P/R/F.
 
-Usage: /work/torchenv/bin/python tests/data/reference/make_more_families.py [FAMILY ...]
+Usage: python tests/data/reference/make_more_families.py [FAMILY ...]
 (no names: every family; named ones replace their entries in cases.json, the others stay).
 """
 
