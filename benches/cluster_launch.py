@@ -15,8 +15,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,48 @@ class RayNodes:
         """Ray Data's scoring actors (worker processes) running on ``node``."""
         return [pid for pid, cmd in children(raylet_pid(node)) if "MapWorker" in cmd]
 
+    @contextlib.contextmanager
+    def one_actor_per_node(self, timeout: float = 300) -> Iterator[None]:
+        """While inside, the next job's scoring actors start one on each node; then its CPUs
+        are all free again.
+
+        Ray Data asks for its actors with the ``SPREAD`` strategy, which is best effort: on a
+        loaded machine the head's raylet, its view of the new node's free CPUs not yet
+        refreshed, once started both actors on the head, and no actor was on the node a test
+        was about to kill. Here an idle actor holds one CPU of each node (of two), so each node
+        has room for one scoring actor only; once one runs on every node the idle actors are
+        killed, which leaves the head room to restart a lost node's actor."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = [self.head, *self.cluster.worker_nodes]
+        idle = ray.remote(num_cpus=1)(_Idle)
+        holders = [
+            idle.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+            ).remote()
+            for node in nodes
+        ]
+        ray.get([holder.ready.remote() for holder in holders], timeout=timeout)
+        leaving = threading.Event()
+
+        def release_once_placed() -> None:
+            deadline = time.monotonic() + timeout
+            while not leaving.is_set() and time.monotonic() < deadline:
+                if all(self.actors(node) for node in nodes):
+                    break
+                time.sleep(0.05)
+            for holder in holders:
+                ray.kill(holder)
+
+        watcher = threading.Thread(target=release_once_placed, daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            leaving.set()
+            watcher.join()
+
     def stop(self) -> None:
         """Disconnect, end every node, and any process they started that is still running."""
         import ray
@@ -183,6 +226,13 @@ _RAY_FLAG = "ENABLE_RAY_CLUSTER"  # that variable, as ray_constants read it at i
 def node_processes(node: Any) -> set[int]:
     """The pids ``ray.cluster_utils`` started for ``node`` (raylet, GCS, ...)."""
     return {info.process.pid for infos in node.all_processes.values() for info in infos}
+
+
+class _Idle:
+    """An actor that does nothing but hold the CPU it was given."""
+
+    def ready(self) -> bool:
+        return True
 
 
 def _node_ready() -> bool:

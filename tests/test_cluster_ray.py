@@ -81,16 +81,18 @@ def _job(model: str, seed: int):
 
 
 def test_two_nodes_score_with_actors_on_both(nodes, second_node, minilm_dir):
-    """Two raylets, a scoring actor on each (Ray Data spreads them), score()'s numbers with idf
-    over every reference and reference lists of 1 to 4."""
+    """Two raylets, a scoring actor on each (placed so by ``one_actor_per_node``: Ray Data's
+    spreading is best effort), score()'s numbers with idf over every reference and reference
+    lists of 1 to 4."""
     assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    scored, want = _job(str(minilm_dir), seed=21)
     frames, placed = [], set()
-    for batch in scored.iter_batches(batch_format="pandas", batch_size=None):
-        frames.append(batch)
-        for name, node in (("head", nodes.head), ("second", second_node)):
-            if nodes.actors(node):
-                placed.add(name)
+    with nodes.one_actor_per_node():
+        scored, want = _job(str(minilm_dir), seed=21)
+        for batch in scored.iter_batches(batch_format="pandas", batch_size=None):
+            frames.append(batch)
+            for name, node in (("head", nodes.head), ("second", second_node)):
+                if nodes.actors(node):
+                    placed.add(name)
     assert placed == {"head", "second"}, f"scoring actors ran on {placed} only"
     check_scores(pd.concat(frames), want, atol=1e-6)
 
@@ -99,14 +101,15 @@ def test_node_removed_mid_job_loses_no_row(nodes, second_node, minilm_dir):
     """The second node is killed while its actor scores, after the first batches came back:
     Ray restarts the actor on the head and rebuilds lost blocks; every row comes back once
     with the same numbers."""
-    scored, want = _job(str(minilm_dir), seed=22)
     frames: list = []
     received_at_kill = None
-    for batch in scored.iter_batches(batch_format="pandas", batch_size=None):
-        frames.append(batch)
-        if received_at_kill is None and nodes.actors(second_node):
-            received_at_kill = sum(len(f) for f in frames)
-            nodes.remove_node(second_node)
+    with nodes.one_actor_per_node():
+        scored, want = _job(str(minilm_dir), seed=22)
+        for batch in scored.iter_batches(batch_format="pandas", batch_size=None):
+            frames.append(batch)
+            if received_at_kill is None and nodes.actors(second_node):
+                received_at_kill = sum(len(f) for f in frames)
+                nodes.remove_node(second_node)
     # Killed mid-job: rows were still to come (and the node's actor was scoring some of them).
     assert received_at_kill is not None and received_at_kill < ROWS, received_at_kill
     assert [n["Alive"] for n in ray.nodes()].count(True) == 1
