@@ -173,8 +173,8 @@ class RayNodes:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [self.head, *self.cluster.worker_nodes]
-        idle = ray.remote(num_cpus=1)(_Idle)
-        holders = [
+        idle: Any = ray.remote(num_cpus=1)(_Idle)
+        holders: list[Any] = [
             idle.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)
             ).remote()
