@@ -2,9 +2,10 @@
 """How far each reduced-precision CPU path moves F from fp32, on more than one real checkpoint.
 
 For each model, the same WMT pairs (from the start of the files, before the last 300
-references that OpenVINO's int8 is calibrated on) are scored in fp32 (ONNX Runtime) and on
-every reduced-precision path this install runs: ONNX Runtime's int8 (per-token activations),
-OpenVINO's int8 (NNCF), OpenVINO's bf16 (where the CPU has BF16). Printed per path: mean and
+references, which the calibrated bench-only paths of ``benches.cpu_precisions`` fit on) are
+scored in fp32 (ONNX Runtime) and on every reduced-precision path this install runs: ONNX
+Runtime's int8 (per-token activations), OpenVINO's int8 (int8 weights, activations quantised
+per token in groups of 128), OpenVINO's bf16 (where the CPU has BF16). Printed per path: mean and
 max |dF| against fp32, and whether it meets the 0.003 mean bound; and which int8 path
 ``runtime="auto"`` picks here.
 

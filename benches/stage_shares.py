@@ -28,7 +28,7 @@ CEILINGS = {
     "ort-int8-static": "openvino-int8",
     "ort-int8-nbits": "openvino-int8",
     "ov-int8": "openvino-int8",
-    "ov-int8-wc": "openvino-int8",
+    "ov-int8-static": "openvino-int8",
     "ov-bf16": "openvino-bf16",
 }
 """The GEMM ceiling (a key of ``gemm_rates``) each path is held against: its own instruction's."""

@@ -8,8 +8,8 @@ from ..errors import InputValueError
 PRECISIONS = ("fp32", "tf32", "fp16", "int8", "bf16")
 """A scorer's ``precision``: float32 (on CUDA without TF32), float32 with CUDA's TF32 GEMMs
 (the fp32 graph; the CPU has no TF32 and computes fp32), the float16 graph
-(``convert.to_fp16``), the int8 graph (``convert.quantize_int8``; on OpenVINO NNCF's), bfloat16
-(OpenVINO only, on a CPU with BF16)."""
+(``convert.to_fp16``), the int8 graph (``convert.quantize_int8``; on OpenVINO int8 weights and
+per-token int8 activations), bfloat16 (OpenVINO only, on a CPU with BF16)."""
 
 BACKENDS = ("onnxruntime", "openvino")
 """What runs a scorer's encoder: ONNX Runtime (bert_score's numbers in fp32; CPU and CUDA) or

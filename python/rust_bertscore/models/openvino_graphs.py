@@ -3,16 +3,16 @@
 - fp32 and bf16 run the converter's graph of standard ONNX ops
   (``convert.export_onnx(fused=False)``): OpenVINO's import of the fused
   ``com.microsoft.Attention`` the ONNX Runtime graphs use computes something else.
-- int8 runs NNCF's post-training quantisation of that graph (``nncf.quantize`` with
-  ``model_type=TRANSFORMER``), calibrated on :data:`CALIBRATION_FILE` (300 English WMT
-  references, tokenised with the model's own tokenizer), saved as OpenVINO IR
-  (``model.xml`` + ``model.bin``).
+- int8 runs the fp32 graph with int8 weights (``nncf.compress_weights``, INT8_ASYM: a scale
+  and zero point per output channel), saved as OpenVINO IR (``model.xml`` + ``model.bin``);
+  the CPU plugin quantises the activations per token at run time
+  (``openvino_encoder.DYNAMIC_QUANTIZATION_GROUP``). Nothing is calibrated.
 
 Entries live under ``<cache>/openvino/<key>/``; the key names the weights' digest, family,
-layers, converter version, the graph's kind and its policy (for int8: NNCF's and OpenVINO's
-versions and the calibration set's digest). As in :mod:`.graph_cache`, files are written
-atomically and the manifest last; a cache that cannot be written builds the graph in memory
-after one warning.
+layers, converter version, the graph's kind and its policy (for int8: how the weights are
+compressed, the activation group, NNCF's and OpenVINO's versions). As in :mod:`.graph_cache`,
+files are written atomically and the manifest last; a cache that cannot be written builds the
+graph in memory after one warning.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ import json
 import os
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from .. import convert
 from ..catalog.lora_tasks import graph_family, lora_task
 from ..errors import InputValueError, RustBertScoreError, warn, warn_user
-from ..stages.openvino_encoder import OpenVINOEncoder, check_bf16, openvino
+from ..stages.openvino_encoder import (
+    DYNAMIC_QUANTIZATION_GROUP,
+    OpenVINOEncoder,
+    check_bf16,
+    openvino,
+)
 from ..stages.telemetry import telemetry_off
-from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import write_text_atomic
 from ..support.inputs import read_memo
 from .files import ModelFiles
@@ -43,17 +44,15 @@ from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, we
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
 
-NNCF_POLICY = "nncf-ptq|model_type=transformer|batches=32"
-"""How the int8 model is made: ``nncf.quantize(..., model_type=nncf.ModelType.TRANSFORMER)``
-on the calibration texts in padded batches of :data:`CALIBRATION_BATCH` (without
-``TRANSFORMER`` F is off by 0.33 on average on all-MiniLM-L6-v2: garbage)."""
-
-CALIBRATION_BATCH = 32
-"""Texts per calibration batch."""
-
-CALIBRATION_FILE = "calibration_en.txt"
-"""The calibration texts, one a line, shipped in ``rust_bertscore.convert``: the last 300 lines
-of bert_score's ``example/refs_long.txt`` (THIRD_PARTY_NOTICES.md)."""
+NNCF_POLICY = (
+    f"nncf-compress-weights|int8_asym|dynamic-quantization-group={DYNAMIC_QUANTIZATION_GROUP}"
+)
+"""How the int8 model is made and run: ``nncf.compress_weights(mode=INT8_ASYM)`` (every
+MatMul's weights and the embeddings in int8, per output channel), activations quantised per
+token in groups of :data:`DYNAMIC_QUANTIZATION_GROUP` channels by the CPU plugin. It replaced
+``nncf.quantize(model_type=TRANSFORMER)`` (static: one activation scale per tensor, fitted on
+300 calibration texts), which moved F by 0.0066 on average on all-mpnet-base-v2, twice the
+0.003 bound, and took minutes to calibrate a 110M model (docs/cpu_precisions.md)."""
 
 NNCF_HINT = "pip install 'rust-bertscore[openvino]'"
 
@@ -63,22 +62,6 @@ the bound measured on the tiny reference cases: T5 (t5, mT5, ByT5) 3.5e-5. T5 do
 its attention scores: on the tiny checkpoint they reach 1.2e3, so the GEMMs' last-bit rounding
 (2.8e-7 relative, OpenVINO's against ONNX Runtime's) moves them by 3e-4 and the softmax turns
 that into 3e-5 (openvino 2026.4.1). Loading one warns."""
-
-
-def calibration_texts() -> list[str]:
-    """The calibration texts (:data:`CALIBRATION_FILE`).
-
-    >>> from rust_bertscore.models.openvino_graphs import calibration_texts
-    >>> len(calibration_texts())
-    300
-    """
-    text = resources.files(convert).joinpath(CALIBRATION_FILE).read_text(encoding="utf-8")
-    return [line for line in text.splitlines() if line.strip()]
-
-
-def calibration_digest() -> str:
-    """SHA-256 of the calibration texts (as :func:`calibration_texts` reads them)."""
-    return hashlib.sha256("\n".join(calibration_texts()).encode()).hexdigest()
 
 
 def nncf() -> Any:
@@ -113,42 +96,19 @@ def openvino_policy(kind: str) -> str:
     if kind == "fp32":
         return OPENVINO_GRAPH
     versions = f"nncf {nncf().__version__}|openvino {openvino().get_version()}"
-    return f"{OPENVINO_GRAPH}|{NNCF_POLICY}|{versions}|calibration sha256:{calibration_digest()}"
+    return f"{OPENVINO_GRAPH}|{NNCF_POLICY}|{versions}"
 
 
-def calibration_feeds(tokenizer: TextTokenizer, pad_id: int) -> list[dict[str, np.ndarray]]:
-    """The calibration texts as the graph's feeds: padded int64 batches of
-    :data:`CALIBRATION_BATCH` texts (``input_ids``, ``attention_mask``)."""
-    ids = tokenizer.encode(calibration_texts())
-    feeds = []
-    for start in range(0, len(ids), CALIBRATION_BATCH):
-        batch = ids[start : start + CALIBRATION_BATCH]
-        width = max(1, *(len(t) for t in batch))
-        input_ids = np.full((len(batch), width), pad_id, np.int64)
-        mask = np.zeros((len(batch), width), np.int64)
-        for row, text in enumerate(batch):
-            input_ids[row, : len(text)] = text
-            mask[row, : len(text)] = 1
-        feeds.append({"input_ids": input_ids, "attention_mask": mask})
-    return feeds
-
-
-def quantize(graph: Path | bytes, tokenizer: TextTokenizer, pad_id: int) -> Any:
-    """NNCF's int8 model of the fp32 ``graph`` (:data:`NNCF_POLICY`), an ``openvino.Model``."""
+def quantize(graph: Path | bytes) -> Any:
+    """The int8 model of the fp32 ``graph`` (:data:`NNCF_POLICY`), an ``openvino.Model``."""
     import io
 
     lib = nncf()
     core = openvino().Core()
     model = core.read_model(io.BytesIO(graph) if isinstance(graph, bytes) else str(graph))
-    feeds = calibration_feeds(tokenizer, pad_id)
     # NNCF's progress bars go to stdout, where the command line writes scores: to stderr.
     with contextlib.redirect_stdout(sys.stderr), telemetry_off():
-        return lib.quantize(
-            model,
-            lib.Dataset(feeds),
-            model_type=lib.ModelType.TRANSFORMER,
-            subset_size=len(feeds),
-        )
+        return lib.compress_weights(model, mode=lib.CompressWeightsMode.INT8_ASYM)
 
 
 def entry_key(fingerprint: str, family: str, layers: str, kind: str) -> str:
@@ -179,8 +139,6 @@ def openvino_graph_path(
     *,
     all_layers: bool,
     kind: str,
-    tokenizer: TextTokenizer,
-    pad_id: int,
 ) -> Path:
     """The cached graph OpenVINO runs for ``kind`` (``"fp32"``: the standard-op ONNX graph;
     ``"int8"``: NNCF's model as IR, ``model.xml``), built once."""
@@ -209,10 +167,8 @@ def openvino_graph_path(
             num_layers,
             all_layers=all_layers,
             kind="fp32",
-            tokenizer=tokenizer,
-            pad_id=pad_id,
         )
-        model = quantize(source, tokenizer, pad_id)
+        model = quantize(source)
         with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
             openvino().save_model(model, str(Path(tmp) / "model.xml"), compress_to_fp16=False)
             os.replace(Path(tmp) / "model.bin", paths[1])  # the weights first, the xml after
@@ -240,8 +196,6 @@ def openvino_graph(
     *,
     all_layers: bool,
     precision: str,
-    tokenizer: TextTokenizer,
-    pad_id: int,
 ) -> tuple[Path | bytes | Any, str | None]:
     """The graph OpenVINO runs for ``precision`` and, for one held in memory, what names it:
     :func:`openvino_graph_path`, or (when the cache cannot be written, after one
@@ -254,8 +208,6 @@ def openvino_graph(
             num_layers,
             all_layers=all_layers,
             kind=kind,
-            tokenizer=tokenizer,
-            pad_id=pad_id,
         )
         return path, None
     except OSError as error:
@@ -275,7 +227,7 @@ def openvino_graph(
     layers = "all" if all_layers else str(num_layers)
     fingerprint = weights_fingerprint(files.model_dir)
     digest = "openvino:" + entry_key(fingerprint, graph_family(config), layers, kind)
-    return quantize(graph, tokenizer, pad_id), digest
+    return quantize(graph), digest
 
 
 def invalidate(graph: Path | bytes | Any) -> None:
@@ -291,7 +243,6 @@ def openvino_encoder(
     num_layers: int,
     all_layers: bool,
     precision: str,
-    tokenizer: TextTokenizer,
     pad_id: int,
 ) -> OpenVINOEncoder:
     """The OpenVINO encoder of a checkpoint at ``precision`` (what ``load_runtime`` opens for
@@ -322,8 +273,6 @@ def openvino_encoder(
             num_layers,
             all_layers=all_layers,
             precision=precision,
-            tokenizer=tokenizer,
-            pad_id=pad_id,
         )
         try:
             return OpenVINOEncoder(graph, precision=precision, pad_id=pad_id, digest=digest)

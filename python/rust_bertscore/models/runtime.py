@@ -125,7 +125,7 @@ class RuntimeCache:
     uses, so its session is freed once nothing else holds it.
 
     Loads run one at a time, under a lock of their own: the lock of the entries is never held
-    across a load (conversion, int8 calibration), so a thread asking for a runtime already
+    across a load (conversion, int8 weight compression), so a thread asking for a runtime already
     loaded never waits for another's load. Both locks are made anew in the child of a
     ``fork`` (``os.register_at_fork``): a child forked while a thread of the parent loads a
     model scores with the runtimes already loaded, and loads the others itself.
@@ -322,9 +322,7 @@ def _load_runtime(
 
         tokenizer = TextTokenizer(files.model_dir, config, fast=use_fast_tokenizer)
         check_vocabulary(tokenizer, config)
-        on_openvino = openvino_encoder(
-            files, config, layer, all_layers, precision, tokenizer, _pad_id(config)
-        )
+        on_openvino = openvino_encoder(files, config, layer, all_layers, precision, _pad_id(config))
         return ModelRuntime(
             files, config, depth, layer, all_layers, precision, tokenizer, on_openvino, backend
         )

@@ -191,7 +191,7 @@ def _weights(scorer: SignedScorer) -> str:
 
 VERSIONED_PRECISIONS = ("int8", "bf16")
 """Precisions whose numbers change with the runtime's version (its int8 and bf16 kernels, and
-NNCF's quantisation for OpenVINO's int8): their ``runtime`` field names the versions."""
+NNCF's weight compression for OpenVINO's int8): their ``runtime`` field names the versions."""
 
 
 def _version(distribution: str, fallback: str = "?") -> str:
