@@ -39,7 +39,7 @@ def test_a_fork_during_a_slow_load_scores_in_the_child(monkeypatch: pytest.Monke
     started, release = threading.Event(), threading.Event()
     real = runtime._load_runtime
 
-    def slow_load(*args, **kwargs):  # a conversion or int8 calibration that takes a while
+    def slow_load(*args, **kwargs):  # a conversion or int8 build that takes a while
         started.set()
         release.wait(120)
         return real(*args, **kwargs)
