@@ -7,8 +7,8 @@
 
 use ndarray::ArrayView1;
 
-use crate::error::{KernelError, Owner, Result, Side};
-use crate::greedy::check_dims;
+use crate::error::{KernelError, Owner, Result};
+use crate::greedy::check_pair_dims;
 use crate::pool::{try_map, Plan};
 use crate::prepare::{prepare, Prepared};
 use crate::ragged::{check_pairs, Ragged};
@@ -81,15 +81,7 @@ pub fn align_indexed(
             });
         }
     }
-    let side = |pair, side| Owner::Pair { pair, side };
-    for (k, &(c, r)) in pairs.iter().enumerate() {
-        check_dims(
-            &texts[c],
-            &texts[r],
-            side(k, Side::Candidate),
-            side(k, Side::Reference),
-        )?;
-    }
+    check_pair_dims(&texts, pairs)?;
     // Only the texts of some pair are prepared (and checked).
     let mut used = vec![false; texts.len()];
     for &(c, r) in pairs {

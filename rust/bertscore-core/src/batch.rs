@@ -3,7 +3,7 @@
 use crate::embedded::EmbeddedText;
 use crate::error::{KernelError, Owner, Result, Side};
 use crate::floor::PadFloor;
-use crate::greedy::{check_dims, score_prepared};
+use crate::greedy::{check_dims, check_pair_dims, score_prepared};
 use crate::pool::{try_map, Plan};
 use crate::prepare::{prepare, Prepared};
 use crate::ragged::check_pairs;
@@ -146,15 +146,7 @@ pub fn score_indexed_floored(
         });
     }
     check_pairs(pairs, texts.len())?;
-    let side = |pair, side| Owner::Pair { pair, side };
-    for (k, &(c, r)) in pairs.iter().enumerate() {
-        check_dims(
-            &texts[c],
-            &texts[r],
-            side(k, Side::Candidate),
-            side(k, Side::Reference),
-        )?;
-    }
+    check_pair_dims(texts, pairs)?;
     let prepared = prepare_all(texts, Owner::Text, opts)?;
     let cost = product_cost(pairs.iter().map(|&(c, r)| (&texts[c], &texts[r])));
     let plan = Plan::new(cost, pairs.len(), opts.num_threads)?;

@@ -69,6 +69,21 @@ pub(crate) fn check_dims(
     }
 }
 
+/// [`check_dims`] of every indexed pair of `texts` (indices already checked), each side named
+/// by its pair.
+pub(crate) fn check_pair_dims(texts: &[EmbeddedText<'_>], pairs: &[(usize, usize)]) -> Result<()> {
+    let side = |pair, side| Owner::Pair { pair, side };
+    for (k, &(c, r)) in pairs.iter().enumerate() {
+        check_dims(
+            &texts[c],
+            &texts[r],
+            side(k, Side::Candidate),
+            side(k, Side::Reference),
+        )?;
+    }
+    Ok(())
+}
+
 /// Scores two prepared texts (same dim), with bert_score's padding floor on the sides `floor`
 /// names, using `scratch` for the similarity block.
 pub(crate) fn score_prepared(

@@ -37,7 +37,7 @@ from ..blocks import BuildRequest, mask_bias, new_graph, seq_len
 from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
-from .rope import rotate
+from .rope import heads_attention, rotate
 
 GTE_FFN_OUT = "encoder.layer.{i}.mlp.down_proj"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -212,14 +212,7 @@ def _attention(p: _Parts, x: str, bias: str, i: int) -> str:
     q, k, v = parts
     if p.logn is not None:
         q = g.op("Mul", [q, p.logn], f"{pre}/q_logn")
-    k = g.op("Transpose", [k], f"{pre}/k_t", perm=[0, 1, 3, 2])
-    scores = g.op("MatMul", [q, k], f"{pre}/scores")
-    scores = g.op("Div", [scores, g.scalar(float(np.sqrt(d)))], f"{pre}/scaled_scores")
-    scores = g.op("Add", [scores, bias], f"{pre}/masked_scores")
-    probs = g.op("Softmax", [scores], f"{pre}/probs", axis=-1)
-    ctx = g.op("MatMul", [probs, v], f"{pre}/context")
-    ctx = g.op("Transpose", [ctx], f"{pre}/context_t", perm=[0, 2, 1, 3])
-    ctx = g.op("Reshape", [ctx, g.ints(f"{pre}/merged", [0, 0, h])], f"{pre}/context_merged")
+    ctx = heads_attention(g, q, k, v, bias, pre, h, d, divide=True)
     return g.linear(
         ctx,
         w.get(f"{pre}.o_proj.weight", (h, h)),

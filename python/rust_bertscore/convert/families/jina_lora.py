@@ -39,7 +39,7 @@ from ..checkpoint import WeightStore
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
 from .gte import gte_inv_freq
-from .rope import rotate
+from .rope import heads_attention, rotate
 
 JINA_FFN_OUT = "encoder.layers.{i}.mlp.fc2"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -176,14 +176,7 @@ def _attention(
             t = rope.apply(t, f"{pre}/{tag}_rope")
         parts.append(t)
     q, k, v = parts
-    k = g.op("Transpose", [k], f"{pre}/k_t", perm=[0, 1, 3, 2])
-    scores = g.op("MatMul", [q, k], f"{pre}/scores")
-    scores = g.op("Div", [scores, g.scalar(float(np.sqrt(d)))], f"{pre}/scaled_scores")
-    scores = g.op("Add", [scores, bias], f"{pre}/masked_scores")
-    probs = g.op("Softmax", [scores], f"{pre}/probs", axis=-1)
-    ctx = g.op("MatMul", [probs, v], f"{pre}/context")
-    ctx = g.op("Transpose", [ctx], f"{pre}/context_t", perm=[0, 2, 1, 3])
-    ctx = g.op("Reshape", [ctx, g.ints(f"{pre}/merged", [0, 0, h])], f"{pre}/context_merged")
+    ctx = heads_attention(g, q, k, v, bias, pre, h, d, divide=True)
     out_w = merged(w, spec, f"{pre}.out_proj", (h, h), "linear")
     return g.linear(ctx, out_w, w.get(f"{pre}.out_proj.bias", (h,)), f"{pre}.out_proj")
 

@@ -44,7 +44,7 @@ from ..blocks import BuildRequest, mask_bias, new_graph, seq_len
 from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
-from .rope import rope_tables
+from .rope import heads_attention, rope_tables
 
 NOMIC_FFN_OUT = "encoder.layers.{i}.mlp.fc2"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -281,14 +281,7 @@ def _attention(
         t = g.op("Transpose", [t], f"{pre}/{tag}_heads", perm=[0, 2, 1, 3])
         parts.append(rope.apply(t, f"{pre}/{tag}_rope") if rope is not None and tag != "v" else t)
     q, k, v = parts
-    k = g.op("Transpose", [k], f"{pre}/k_t", perm=[0, 1, 3, 2])
-    scores = g.op("MatMul", [q, k], f"{pre}/scores")
-    scores = g.op("Mul", [scores, g.scalar(d**-0.5)], f"{pre}/scaled_scores")
-    scores = g.op("Add", [scores, bias], f"{pre}/masked_scores")
-    probs = g.op("Softmax", [scores], f"{pre}/probs", axis=-1)
-    ctx = g.op("MatMul", [probs, v], f"{pre}/context")
-    ctx = g.op("Transpose", [ctx], f"{pre}/context_t", perm=[0, 2, 1, 3])
-    ctx = g.op("Reshape", [ctx, g.ints(f"{pre}/merged", [0, 0, h])], f"{pre}/context_merged")
+    ctx = heads_attention(g, q, k, v, bias, pre, h, d, divide=False)
     return _linear(g, w, ctx, f"{pre}.out_proj", (h, h), spec.qkv_bias)
 
 

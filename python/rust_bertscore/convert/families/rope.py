@@ -1,5 +1,6 @@
 """Rotary position embeddings (RoPE) as transformers' default rotary classes compute them, shared
-by the families that use them (ModernBERT, Qwen3, Gemma3).
+by the families that use them (ModernBERT, Qwen3, Gemma3, nomic-bert, GTE, jina-v3), and the
+heads' attention of the rotary encoders (:func:`heads_attention`).
 
 ``inv_freq = 1 / theta^(2i / head_dim)`` (float32), angles ``position * inv_freq`` over positions
 ``0..T-1`` (float32), each half of the head the same angles; a head ``t`` becomes
@@ -95,3 +96,33 @@ def rotate(g: GraphBuilder, t: str, cos: str, sin: str, half: int, name: str) ->
         [g.op("Mul", [t, cos], f"{name}/cos"), g.op("Mul", [rotated, sin], f"{name}/sin")],
         name,
     )
+
+
+def heads_attention(
+    g: GraphBuilder,
+    q: str,
+    k: str,
+    v: str,
+    bias: str,
+    pre: str,
+    hidden: int,
+    head_dim: int,
+    *,
+    divide: bool,
+) -> str:
+    """Scaled dot-product attention of heads ``[batch, heads, seq, head_dim]`` (queries and keys
+    already rotated), merged back to ``[batch, seq, hidden]``: ``softmax(q k^T * scale + bias)
+    v``. ``divide`` divides the scores by ``sqrt(head_dim)`` (GTE, jina-v3), else multiplies them
+    by ``head_dim ** -0.5`` (ModernBERT, nomic-bert), as each family's own code does: the two
+    round differently in float32."""
+    k = g.op("Transpose", [k], f"{pre}/k_t", perm=[0, 1, 3, 2])
+    scores = g.op("MatMul", [q, k], f"{pre}/scores")
+    if divide:
+        scores = g.op("Div", [scores, g.scalar(float(np.sqrt(head_dim)))], f"{pre}/scaled_scores")
+    else:
+        scores = g.op("Mul", [scores, g.scalar(head_dim**-0.5)], f"{pre}/scaled_scores")
+    scores = g.op("Add", [scores, bias], f"{pre}/masked_scores")
+    probs = g.op("Softmax", [scores], f"{pre}/probs", axis=-1)
+    ctx = g.op("MatMul", [probs, v], f"{pre}/context")
+    ctx = g.op("Transpose", [ctx], f"{pre}/context_t", perm=[0, 2, 1, 3])
+    return g.op("Reshape", [ctx, g.ints(f"{pre}/merged", [0, 0, hidden])], f"{pre}/context_merged")
