@@ -15,8 +15,16 @@ import pytest
 
 # Set before rust_bertscore is imported anywhere: converted graphs go to a throw-away cache and
 # nothing tries to reach the Hugging Face Hub.
-os.environ["RUST_BERTSCORE_CACHE"] = tempfile.mkdtemp(prefix="rbs-test-cache-")
+TEST_CACHE = tempfile.mkdtemp(prefix="rbs-test-cache-")
+os.environ["RUST_BERTSCORE_CACHE"] = TEST_CACHE
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The throw-away cache goes with the run (about 750 MB of converted graphs, which runs
+    left behind in the temporary folder until it filled the disk)."""
+    shutil.rmtree(TEST_CACHE, ignore_errors=True)
+
 
 DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "reference"
