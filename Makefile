@@ -123,7 +123,7 @@ BENCH_OPTS ?=
 bench-int8-quality: install ## int8/bf16 paths' |dF| against fp32 on MiniLM and all-mpnet-base-v2 (skips without WMT)
 	$(PY) -m benches.int8_quality $(BENCH_OPTS)
 
-.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-dry-run bench-store bench-cpu-precisions test-cluster
+.PHONY: bench-kernel bench-int8 bench-distributed bench-clusters bench-dry-run bench-store bench-cpu-precisions bench-op-shares test-cluster
 
 bench-e2e: install ## End-to-end benchmark (skips cleanly without the WMT files)
 	$(PY) -m benches.end_to_end $(BENCH_OPTS)
@@ -159,6 +159,10 @@ bench-long-context: install ## 2,000-token documents whole on nomic-embed-text-v
 bench-cpu-precisions: install bench-venv ## Every CPU precision path (ONNX Runtime, OpenVINO fp32/bf16/int8) against bert_score and fp32, with the ISA and the recommendation for this host (skips without WMT)
 	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4" "onnx-ir>=0.1"
 	$(PY) -m benches.cpu_precisions --bert-score-python $(BENCH_PY) $(BENCH_OPTS)
+
+bench-op-shares: install ## The encoder's time by operator on each shipped CPU path, its GEMMs against their ceiling, and the bound that puts on a pass (skips without WMT)
+	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4" "onnx-ir>=0.1"
+	$(PY) -m benches.op_shares $(BENCH_OPTS)
 
 test-cluster: install ## Only the tests on real clusters (pytest -m cluster; part of test-python)
 	$(PY) -m pytest -q -m cluster

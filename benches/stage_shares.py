@@ -1,12 +1,12 @@
 """Where a scoring pass spends its time, and how near its encoder runs to its GEMM ceiling.
 
 :func:`stage_times` scores once with timers around the stages' seams: the tokenizer's
-``encode``, the encoder session's ``run`` (ONNX Runtime's or OpenVINO's infer), and every
-function of the Rust kernel (``rust_bertscore._core``); what is left is the Python around them
-(batch packing, copies, bookkeeping). :func:`ceiling_fraction` divides the encoder's achieved
-GFLOP/s (padded FLOPs over the time in ``run``) by the GEMM ceiling of the instruction the path
-computes in (``benches/gemm_limits.py``): fp32 by sgemm's, int8 by the VNNI int8 GEMM's, bf16
-by the bf16 GEMM's.
+``encode_content`` (what ``encode`` and the pipeline call), the encoder session's ``run`` (ONNX
+Runtime's or OpenVINO's infer), and every function of the Rust kernel (``rust_bertscore._core``);
+what is left is the Python around them (batch packing, copies, bookkeeping).
+:func:`ceiling_fraction` divides the encoder's achieved GFLOP/s (padded FLOPs over the time in
+``run``) by the GEMM ceiling of the instruction the path computes in
+(``benches/gemm_limits.py``): fp32 by sgemm's, int8 by the int8 GEMM's, bf16 by the bf16 GEMM's.
 """
 
 from __future__ import annotations
@@ -63,10 +63,11 @@ def stage_times(scorer: BERTScorer, hyps: list[str], refs: list[str]) -> dict[st
         and not isinstance(getattr(_core, n), type)
     ]  # fmt: skip
     originals = {n: getattr(_core, n) for n in kernel_names}
-    session_run, encode = session.run, tokenizer.encode
+    session_run, encode = session.run, tokenizer.encode_content
     try:
         session.run = _timed(session_run, spent, "encoder")
-        tokenizer.encode = _timed(encode, spent, "tokenise")  # type: ignore[method-assign]
+        # encode_content, not encode: the pipeline tokenises through it (encode calls it too).
+        tokenizer.encode_content = _timed(encode, spent, "tokenise")  # type: ignore[method-assign]
         for name, fn in originals.items():
             setattr(_core, name, _timed(fn, spent, "kernel"))
         t0 = time.perf_counter()
@@ -76,7 +77,7 @@ def stage_times(scorer: BERTScorer, hyps: list[str], refs: list[str]) -> dict[st
         for name, fn in originals.items():
             setattr(_core, name, fn)
         del session.run
-        del tokenizer.encode
+        del tokenizer.encode_content
     spent["python"] = max(0.0, total - spent["encoder"] - spent["tokenise"] - spent["kernel"])
     spent["total"] = total
     return spent
