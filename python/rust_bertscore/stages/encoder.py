@@ -14,6 +14,7 @@ import numpy as np
 from .. import _core
 from ..errors import InputValueError, ModelLoadError, RustBertScoreError
 from . import devices
+from .arena import Arena
 from .devices import (  # noqa: F401 - CPU_PROVIDER, CUDA_PROVIDER: re-exported
     CPU_PROVIDER,
     CUDA_PROVIDER,
@@ -250,6 +251,7 @@ class Encoder:
         self.hidden_size: int | None = width if isinstance(width, int) and width > 0 else None
         """The graph's hidden size, when it declares it (the converter's graphs do)."""
         self._buffers = threading.local()
+        self._arena = Arena()
 
     @property
     def runtime_version(self) -> str:
@@ -396,10 +398,12 @@ class Encoder:
         return PackedStates(data, offsets, order)
 
     def _packed_array(self, out: np.ndarray, rows: int) -> np.ndarray:
-        """An uninitialised array for ``rows`` token rows of outputs shaped like ``out``."""
+        """An uninitialised array for ``rows`` token rows of outputs shaped like ``out``, on
+        memory an earlier call left and nothing holds any more where there is (:class:`Arena`:
+        no page faults for a fresh array each round)."""
         if self.all_layers:
-            return np.empty((out.shape[0], rows, out.shape[-1]), dtype=np.float32)
-        return np.empty((rows, out.shape[-1]), dtype=np.float32)
+            return self._arena.take((out.shape[0], rows, out.shape[-1]))
+        return self._arena.take((rows, out.shape[-1]))
 
     def embed(self, id_lists: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
         """Token vectors of every text, in input order (encoded as :meth:`embed_packed`).
