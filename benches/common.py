@@ -197,6 +197,23 @@ def print_rows(rows: Sequence[tuple[str, str, str]]) -> None:
 # -- the scorer -----------------------------------------------------------------------------------
 
 
+def attention_widths(config: dict) -> tuple[int, int]:
+    """(``q``, ``kv``) of :func:`encoder_flops`: heads x head size, and key/value heads x head
+    size."""
+    heads = config.get("num_attention_heads", 1)
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    return heads * head_dim, config.get("num_key_value_heads", heads) * head_dim
+
+
+def projection_flops(config: dict) -> tuple[int, int]:
+    """FLOPs per token and layer of (the Q, K and V projections; the output projection and the
+    FFN): ``2 (h q + 2 h kv)`` and ``2 (q h + m h f)``, named as in :func:`encoder_flops`."""
+    h, f = config["hidden_size"], config["intermediate_size"]
+    q, kv = attention_widths(config)
+    matrices = 3 if config.get("model_type") in ("qwen3", "gemma3_text") else 2
+    return 2 * (h * q + 2 * h * kv), 2 * (q * h + matrices * h * f)
+
+
 def encoder_flops(scorer: BERTScorer, texts: list[str], batch_size: int) -> tuple[float, float]:
     """(FLOPs over real tokens, FLOPs had padding counted) of encoding ``texts`` once each.
 
@@ -209,17 +226,11 @@ def encoder_flops(scorer: BERTScorer, texts: list[str], batch_size: int) -> tupl
     from rust_bertscore.stages.encoder import plan_batches
 
     runtime = scorer.runtime
-    config = runtime.config
-    h, f = config["hidden_size"], config["intermediate_size"]
-    heads = config.get("num_attention_heads", 1)
-    head_dim = config.get("head_dim") or h // heads
-    q = heads * head_dim
-    kv = config.get("num_key_value_heads", heads) * head_dim
-    matrices = 3 if config.get("model_type") in ("qwen3", "gemma3_text") else 2
+    q, _kv = attention_widths(runtime.config)
     layers = scorer.num_layers
     ids = runtime.tokenizer.encode(list(dict.fromkeys(texts)))
     n = np.sort(np.array([len(t) for t in ids], dtype=np.float64))[::-1]
-    per_token = 2 * (2 * h * q + 2 * h * kv + matrices * h * f)
+    per_token = sum(projection_flops(runtime.config))
     real = layers * float(np.sum(per_token * n + 4 * n * n * q))
     padded = 0.0
     for lo, hi in plan_batches(n.astype(np.int64), batch_size, runtime.encoder.max_tokens):

@@ -39,8 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from benches.common import load_average, machine, print_table, wmt_pairs, write_json
+from benches.common import (
+    load_average,
+    machine,
+    print_table,
+    projection_flops,
+    wmt_pairs,
+    write_json,
+)
 from benches.gemm_limits import gemm_rates, isa_flags
+from benches.stage_shares import CEILINGS
 
 PATHS = {
     "ort-fp32": ("onnxruntime", "fp32"),
@@ -50,15 +58,6 @@ PATHS = {
     "ov-int8": ("openvino", "int8"),
 }
 """Shipped paths: name -> (runtime, precision)."""
-
-CEILINGS = {
-    "ort-fp32": "numpy-f32",
-    "ort-int8": "openvino-int8",
-    "ov-fp32": "openvino-f32",
-    "ov-bf16": "openvino-bf16",
-    "ov-int8": "openvino-int8",
-}
-"""The GEMM ceiling (a key of ``gemm_rates``) each path's GEMMs are held against."""
 
 GEMM_OPS = {
     "MatMul",
@@ -153,11 +152,8 @@ def ov_profile(
 
 def gemm_flops(scorer: Any, feeds: list[dict]) -> float:
     """FLOPs of the projections and FFN over every padded token of ``feeds``."""
-    config = scorer.runtime.config
-    h, f = config["hidden_size"], config["intermediate_size"]
-    per_token = 2 * (4 * h * h + 2 * h * f)
     tokens = sum(feed["input_ids"].size for feed in feeds)
-    return float(scorer.num_layers * per_token * tokens)
+    return float(scorer.num_layers * sum(projection_flops(scorer.runtime.config)) * tokens)
 
 
 def measure_path(
@@ -182,12 +178,11 @@ def measure_path(
         ops = ov_profile(Path(graph), precision, feeds, threads)
     encoder_s = sum(ops.values())
     gemm_s = sum(s for op, s in ops.items() if op.split(" / ")[0] in GEMM_OPS)
-    flops = gemm_flops(scorer, feeds)
-    fused_qkv = runtime == "onnxruntime" and any(op == "Attention" for op in ops)
-    if fused_qkv:  # the Attention operator holds the Q, K and V projections
-        h = scorer.runtime.config["hidden_size"]
-        f = scorer.runtime.config["intermediate_size"]
-        flops *= (h * h + 2 * h * f) / (4 * h * h + 2 * h * f)
+    all_flops = gemm_flops(scorer, feeds)
+    # ONNX Runtime's fused Attention operator holds the Q, K and V projections.
+    fused_qkv = runtime == "onnxruntime" and "Attention" in ops
+    qkv, rest = projection_flops(scorer.runtime.config)
+    flops = all_flops * rest / (qkv + rest) if fused_qkv else all_flops
     ceiling = gemm.get(CEILINGS[name])
     result: dict[str, Any] = {
         "pass_s": wall,
@@ -199,7 +194,6 @@ def measure_path(
         "ceiling_gflops": ceiling,
     }
     if ceiling:
-        all_flops = gemm_flops(scorer, feeds)
         bound = all_flops / (ceiling * 1e9) + max(0.0, wall - encoder_s)
         result["bound_s"] = bound
         result["bound_speedup"] = wall / bound

@@ -100,8 +100,3 @@ class Arena:
         if drop:
             self._buffers = [b for i, b in enumerate(self._buffers) if i not in drop]
         return held + nbytes <= self.keep_bytes and count < self.keep
-
-    def clear(self) -> None:
-        """Forget every kept buffer (views handed out stay valid: they hold their own)."""
-        with self._lock:
-            self._buffers = []
