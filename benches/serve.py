@@ -15,7 +15,8 @@
    in-process scorer's (they must be equal).
 
 Run: ``python -m benches.serve [--bert-score-python .venv-bench/bin/python] [--requests N]
-[--clients N] [--pairs N] [--single N] [--device cuda] [--precision fp16] [--json PATH]``
+[--clients N] [--pairs N] [--single N] [--device cuda] [--precision fp16] [--model DIR]
+[--json PATH]``
 (``make bench-serve``). Needs the WMT files (skips without) and the extra ``[serve]``. On a GPU
 host, ``--device cuda`` runs ours, the servers and bert_score (torch with CUDA in the bench venv)
 on the GPU."""
@@ -67,13 +68,16 @@ print(json.dumps({"times": times}))
 
 
 def scorer_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``BERTScorer`` keywords of ``--device`` and ``--precision``."""
-    return {"device": args.device, "precision": args.precision}
+    """``BERTScorer`` keywords of ``--model``, ``--device`` and ``--precision``."""
+    model = {"model_type": str(args.model), "num_layers": 6} if args.model else {}
+    return {**model, "device": args.device, "precision": args.precision}
 
 
 def server_flags(args: argparse.Namespace) -> list[str]:
-    """``rust-bertscore serve`` flags of ``--device`` and ``--precision``."""
-    return [*(["--device", args.device] if args.device else []), "--precision", args.precision]
+    """``rust-bertscore serve`` flags of ``--model``, ``--device`` and ``--precision``."""
+    model = ["-m", str(args.model), "-l", "6"] if args.model else []
+    device = ["--device", args.device] if args.device else []
+    return [*model, *device, "--precision", args.precision]
 
 
 def one_pair_times(cands: list[str], refs: list[str], **options: Any) -> list[float]:
@@ -106,15 +110,21 @@ def cached_pair_time(cand: str, ref: str, calls: int = 200, **options: Any) -> f
 
 
 def bert_score_one_pair(
-    python: str, cands: list[str], refs: list[str], threads: int, device: str = "cpu"
+    python: str,
+    cands: list[str],
+    refs: list[str],
+    threads: int,
+    device: str = "cpu",
+    model: Path | None = None,
 ) -> list[float] | None:
     """bert_score's seconds per one-pair call, in the bench venv (``threads`` torch threads, 0:
-    torch's default; ``device``: torch's); None when it cannot run."""
+    torch's default; ``device``: torch's; ``model`` at layer 6, default all-MiniLM-L6-v2); None
+    when it cannot run."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pairs.json"
         path.write_text(json.dumps(list(zip(cands, refs))), encoding="utf-8")
-        model = str(default_model_dir())
-        cmd = [python, "-c", BERT_SCORE_LOOP, model, "6", str(path), str(threads), device]
+        model = model or default_model_dir()
+        cmd = [python, "-c", BERT_SCORE_LOOP, str(model), "6", str(path), str(threads), device]
         env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
     if out.returncode != 0:
@@ -293,6 +303,12 @@ def main() -> int:
     parser.add_argument(
         "--precision", default="fp32", choices=("fp32", "tf32", "fp16", "int8"), help="ours"
     )
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="a checkpoint folder scored at layer 6 by all (default: all-MiniLM-L6-v2)",
+    )
     args = parser.parse_args()
     loaded = wmt_pairs("serve", args.requests * args.pairs + args.pairs + args.single + 10)
     if loaded is None:
@@ -315,7 +331,9 @@ def main() -> int:
     theirs = None
     if args.bert_score_python:
         torch_device = "cuda" if (args.device or "cpu").startswith("cuda") else "cpu"
-        theirs = bert_score_one_pair(args.bert_score_python, sc, sr, args.threads, torch_device)
+        theirs = bert_score_one_pair(
+            args.bert_score_python, sc, sr, args.threads, torch_device, args.model
+        )
     ours += one_pair_times(sc, sr, **options)
     threads = f"{args.threads} thread(s)" if args.threads else "default threads"
     out["one_pair_threads"] = args.threads

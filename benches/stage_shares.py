@@ -2,8 +2,9 @@
 
 :func:`stage_times` scores once with timers around the stages' seams: the tokenizer's
 ``encode_content`` (what ``encode`` and the pipeline call), the encoder session's ``run`` (ONNX
-Runtime's or OpenVINO's infer), and every function of the Rust kernel (``rust_bertscore._core``);
-what is left is the Python around them (batch packing, copies, bookkeeping).
+Runtime's, or its ``run_with_iobinding`` on CUDA, or OpenVINO's infer), and every function of
+the Rust kernel (``rust_bertscore._core``); what is left is the Python around them (batch
+packing, copies, bookkeeping).
 :func:`ceiling_fraction` divides the encoder's achieved GFLOP/s (padded FLOPs over the time in
 ``run``) by the GEMM ceiling of the instruction the path computes in
 (``benches/gemm_limits.py``): fp32 by sgemm's, int8 by the int8 GEMM's, bf16 by the bf16 GEMM's.
@@ -64,8 +65,11 @@ def stage_times(scorer: BERTScorer, hyps: list[str], refs: list[str]) -> dict[st
     ]  # fmt: skip
     originals = {n: getattr(_core, n) for n in kernel_names}
     session_run, encode = session.run, tokenizer.encode_content
+    bound = getattr(session, "run_with_iobinding", None)  # ONNX Runtime's, with IO binding (CUDA)
     try:
         session.run = _timed(session_run, spent, "encoder")
+        if bound is not None:
+            session.run_with_iobinding = _timed(bound, spent, "encoder")
         # encode_content, not encode: the pipeline tokenises through it (encode calls it too).
         tokenizer.encode_content = _timed(encode, spent, "tokenise")  # type: ignore[method-assign]
         for name, fn in originals.items():
@@ -77,6 +81,8 @@ def stage_times(scorer: BERTScorer, hyps: list[str], refs: list[str]) -> dict[st
         for name, fn in originals.items():
             setattr(_core, name, fn)
         del session.run
+        if bound is not None:
+            del session.run_with_iobinding
         del tokenizer.encode_content
     spent["python"] = max(0.0, total - spent["encoder"] - spent["tokenise"] - spent["kernel"])
     spent["total"] = total

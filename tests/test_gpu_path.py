@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,7 +16,7 @@ import onnxruntime
 import pytest
 
 import rust_bertscore as rb
-from conftest import MORE, TINY, TINY_BERT, wmt_pairs
+from conftest import MORE, REFERENCE, TINY, TINY_BERT, assert_scores_match, load_cases, wmt_pairs
 from rust_bertscore.catalog.configs import has_convolutions
 from rust_bertscore.engine.settings import make_hash
 from rust_bertscore.errors import DeviceNotAvailableError, RustBertScoreWarning
@@ -333,3 +334,58 @@ def test_cuda_fp32_matches_the_cpu(family: str) -> None:
     cuda = rb.BERTScorer(model_type=model, device="cuda", cache_bytes=0)
     for a, b in zip(cpu.score(CANDS, REFS), cuda.score(CANDS, REFS)):
         np.testing.assert_allclose(a, b, atol=1e-5)  # TF32 would be ~1e-2 off (issue 28)
+
+
+def reference_cases() -> list[tuple[str, dict]]:
+    """Every bert_score 0.3.13 case on a checkpoint of tests/data/reference (the tiny families,
+    ConvBERT, the further families with SqueezeBERT, GTE, nomic-bert, jina-v3 with its tasks),
+    each with the model_type it is scored with; the cases bert_score itself failed are left out.
+    """
+    out: list[tuple[str, dict]] = []
+    for name in ("cases.json", "cases2.json", "cases3.json", "cases4.json", "convbert_cases.json"):
+        out += [(str(TINY / c["model_dir"]), c) for c in load_cases(TINY / name)]
+    out += [
+        (str(MORE / c["model_dir"]), c)
+        for c in load_cases(MORE / "cases.json")
+        if "bert_score_error" not in c
+    ]
+    for family in ("gte", "nomic"):
+        root = REFERENCE / family
+        out += [(str(root / c["model_dir"]), c) for c in load_cases(root / "cases.json")]
+    jina = REFERENCE / "jina" / "jina"
+    out += [
+        (str(jina) if c["task"] == "base" else f"{jina}@{c['task']}", c)
+        for c in load_cases(REFERENCE / "jina" / "cases.json")
+    ]
+    return out
+
+
+CASES_ON_CUDA = reference_cases()
+
+
+def test_the_cuda_parity_covers_every_reference_checkpoint() -> None:
+    """Runs everywhere: the CUDA parity test below is not vacuous. Every checkpoint folder of
+    the reference data (a config.json) has cases in it, ConvBERT and SqueezeBERT included."""
+    checkpoints = {
+        str(p.parent)
+        for root in (TINY, MORE, REFERENCE / "gte", REFERENCE / "nomic", REFERENCE / "jina")
+        for p in root.glob("*/config.json")
+    }
+    scored = {model.split("@")[0] for model, _ in CASES_ON_CUDA}
+    assert scored == checkpoints
+    assert {str(TINY / "convbert"), str(MORE / "squeezebert")} <= scored
+    assert len(CASES_ON_CUDA) >= 100
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs onnxruntime-gpu and a CUDA device")
+@pytest.mark.parametrize("model, case", CASES_ON_CUDA, ids=[c["name"] for _, c in CASES_ON_CUDA])
+def test_cuda_fp32_matches_bert_score(model: str, case: dict) -> None:
+    """fp32 on CUDA (TF32 off, the overlapped order on) within 1e-5 of bert_score's CPU
+    numbers, P, R and F, on every reference case."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RustBertScoreWarning)  # empty texts, TF32 override
+        scorer_kwargs = dict(case["kwargs"])
+        got = rb.score(
+            case["cands"], case["refs"], model_type=model, device="cuda", **scorer_kwargs
+        )
+    assert_scores_match(got, case["expected"], 1e-5)

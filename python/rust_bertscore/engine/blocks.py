@@ -46,19 +46,36 @@ def tqdm_progress(total: int) -> Progress:
 
 
 @dataclass(frozen=True)
-class _Block:
-    """One block's distinct texts, tokenised and weighed, and its pairs as indices into them."""
+class Block:
+    """One block's distinct texts, tokenised and weighed, and its pairs as indices into them
+    (what :meth:`BlockScorer.prepare` hands to the rounds)."""
 
     start: int  # index of the block's first pair in the call
+    stop: int  # one past its last pair
     texts: list[str]
     tokenized: TokenizedTexts
     weights: list[np.ndarray]  # per text, excluded tokens dropped
     weightless: np.ndarray  # per text: its weights sum to 0 (or are NaN)
     cand: np.ndarray  # per pair: index of its candidate in ``texts``
     ref: np.ndarray
+    pair_tokens: np.ndarray  # per pair: its candidate's and reference's tokens
     two: np.ndarray  # per pair: a side is bert_score's empty text
     floor_p: np.ndarray | None  # per pair: padding-floor flags, None: no floor
     floor_r: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class RoundVectors:
+    """One round's vectors, as :meth:`BlockScorer.fetch` gives them to
+    :meth:`BlockScorer.score_round`: ``needed`` are the block's texts of the round (sorted),
+    ``inverse`` each pair side's index into them (candidates, then references), and text
+    ``needed[i]`` is rows ``offsets[slot[i]]:offsets[slot[i] + 1]`` of ``data``."""
+
+    needed: np.ndarray
+    inverse: np.ndarray
+    data: np.ndarray
+    offsets: np.ndarray
+    slot: np.ndarray
 
 
 def _distinct_texts(
@@ -150,7 +167,20 @@ class BlockScorer:
         self, block: int, block_stop: int, floors: tuple[np.ndarray, np.ndarray] | None
     ) -> None:
         """Score pairs ``[block, block_stop)`` into :attr:`out`; ``floors``: their explicit
-        padding-floor flags (P side, R side), which replace those of ``floor_batch``."""
+        padding-floor flags (P side, R side), which replace those of ``floor_batch``.
+
+        One stage after the other: :meth:`prepare`, then :meth:`fetch` and :meth:`score_round`
+        for each of :meth:`round_spans`, then :meth:`finish` (``engine.overlap`` runs the same
+        stages with each round's fetch on a worker thread)."""
+        b = self.prepare(block, block_stop, floors)
+        for lo, hi in self.round_spans(b):
+            self.score_round(b, lo, hi, self.fetch(b, lo, hi))
+        self.finish(b)
+
+    def prepare(
+        self, block: int, block_stop: int, floors: tuple[np.ndarray, np.ndarray] | None
+    ) -> Block:
+        """Pairs ``[block, block_stop)`` tokenised, weighed and given their floor flags."""
         texts, cand_idx, ref_idx = _distinct_texts(
             self.paired.cands[block:block_stop], self.paired.refs[block:block_stop]
         )
@@ -170,28 +200,28 @@ class BlockScorer:
             floor_p, floor_r = _core.pad_floor_flags(
                 lengths[cand_idx], lengths[ref_idx], self.floor_batch
             )
-        b = _Block(
+        return Block(
             start=block,
+            stop=block_stop,
             texts=texts,
             tokenized=tokenized,
             weights=text_weights,
             weightless=np.fromiter((not w.sum() > 0 for w in text_weights), bool, len(texts)),
             cand=cand_idx,
             ref=ref_idx,
+            pair_tokens=lengths[cand_idx] + lengths[ref_idx],
             two=tokenized.empty[cand_idx] | tokenized.empty[ref_idx],
             floor_p=floor_p,
             floor_r=floor_r,
         )
-        for lo, hi in rounds(lengths[cand_idx] + lengths[ref_idx], self.budget):
-            self._score_round(b, lo, hi)
-        if self.beta != 1.0:
-            span = slice(block, block_stop)
-            self.out[2, :, span] = f_beta(self.out[0, :, span], self.out[1, :, span], self.beta)
-        # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
-        self.out[:2, :, block + np.flatnonzero(b.two)] = 0.0
 
-    def _score_round(self, b: _Block, lo: int, hi: int) -> None:
-        """Score pairs ``[lo, hi)`` of block ``b``: only their own texts' vectors are fetched."""
+    def round_spans(self, b: Block) -> list[tuple[int, int]]:
+        """The block's rounds: ``[lo, hi)`` runs of its pairs within :attr:`budget` token rows."""
+        return list(rounds(b.pair_tokens, self.budget))
+
+    def fetch(self, b: Block, lo: int, hi: int) -> RoundVectors:
+        """The vectors of the texts of pairs ``[lo, hi)`` of ``b`` (the memo, cache, store or
+        encoder); the memo is told of the round here, so rounds must be fetched in order."""
         needed, inverse = np.unique(
             np.concatenate([b.cand[lo:hi], b.ref[lo:hi]]), return_inverse=True
         )
@@ -199,13 +229,21 @@ class BlockScorer:
         full, full_offsets, slot = self.vectors(
             round_texts, [b.tokenized.ids[i] for i in needed], self.batch_size, self.memo
         )
+        if self.memo is not None:
+            uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
+            self.memo.after_round(round_texts, uses, full, full_offsets, slot, self.all_layers)
+        return RoundVectors(needed, inverse.reshape(-1), full, full_offsets, slot)
+
+    def score_round(self, b: Block, lo: int, hi: int, fetched: RoundVectors) -> None:
+        """Score pairs ``[lo, hi)`` of block ``b`` from their round's vectors ``fetched``."""
+        needed, slot = fetched.needed, fetched.slot
         by_slot = needed[np.argsort(slot)]
-        data, offsets = full, full_offsets
+        data, offsets = fetched.data, fetched.offsets
         keep = b.tokenized.keep
         if keep is not None:
-            data, offsets = drop_rows(full, full_offsets, [keep[i] for i in by_slot])
+            data, offsets = drop_rows(data, offsets, [keep[i] for i in by_slot])
         packed_weights = np.concatenate([b.weights[i] for i in by_slot])
-        local = slot[inverse.reshape(-1)]
+        local = slot[fetched.inverse]
         local_cand, local_ref = local[: hi - lo], local[hi - lo :]
         round_floors = (
             None if b.floor_p is None else b.floor_p[lo:hi],
@@ -234,8 +272,14 @@ class BlockScorer:
             self.out[0, layer, span] = p
             self.out[1, layer, span] = r
             self.out[2, layer, span] = f
-        if self.memo is not None:
-            uses = np.bincount(inverse.reshape(-1), minlength=len(needed))
-            self.memo.after_round(round_texts, uses, full, full_offsets, slot, self.all_layers)
         if self.progress is not None:
             self.progress.update(hi - lo)
+
+    def finish(self, b: Block) -> None:
+        """After the last round of ``b``: F-beta, and bert_score's zero P and R of a pair with
+        an empty side."""
+        if self.beta != 1.0:
+            span = slice(b.start, b.stop)
+            self.out[2, :, span] = f_beta(self.out[0, :, span], self.out[1, :, span], self.beta)
+        # bert_score zeroes P and R (not F) of a pair with a 2-token side ("empty")
+        self.out[:2, :, b.start + np.flatnonzero(b.two)] = 0.0

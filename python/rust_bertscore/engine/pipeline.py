@@ -30,6 +30,7 @@ from ..stages.scored_tokens import ScoredTokens
 from ..stages.text import PairedTexts
 from ..store import EmbeddingStore
 from .blocks import BlockScorer, Progress, tqdm_progress
+from .overlap import score_overlapped
 from .rounds import block_step, explicit_floors, round_budget
 from .rules import max_over_groups
 from .settings import CHUNK_BYTES, PAIRS_PER_CHUNK, Scores
@@ -77,6 +78,11 @@ class ScoringPipeline:
         About the most bytes of token vectors held at once; a block is scored in rounds.
     progress_bar : callable
         ``progress_bar(total_pairs)`` gives the progress bar of a verbose call (tqdm by default).
+    overlap : bool or None
+        Fetch each round's vectors on a worker thread while the kernel scores the round before
+        and the next block is tokenised (``engine.overlap``; the same numbers). None (the
+        default): when the encoder runs on CUDA, where the GPU would otherwise wait for the
+        CPU; on the CPU the encoder and the kernel each use every core already.
 
     Examples
     --------
@@ -110,6 +116,7 @@ class ScoringPipeline:
         self.block_pairs = PAIRS_PER_CHUNK
         self.round_bytes = CHUNK_BYTES
         self.progress_bar: Callable[[int], Progress] = tqdm_progress
+        self.overlap: bool | None = None
 
     # -- the model ---------------------------------------------------------------------------
     @property
@@ -302,6 +309,24 @@ class ScoringPipeline:
         )
 
     # -- scoring -----------------------------------------------------------------------------
+    @property
+    def overlaps(self) -> bool:
+        """Whether calls fetch vectors on a worker thread (:attr:`overlap`, None: on CUDA).
+
+        Examples
+        --------
+        >>> from rust_bertscore import BERTScorer
+        >>> pipeline = BERTScorer(device="cpu").pipeline
+        >>> pipeline.overlaps
+        False
+        >>> pipeline.overlap = True
+        >>> pipeline.overlaps
+        True
+        """
+        if self.overlap is not None:
+            return bool(self.overlap)
+        return self._runtime.encoder.device == "cuda"
+
     def score(
         self,
         paired: PairedTexts,
@@ -397,14 +422,19 @@ class ScoringPipeline:
             # round_bytes (memory stays within about two rounds); past that, encoded again.
             memo=CallMemo([*paired.cands, *paired.refs], self.round_bytes),
         )
-        for block in range(0, n, step):
-            block_stop = min(block + step, n)
-            block_floors = (
-                None
-                if floors is None
-                else (floors[0][block:block_stop], floors[1][block:block_stop])
+        spans = [
+            (
+                block,
+                min(block + step, n),
+                None if floors is None else (floors[0][block:][:step], floors[1][block:][:step]),
             )
-            blocks.score(block, block_stop, block_floors)
+            for block in range(0, n, step)
+        ]
+        if self.overlaps:
+            score_overlapped(blocks, spans)
+        else:
+            for block, block_stop, block_floors in spans:
+                blocks.score(block, block_stop, block_floors)
         if progress is not None:
             progress.close()
         return out if self.all_layers else out[:, 0, :]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,13 @@ class Encoder:
         """The graph's hidden size, when it declares it (the converter's graphs do)."""
         self._buffers = threading.local()
         self._arena = Arena()
+        self._clock = threading.Lock()
+        self.run_seconds = 0.0
+        """Seconds spent inside the runtime's run (ONNX Runtime's ``run``, OpenVINO's infer
+        request), summed over every batch since the encoder was made; with :attr:`runs`, what
+        the benches divide by a call's wall time (on CUDA: how much of it the GPU had work)."""
+        self.runs = 0
+        """Batches run so far."""
 
     @property
     def runtime_version(self) -> str:
@@ -262,6 +270,19 @@ class Encoder:
     def device(self) -> str:
         """``"cuda"`` when the session runs on CUDA, else ``"cpu"``."""
         return "cuda" if devices.uses_cuda(self.providers) else "cpu"
+
+    def _timed_run(
+        self, input_ids: np.ndarray, mask: np.ndarray, reuse: bool = False
+    ) -> np.ndarray:
+        """:meth:`_run`, its time added to :attr:`run_seconds`."""
+        start = time.perf_counter()
+        try:
+            return self._run(input_ids, mask, reuse=reuse)
+        finally:
+            elapsed = time.perf_counter() - start
+            with self._clock:
+                self.run_seconds += elapsed
+                self.runs += 1
 
     def _run(self, input_ids: np.ndarray, mask: np.ndarray, *, reuse: bool = False) -> np.ndarray:
         """Run the graph on one padded batch; out-of-memory errors name the batch. ``reuse``:
@@ -326,7 +347,7 @@ class Encoder:
         input_ids = np.full(mask.shape, self.pad_id, dtype=np.int64)
         if lengths.sum():
             input_ids[mask] = np.concatenate([np.asarray(ids, np.int64) for ids in batch])
-        return self._run(input_ids, mask.astype(np.int64))
+        return self._timed_run(input_ids, mask.astype(np.int64))
 
     def embed_packed(
         self,
@@ -368,7 +389,7 @@ class Encoder:
             lo, hi = offsets[start], offsets[stop]
             input_ids[mask] = flat[lo:hi]
             try:
-                out = self._run(input_ids, mask.astype(np.int64), reuse=True)
+                out = self._timed_run(input_ids, mask.astype(np.int64), reuse=True)
             except MemoryError:
                 if stop - start < 2 or not devices.uses_cuda(self.providers):
                     raise
@@ -393,7 +414,7 @@ class Encoder:
                 lo = end
             k += 1
         if data is None:  # no texts: learn the output's shape from a one-token run
-            out = self._run(np.full((1, 1), self.pad_id, np.int64), np.ones((1, 1), np.int64))
+            out = self._timed_run(np.full((1, 1), self.pad_id, np.int64), np.ones((1, 1), np.int64))
             data = self._packed_array(out, int(extra_rows))
         return PackedStates(data, offsets, order)
 
