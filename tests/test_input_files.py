@@ -237,7 +237,7 @@ def test_an_oversized_config_is_refused_before_reading(tmp_path: Path) -> None:
 
 def test_a_config_that_is_a_directory(tmp_path: Path) -> None:
     (tmp_path / "x.json").mkdir()
-    with pytest.raises(InputValueError, match=r"x\.json: a directory, expected a file"):
+    with pytest.raises(InputValueError, match=r"x\.json: a directory, expected a regular file"):
         read_json(tmp_path / "x.json", error=InputValueError)
 
 

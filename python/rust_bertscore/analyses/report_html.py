@@ -249,8 +249,12 @@ def report_html(payload: dict[str, Any]) -> str:
         "VERSION": html.escape(__version__),
         "TITLE": html.escape(str(payload.get("meta", {}).get("title", ""))),
         "ALPHA": f"{ALPHA:g}",
-        "CSS": (ASSETS / "report.css").read_text(encoding="utf-8"),
-        "JS": (ASSETS / "report.js").read_text(encoding="utf-8"),
+        "CSS": (ASSETS / "report.css").read_text(
+            encoding="utf-8"
+        ),  # boundary-exempt: the package's own asset
+        "JS": (ASSETS / "report.js").read_text(
+            encoding="utf-8"
+        ),  # boundary-exempt: the package's own asset
         "DATA": lines,
     }
     return re.sub(r"@@([A-Z]+)@@", lambda m: fields[m.group(1)], PAGE)

@@ -93,6 +93,7 @@ def read_lines(path: str, field: str) -> Iterator[tuple[int, list[str]]]:
     """``(line number, samples)`` of every non-blank line."""
     name = "<stdin>" if path == "-" else path
     try:
+        # boundary-exempt: the user's text stream (a pipe is fine)
         stream = sys.stdin if path == "-" else open(Path(path), encoding="utf-8")  # noqa: SIM115
     except FileNotFoundError:
         raise CliError(f"input file {path}: no such file") from None

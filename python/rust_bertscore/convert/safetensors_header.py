@@ -15,10 +15,19 @@ from itertools import pairwise
 from pathlib import Path
 
 from ..errors import CheckpointError
+from ..support.boundary import open_regular
 from ..support.inputs import parse_json
 
 MAX_HEADER_BYTES = 100 * (1 << 20)
 """The header's declared length: the ``safetensors`` library's own cap (100 MB)."""
+
+MAX_TENSORS = 100_000
+"""Tensors in one file (the largest checkpoints hold a few thousand): counted before any work is
+done per tensor, so a legal-size header of a million zero-size tensors is refused at once."""
+
+MAX_FILE_BYTES = 1 << 50
+"""No cap of its own on a checkpoint file (1 PiB): its header is bounded by
+:data:`MAX_HEADER_BYTES` and every tensor by the file's real size."""
 
 MAX_DIMS = 8
 """Dimensions a tensor's shape may have."""
@@ -85,11 +94,23 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, TensorInfo]:
         raise CheckpointError(f"{exc} (the file may be truncated or corrupt)") from None
 
 
+def _read_exactly(fd: int, count: int) -> bytes:
+    """Up to ``count`` bytes from ``fd``'s position (fewer only at the end of the file)."""
+    chunks, left = [], count
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def _read_header(path: Path) -> dict[str, TensorInfo]:
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            prefix = handle.read(8)
+    # The boundary's open: a FIFO is refused at once, the size is the open file's.
+    with open_regular(path, max_bytes=MAX_FILE_BYTES, error=CheckpointError) as (fd, size):
+        try:
+            prefix = _read_exactly(fd, 8)
             if len(prefix) < 8:
                 raise CheckpointError(f"{path}: {size} bytes, too short for a safetensors file")
             (declared,) = struct.unpack("<Q", prefix)
@@ -103,10 +124,16 @@ def _read_header(path: Path) -> dict[str, TensorInfo]:
                     f"{path}: header length {declared} at offset 0 runs past the end of the "
                     f"file ({size} bytes): truncated or not a safetensors file"
                 )
-            raw = handle.read(declared)
-    except OSError as exc:
-        raise CheckpointError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    header = parse_json(raw, path, error=CheckpointError, max_depth=4)
+            raw = _read_exactly(fd, declared)
+        except OSError as exc:
+            raise CheckpointError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(raw) < declared:
+        raise CheckpointError(f"{path}: the file shrank while its header was read")
+    header = parse_json(raw, path, error=CheckpointError, max_depth=4, unique_keys=True)
+    if isinstance(header, dict) and len(header) > MAX_TENSORS + 1:
+        raise CheckpointError(
+            f"{path}: {len(header)} header entries, over the limit of {MAX_TENSORS} tensors"
+        )
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: header is not a JSON object")
     data_start = 8 + declared
@@ -127,6 +154,12 @@ def _read_header(path: Path) -> dict[str, TensorInfo]:
                 f"{path}: tensors {key_a!r} and {key_b!r} overlap at byte {start_b - data_start} "
                 "of the data"
             )
+    end = max((t.end for t in tensors.values()), default=data_start)
+    if size > end:  # as the safetensors library: the data is the tensors' bytes, nothing more
+        raise CheckpointError(
+            f"{path}: {size - end} bytes after the last tensor's data (the file is {size} bytes, "
+            f"its tensors end at byte {end}): not a safetensors file"
+        )
     return tensors
 
 

@@ -39,6 +39,28 @@ def _rows(data: np.ndarray, lo: int, hi: int, all_layers: bool) -> np.ndarray:
     return data[:, lo:hi] if all_layers else data[lo:hi]
 
 
+def usable(value: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether vectors read from the store can stand for a text's: exactly ``shape`` (rank,
+    layers, the text's token rows, the encoder's hidden size), float32 and all finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rust_bertscore.engine.vectors import usable
+    >>> usable(np.zeros((3, 4), np.float32), (3, 4)), usable(np.zeros((1, 4), np.float32), (3, 4))
+    (True, False)
+    >>> usable(np.full((3, 4), np.nan, np.float32), (3, 4))
+    False
+    """
+    return (
+        isinstance(value, np.ndarray)
+        and value.shape == shape
+        and value.dtype.kind == "f"
+        and value.dtype.itemsize == 4
+        and bool(np.isfinite(value).all())
+    )
+
+
 class CallMemo:
     """The vectors of texts that come again later in one call, kept until their last use.
 
@@ -108,7 +130,11 @@ class VectorSource:
         sliding windows (:func:`rust_bertscore.stages.windows.embed_windowed`).
 
     A text found in the memo, cache or store with another number of token rows than its ids
-    (cut there, whole here, or the other way) is encoded again.
+    (cut there, whole here, or the other way) is encoded again. What the store gives is
+    hostile input (anyone who can write in its directory may write any record, with valid
+    CRCs, for a real key): the store is asked for each text's exact shape (:meth:`shape`) and
+    reads no copy of another, and each value it returns is checked again (:func:`usable`); a
+    record that fails is a miss: the text is encoded and its vectors written back.
     """
 
     def __init__(
@@ -124,6 +150,7 @@ class VectorSource:
         self.window = window
         self._space: bytes | None = None
         self._window_space: bytes | None = None
+        self._layout: tuple[int, ...] | None = None
         self.encoded = 0
         """Texts encoded so far (not found in the memo, cache or store)."""
 
@@ -147,6 +174,26 @@ class VectorSource:
         plain = iter(text_keys(self.space, [t for t, f in zip(ids, fit) if f]))
         windowed = iter(text_keys(self._window_space, [t for t, f in zip(ids, fit) if not f]))
         return [next(plain) if f else next(windowed) for f in fit]
+
+    def layout(self, probe: Sequence[int]) -> tuple[int, ...]:
+        """A text's vectors' shape without its token rows: ``(hidden,)``, or with all layers
+        ``(depth + 1, hidden)``. The hidden size is the encoder's when its graph declares it,
+        else that of the first array encoded: when none was encoded yet, the text ``probe``
+        (token ids) is encoded to learn it."""
+        if self._layout is None:
+            encoder = self.runtime.encoder
+            hidden = getattr(encoder, "hidden_size", None)
+            if isinstance(hidden, int) and hidden > 0:
+                states = (self.runtime.depth + 1,) if self.runtime.all_layers else ()
+                self._layout = (*states, hidden)
+            else:
+                data = embed_windowed(encoder, [probe], self.window, 1).data
+                self._layout = (*data.shape[:-2], int(data.shape[-1]))
+        return self._layout
+
+    def shape(self, rows: int, layout: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape of the vectors of a text of ``rows`` tokens (``layout``: :meth:`layout`)."""
+        return (*layout[:-1], rows, layout[-1])
 
     def packed(
         self,
@@ -176,8 +223,10 @@ class VectorSource:
             if wanted:
                 keys = self.store_keys([ids[i] for i in wanted])
                 store_keys = dict(zip(wanted, keys))
-                for i, value in zip(wanted, self.store.get_many(keys)):
-                    if value is not None:
+                layout = self.layout(min((ids[i] for i in wanted), key=len))
+                shapes = [self.shape(len(ids[i]), layout) for i in wanted]
+                for i, shape, value in zip(wanted, shapes, self.store.get_many(keys, shapes)):
+                    if value is not None and usable(value, shape):
                         found[i] = value
                         if self.cache.max_bytes:
                             self.cache.put(texts[i], value)
@@ -193,6 +242,8 @@ class VectorSource:
                 extra_rows=int(hit_lengths.sum()),
             )
             data, encoded_offsets, encoded_order = packed.data, packed.offsets, packed.order
+            if self._layout is None and missing:
+                self._layout = (*data.shape[:-2], int(data.shape[-1]))
         else:  # every text found: no encoder call (not even one to learn the output's shape)
             first = found[hits[0]]
             assert first is not None

@@ -14,6 +14,7 @@ from ..catalog.lora_tasks import split_task, with_lora_task
 from ..catalog.registry import DEFAULT_MODEL, hub_spelling
 from ..errors import InputTypeError, InputValueError, ModelNotFoundError
 from ..support.inputs import read_json_object, read_memo
+from .links import check_model_links
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights (and, for
 # a repository without them, ``HUB_BIN_PATTERNS``).
@@ -89,6 +90,11 @@ class ModelFiles:
 def hub_offline() -> bool:
     """True when ``HF_HUB_OFFLINE`` (read now, not at import) forbids downloads."""
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def hub_repo_dir(repo_id: str) -> Path:
+    """The Hugging Face cache's folder of ``repo_id`` (``models--org--name``)."""
+    return hub_cache_dir() / f"models--{repo_id.replace('/', '--')}"
 
 
 def hub_cache_dir() -> Path:
@@ -168,12 +174,14 @@ def resolve_model(model_type: str, revision: str | None = None) -> ModelFiles:
             return ModelFiles(model_type, packaged, None, "package")
     cached = _from_hub(model_type, local_only=True, revision=revision)
     if cached is not None:
+        check_model_links(cached, hub_repo_dir(model_type))
         return ModelFiles(model_type, cached, None, "hf-cache", revision)
     if hub_offline():
         raise ModelNotFoundError(_not_found_message(model_type, offline=True, revision=revision))
     downloaded = _from_hub(model_type, local_only=False, revision=revision)
     if downloaded is None:
         raise ModelNotFoundError(_not_found_message(model_type, offline=False, revision=revision))
+    check_model_links(downloaded, hub_repo_dir(model_type))
     return ModelFiles(model_type, downloaded, None, "download", revision)
 
 
@@ -221,8 +229,10 @@ def _looks_like_path(name: str) -> bool:
 
 def _local_files(name: str, path: Path) -> ModelFiles:
     if path.is_dir():
+        check_model_links(path)
         return ModelFiles(name, path.resolve(), None, "local")
     if path.suffix == ".onnx":
+        check_model_links(path.parent)
         return ModelFiles(name, path.parent.resolve(), path.resolve(), "local")
     raise InputValueError(
         f"model_type {name!r} is a file but not an .onnx graph: give a checkpoint directory, "

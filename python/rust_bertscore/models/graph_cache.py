@@ -6,11 +6,16 @@ precision and its policy) and kept under ``$RUST_BERTSCORE_CACHE`` (default
 their values as the converter reads them (:func:`weights_key`), not by name or path: two Hub
 revisions of a model with different weights get two entries, revisions with the same weights
 share one (the manifest records the revision that made it).
-Entries are written atomically and carry a manifest written last; an entry whose manifest is
-missing or disagrees with the file on disk is rebuilt. Several processes may share the cache:
-the worst that happens is that two of them convert the same model at once, and the last
-``os.replace`` wins with an identical file (on Windows, where a graph another process has open
-cannot be replaced, the first: the later one uses the entry it finds complete).
+Entries are written atomically and carry a manifest written last, with the SHA-256 of the
+graph's bytes (and of its external data, when it has any); an entry is used only when those
+digests match the files on disk, and rebuilt otherwise: a missing or damaged manifest, one
+written before digests were recorded, or a graph replaced by another (of the same size, too).
+Each process hashes a graph once (``graph_record.file_sha256``; docs/caches.md gives the
+cost), so a graph changed between two processes is never run under another's key.
+Several processes may share the cache: the worst that happens is that two of them convert the
+same model at once, and the last ``os.replace`` wins with an identical file (on Windows, where a
+graph another process has open cannot be replaced, the first: the later one uses the entry it
+finds complete).
 
 A cache that cannot be written (a full disk, a read-only directory, no permission) does not stop
 scoring: :func:`encoder_graph` converts the graph in memory and issues one
@@ -31,6 +36,7 @@ from ..catalog.lora_tasks import graph_family, lora_task
 from ..convert.values import DIGEST_VERSION, weights_digest
 from ..errors import InputValueError, warn
 from ..support.atomic import write_text_atomic
+from ..support.digests import file_sha256s, graph_files, sha256s_match
 from ..support.inputs import read_memo
 from .files import ModelFiles
 
@@ -133,11 +139,16 @@ def entry_key(fingerprint: str, family: str, layers: str, precision: str) -> str
 
 
 def _valid(graph: Path, manifest: Path) -> bool:
+    """Whether the entry's manifest names ``graph``'s size and the digests of its files (the
+    graph and its external data): a manifest without digests (written before they were
+    recorded) does not."""
     meta = read_memo(manifest)
     try:
-        return meta is not None and graph.is_file() and graph.stat().st_size == meta.get("size")
+        if meta is None or not graph.is_file() or graph.stat().st_size != meta.get("size"):
+            return False
     except OSError:
         return False
+    return sha256s_match(graph_files(graph), meta.get("sha256"))
 
 
 def converted_graph(
@@ -195,6 +206,7 @@ def converted_graph(
         "weights_sha256": fingerprint,
         "weights_digest": values,
         "size": graph.stat().st_size,
+        "sha256": file_sha256s(graph_files(graph)),  # what a later process checks
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))
     return graph

@@ -17,6 +17,8 @@ from typing import Any
 
 from ..errors import InputValueError, ModelLoadError, warn
 from ..support.atomic import write_text_atomic
+from ..support.boundary import open_stream
+from ..support.digests import MAX_FILE_BYTES, graph_files
 from ..support.inputs import read_json_object, read_memo
 from .choices import PRECISIONS
 
@@ -52,18 +54,6 @@ def export_record_path(graph: Path) -> Path:
     return graph.with_name(graph.name + ".json")
 
 
-def graph_files(graph: Path) -> list[Path]:
-    """The graph and its external-data file (``<graph>.data``), when it has one.
-
-    >>> from pathlib import Path
-    >>> from rust_bertscore.models.graph_record import graph_files
-    >>> [p.name for p in graph_files(Path("nowhere/model.onnx"))]
-    ['model.onnx']
-    """
-    data = graph.with_name(graph.name + ".data")
-    return [graph, data] if data.is_file() else [graph]
-
-
 def graph_file_digest(graph: Path) -> str:
     """SHA-256 hex digest of an ``.onnx`` graph's bytes and its external data's, memoised under
     ``$RUST_BERTSCORE_CACHE/fingerprints/`` by path, size and modification time.
@@ -91,7 +81,7 @@ def graph_file_digest(graph: Path) -> str:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.removeprefix(graph.name).encode() + b"\0")
-        with open(path, "rb") as f:
+        with open_stream(path, max_bytes=MAX_FILE_BYTES, error=ModelLoadError) as f:
             while chunk := f.read(8 << 20):
                 digest.update(chunk)
     value = digest.hexdigest()

@@ -44,7 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.lora_tasks import LORA_TASK_KEY
+from ..errors import CheckpointError
 from ..stages.tokenization.tokenizer import TOKENIZER_FILES
+from ..support.inputs import MAX_TOKENIZER_BYTES, read_bytes
 from .files import ModelFiles
 from .graph_record import (
     GraphRecordMismatchError,
@@ -260,7 +262,7 @@ def config_digest(config: dict[str, Any]) -> str:
 
 
 def _file_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
+    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=CheckpointError)
     if path.suffix != ".json":
         return data
     try:

@@ -11,8 +11,10 @@
 Entries live under ``<cache>/openvino/<key>/``; the key names the weights' digest, family,
 layers, converter version, the graph's kind and its policy (for int8: how the weights are
 compressed, the activation group, NNCF's and OpenVINO's versions). As in :mod:`.graph_cache`,
-files are written atomically and the manifest last; a cache that cannot be written builds the
-graph in memory after one warning.
+files are written atomically and the manifest last, with the SHA-256 of every file of the entry
+(``model.onnx`` and its external data, or ``model.xml`` and ``model.bin``): an entry is used
+only when they match, hashed once per process; a cache that cannot be written builds the graph
+in memory after one warning.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from ..stages.openvino_encoder import (
 )
 from ..stages.telemetry import telemetry_off
 from ..support.atomic import write_text_atomic
+from ..support.digests import file_sha256s, sha256s_match
 from ..support.inputs import read_memo
 from .files import ModelFiles
 from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
+from .graph_record import graph_files
 
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
@@ -124,12 +128,22 @@ def _entry_files(entry: Path, kind: str) -> list[Path]:
     return [entry / "model.xml", entry / "model.bin"]
 
 
+def _stored_files(paths: list[Path]) -> list[Path]:
+    """The files of an entry as they lie on disk: the IR's two, or the ONNX graph and its
+    external data when it has any."""
+    return graph_files(paths[0]) if len(paths) == 1 else paths
+
+
 def _valid(files: list[Path], manifest: Path) -> bool:
+    """Whether the manifest names the entry's sizes and the digests of its files; one written
+    before digests were recorded does not."""
     meta = read_memo(manifest)
     try:
-        return meta is not None and [f.stat().st_size for f in files] == meta.get("sizes")
+        if meta is None or [f.stat().st_size for f in files] != meta.get("sizes"):
+            return False
     except OSError:
         return False
+    return sha256s_match(_stored_files(files), meta.get("sha256"))
 
 
 def openvino_graph_path(
@@ -184,6 +198,7 @@ def openvino_graph_path(
         "converter_version": convert.CONVERTER_VERSION,
         "weights_sha256": fingerprint,
         "sizes": [p.stat().st_size for p in paths],
+        "sha256": file_sha256s(_stored_files(paths)),  # what a later process checks
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))
     return paths[0]

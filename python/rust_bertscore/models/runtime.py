@@ -350,6 +350,9 @@ def _load_runtime(
 
     if files.onnx_path is not None:
         graph = files.onnx_path
+        from .graph_check import check_graph  # onnx loads here, for a foreign graph only
+
+        check_graph(graph)  # from outside: only the converter's operators, inputs and output
         encoder = open_encoder(graph)
         if encoder.all_layers != all_layers:
             raise InputValueError(

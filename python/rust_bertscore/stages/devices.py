@@ -90,10 +90,11 @@ def _installed(prefix: str, module: str) -> list[str]:
     names = set()
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if (
-            name.startswith(prefix)
-            and module in (dist.read_text("top_level.txt") or module).split()
-        ):
+        if not name.startswith(prefix):
+            continue
+        # boundary-exempt: importlib.metadata of an installed package
+        top_level = dist.read_text("top_level.txt") or module
+        if module in top_level.split():
             names.add(name)
     return sorted(names)
 

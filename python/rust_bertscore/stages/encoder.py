@@ -6,16 +6,23 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _core
-from ..errors import InputValueError, ModelLoadError, RustBertScoreError
+from ..errors import InputValueError, ModelLoadError, ModelNotFoundError, RustBertScoreError
+from ..support.boundary import foreign_call
+from ..support.inputs import MAX_GRAPH_BYTES, check_file
 from . import devices
 from .arena import Arena
+from .batches import (  # noqa: F401 - MIN_BATCH_TOKENS, MIN_FILL: re-exported
+    MIN_BATCH_TOKENS,
+    MIN_FILL,
+    PackedStates,
+    plan_batches,
+)
 from .devices import (  # noqa: F401 - CPU_PROVIDER, CUDA_PROVIDER: re-exported
     CPU_PROVIDER,
     CUDA_PROVIDER,
@@ -30,16 +37,6 @@ DEFAULT_MAX_TOKENS = devices.DEFAULT_MAX_TOKENS
 """Padded tokens per encoder call on the CPU (see ``stages.devices``; CUDA's budget is
 ``devices.CUDA_MAX_TOKENS``)."""
 
-MIN_FILL = 0.9
-"""A batch takes a text only if it is at least this fraction of the batch's longest text (its
-width), once the batch holds :data:`MIN_BATCH_TOKENS` padded tokens: padding stays under ~10%
-even for a few hundred texts of very different lengths (a plain cut into ``batch_size`` texts
-padded 300 WMT texts by 47%, 200 by 73%)."""
-
-MIN_BATCH_TOKENS = 256
-"""Padded tokens a batch fills before :data:`MIN_FILL` may close it, so short texts still go
-many to a call."""
-
 DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 """ONNX Runtime fusions left out: its CPU SkipLayerNormalization kernel ran 5-10x slower than the
 Add + LayerNormalization it replaces (onnxruntime 1.32, measured in docs/performance.md)."""
@@ -51,54 +48,6 @@ DeBERTa graphs of ``convert.to_fp16``."""
 
 THREADS_ENV = _core.NUM_THREADS_ENV
 """The package's thread setting (see ``_core``); also sizes the encoder's intra-op pool."""
-
-
-@dataclass(frozen=True)
-class PackedStates:
-    """Encoded texts back to back, in the encoder's (longest first) order.
-
-    Attributes
-    ----------
-    data : np.ndarray
-        float32 ``(total_tokens + extra_rows, hidden)``, or ``(layers + 1, total_tokens +
-        extra_rows, hidden)`` for an all-layers graph. Rows past ``offsets[-1]`` are left for the
-        caller (see :meth:`Encoder.embed_packed`).
-    offsets : np.ndarray
-        int64 ``(n + 1,)``: the ``j``-th text encoded is rows ``offsets[j]:offsets[j + 1]``.
-    order : np.ndarray
-        int64 ``(n,)``: the ``j``-th text encoded is input text ``order[j]``.
-    """
-
-    data: np.ndarray
-    offsets: np.ndarray
-    order: np.ndarray
-
-
-def plan_batches(lengths: np.ndarray, batch_size: int, max_tokens: int) -> list[tuple[int, int]]:
-    """Cut texts sorted longest first into ``[start, stop)`` batches.
-
-    A batch takes texts while it has fewer than ``batch_size``, its padded size (texts x its
-    first, longest, text) stays within ``max_tokens`` and, once it holds
-    :data:`MIN_BATCH_TOKENS` padded tokens, the next text is at least :data:`MIN_FILL` of its
-    width; a text longer than ``max_tokens`` goes alone.
-    """
-    if batch_size < 1:
-        raise InputValueError(f"batch_size must be at least 1, got {batch_size}")
-    if max_tokens < 1:
-        raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    spans = []
-    start, n = 0, len(lengths)
-    while start < n:
-        width = max(int(lengths[start]), 1)
-        cap = min(n, start + max(1, min(batch_size, max_tokens // width)))
-        stop = start + 1
-        while stop < cap and (
-            lengths[stop] >= MIN_FILL * width or (stop - start) * width < MIN_BATCH_TOKENS
-        ):
-            stop += 1
-        spans.append((start, stop))
-        start = stop
-    return spans
 
 
 def default_threads() -> int | None:
@@ -223,7 +172,13 @@ class Encoder:
             raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.
         where = "the graph converted in memory" if isinstance(graph, bytes) else str(graph)
-        try:
+        if not isinstance(graph, bytes):  # a FIFO or a directory never reaches ONNX Runtime
+            try:
+                check_file(graph, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError)
+            except FileNotFoundError:
+                raise ModelNotFoundError(f"{graph}: no such graph file") from None
+        # onnxruntime raises its own untyped errors
+        with foreign_call(f"ONNX Runtime cannot load {where}", ModelLoadError):
             self.session = onnxruntime().InferenceSession(
                 graph if isinstance(graph, bytes) else str(graph),
                 options,
@@ -233,8 +188,6 @@ class Encoder:
                     *(FP16_DISABLED_OPTIMIZERS if fp16 else ()),
                 ],
             )
-        except Exception as e:  # onnxruntime raises its own untyped errors
-            raise ModelLoadError(f"ONNX Runtime cannot load {where}: {e}") from e
         self._attach(where, pad_id, max_tokens)
         self.tf32 = bool(tf32) and devices.uses_cuda(self.providers)
         self.io_binding = devices.uses_cuda(self.providers) if io_binding is None else io_binding

@@ -27,6 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import RustBertScoreError
+from ..support.inputs import read_bytes
+
 TELEMETRY_ENV = "RUST_BERTSCORE_OPENVINO_TELEMETRY"
 """Set to ``1`` to leave OpenVINO's and NNCF's telemetry as they would be without this package."""
 
@@ -61,9 +64,10 @@ def telemetry_opted_in() -> bool:
     if os.environ.get(TELEMETRY_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return True
     try:
-        return consent_file().read_text(encoding="utf-8").strip() == "1"
-    except (OSError, ValueError):
+        answer = read_bytes(consent_file(), max_bytes=4096, error=RustBertScoreError)
+    except (OSError, RustBertScoreError):  # missing, a FIFO, a directory, too large
         return False
+    return answer.strip() == b"1"
 
 
 def _existing_client() -> Any:

@@ -28,7 +28,8 @@ import numpy as np
 from ..errors import InputValueError
 
 if TYPE_CHECKING:  # the encoder (ONNX Runtime) loads only when texts are encoded
-    from .encoder import Encoder, PackedStates
+    from .batches import PackedStates
+    from .encoder import Encoder
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def embed_windowed(
     """
     if spec is None or all(spec.fits(len(ids)) for ids in id_lists):
         return encoder.embed_packed(id_lists, batch_size, extra_rows=extra_rows)
-    from .encoder import PackedStates
+    from .batches import PackedStates
 
     short = [i for i, ids in enumerate(id_lists) if spec.fits(len(ids))]
     long = [i for i, ids in enumerate(id_lists) if not spec.fits(len(ids))]

@@ -16,12 +16,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import InputValueError
+from ..support.boundary import open_descriptor
 from .records import Header
 
 O_BINARY: int = getattr(os, "O_BINARY", 0)
@@ -82,6 +85,18 @@ def read_at(fd: int, n: int, offset: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+def read_within(fd: int, n: int, offset: int) -> bytes | None:
+    """The ``n`` bytes of ``fd`` at ``offset``, or None when the file does not hold them.
+
+    What a record declares is checked against the real size of the open file (``os.fstat``)
+    before anything is read or allocated: a segment cut short (or swapped for a shorter file)
+    since it was indexed never makes a read ask for more memory than the file holds."""
+    if n < 0 or offset < 0 or offset + n > os.fstat(fd).st_size:
+        return None
+    data = read_at(fd, n, offset)
+    return data if len(data) == n else None
 
 
 def seek_read(fd: int, n: int, offset: int) -> bytes:
@@ -222,10 +237,35 @@ def release(fd: int) -> None:
         os.close(fd)
 
 
-def segment_sizes(segments: Path) -> dict[str, int]:
-    """Name and size of every segment file in ``segments`` (none when it cannot be listed).
+MAX_SEGMENT_BYTES = 1 << 50
+"""No cap of its own on a segment file (1 PiB): every record is read within the file's real
+size."""
 
-    Sizes come from ``os.stat``, not ``DirEntry.stat()``: on Windows that is the directory's
+
+def open_segment(path: Path) -> int | None:
+    """A read descriptor of the segment at ``path``, or None when it is gone or is not a
+    regular file.
+
+    Anyone who can write in a shared store's directory may put anything there: a directory, a
+    FIFO, a socket or a symbolic link named ``*.seg`` is never read. The open does not follow a
+    link (``O_NOFOLLOW``) and does not wait (``O_NONBLOCK``: opening a FIFO would wait for a
+    writer for ever), and the descriptor itself is checked (``os.fstat``), so an entry swapped
+    after the listing is refused too (``support.boundary.open_descriptor``). (Windows has
+    neither flag; it cannot open a directory with ``os.open``.)"""
+    try:
+        fd, _size = open_descriptor(
+            path, max_bytes=MAX_SEGMENT_BYTES, error=InputValueError, follow_links=False
+        )
+    except (OSError, InputValueError):
+        return None
+    return fd
+
+
+def segment_sizes(segments: Path) -> dict[str, int]:
+    """Name and size of every segment file in ``segments`` (none when it cannot be listed);
+    entries that are not regular files (directories, FIFOs, links, ...) are left out.
+
+    Sizes come from ``os.lstat``, not ``DirEntry.stat()``: on Windows that is the directory's
     copy, which lags while another process appends."""
     try:
         with os.scandir(segments) as it:
@@ -235,7 +275,9 @@ def segment_sizes(segments: Path) -> dict[str, int]:
     sizes = {}
     for name in names:
         with contextlib.suppress(OSError):  # pruned since the listing
-            sizes[name] = os.stat(segments / name).st_size
+            found = os.lstat(segments / name)
+            if stat.S_ISREG(found.st_mode):
+                sizes[name] = found.st_size
     return sizes
 
 

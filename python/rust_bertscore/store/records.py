@@ -18,11 +18,14 @@ offset  bytes  field
 ======  =====  ===============================================================
 
 All little-endian; payloads are float32, C order. A torn or damaged header stops a scan of its
-segment there; a payload whose length or CRC does not match is a damaged entry (a miss).
+segment there (so does a vectors header whose shape's product times 4 is not its payload
+length); a payload whose length or CRC does not match, or that holds NaN or infinity, is a
+damaged entry (a miss).
 """
 
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 from dataclasses import dataclass
@@ -92,13 +95,24 @@ def unpack_header(raw: bytes) -> Header | None:
     if magic != MAGIC or kind not in (KIND_VECTORS, KIND_TOUCH):
         return None
     shape = (d0, d1, d2)[:ndim]
-    if kind == KIND_VECTORS and (ndim not in (2, 3) or 4 * int(np.prod(shape)) != nbytes):
+    # Python integers: a product of three uint32 may not wrap round to a small length.
+    if kind == KIND_VECTORS and (ndim not in (2, 3) or 4 * math.prod(shape) != nbytes):
         return None
     return Header(kind, key, time, shape, nbytes, payload_crc)
 
 
-def decode_payload(header: Header, payload: bytes) -> np.ndarray | None:
-    """The vectors of a record, or None when the payload is short or its CRC does not match."""
-    if len(payload) != header.nbytes or zlib.crc32(payload) != header.crc:
+def decode_payload(header: Header, payload: bytes | None) -> np.ndarray | None:
+    """The vectors of a record, or None when the payload is missing or short, its CRC does
+    not match, its length is not its shape's, or it holds a value that is not finite (NaN or
+    infinity: no encoder output a scorer can use)."""
+    if (
+        payload is None
+        or len(payload) != header.nbytes
+        or 4 * math.prod(header.shape) != header.nbytes
+        or zlib.crc32(payload) != header.crc
+    ):
         return None
-    return np.frombuffer(payload, dtype="<f4").reshape(header.shape)
+    value = np.frombuffer(payload, dtype="<f4").reshape(header.shape)
+    if not np.isfinite(value).all():
+        return None
+    return value

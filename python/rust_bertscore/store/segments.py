@@ -10,10 +10,10 @@ Each process appends to a segment of its own, created under a temporary name, lo
 (``files.LOCKS``: ``flock``, or ``msvcrt.locking`` on Windows) and then renamed into place; it
 holds the lock while it may still write. Many small files would cost an ``open`` per text; a
 few segments cost one read per text (``files.read_at``: ``pread``, or a seek and a read) and
-one ``write`` per batch of texts. Readers index every segment by scanning its headers (once;
-then only the bytes added since) and read a payload with one read, checking its length and
-CRC: a damaged entry is a miss, and the scorer encodes and appends it again. What differs on
-Windows is kept in ``files.py``.
+one ``write`` per batch of texts. Readers index every segment (regular files only) by scanning
+its headers (once; then only the bytes added since) and read a payload with one read, checking
+its shape (the one asked for), length (within the open file), CRC and values (finite): anything
+else is a miss, and the scorer encodes and appends it again. Windows' ways are in ``files.py``.
 
 Least-recently-used eviction works on whole records: a hit appends a small "touch" record
 (at most once per :data:`TOUCH_INTERVAL` per entry and process), and :meth:`EmbeddingStore.prune`
@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import InputTypeError, InputValueError, RustBertScoreWarning
 from ..support.inputs import read_memo
 from . import files, records
-from .files import O_BINARY, Entry, SegmentWriter, read_at, segment_sizes
+from .files import Entry, SegmentWriter, open_segment, read_within, segment_sizes
 from .records import HEADER_BYTES, KIND_VECTORS, Header
 from .survey import StoreInfo, scan_headers, survey_store
 
@@ -76,8 +76,8 @@ class EmbeddingStore:
     Attributes
     ----------
     hits, misses, damaged : int
-        Look-ups that found an entry, that did not, and entries found damaged (counted as
-        misses too), since creation.
+        Look-ups that found an entry, that did not, and entries found damaged or unusable
+        (another shape than asked for; counted as misses too), since creation.
     writable : bool
         False once a write failed (full disk, read-only directory): then nothing more is
         written by this object.
@@ -167,11 +167,14 @@ class EmbeddingStore:
             )
 
     # -- reading -----------------------------------------------------------------------------
-    def _fd(self, name: str) -> int:
+    def _fd(self, name: str) -> int | None:
+        """The open read descriptor of segment ``name``; None when it is gone or is not a
+        regular file (``files.open_segment``)."""
         fd = self._fds.get(name)
         if fd is None:
-            fd = os.open(self.segments_dir / name, os.O_RDONLY | O_BINARY)
-            self._fds[name] = fd
+            fd = open_segment(self.segments_dir / name)
+            if fd is not None:
+                self._fds[name] = fd
         return fd
 
     def _close_readers(self) -> None:
@@ -214,13 +217,23 @@ class EmbeddingStore:
                 self._sizes[name] = size
                 start = self._scanned.get(name, 0)
                 if size > start:
-                    try:
-                        self._scanned[name] = self._scan(name, start, size)
-                    except FileNotFoundError:  # pruned between the listing and the scan
+                    end = self._scan(name, start, size)
+                    if end is None:  # pruned since the listing, or not a regular file now
                         self._sizes.pop(name, None)
+                    else:
+                        self._scanned[name] = end
 
-    def _scan(self, name: str, start: int, size: int) -> int:
-        found, end = scan_headers(self._fd(name), start, size)
+    def _scan(self, name: str, start: int, size: int) -> int | None:
+        """Index segment ``name`` from ``start`` to ``size`` (at most the open file's size): where
+        the scan stopped, or None when the segment cannot be read."""
+        fd = self._fd(name)
+        if fd is None:
+            return None
+        try:
+            size = min(size, os.fstat(fd).st_size)
+            found, end = scan_headers(fd, start, size)
+        except OSError:
+            return None
         for pos, header in found:
             if header.kind == KIND_VECTORS:
                 self._index.setdefault(header.key, []).append(
@@ -230,16 +243,29 @@ class EmbeddingStore:
                 self._used[header.key] = header.time
         return end
 
-    def get_many(self, keys: Sequence[bytes]) -> list[np.ndarray | None]:
-        """The vectors of each key (read-only float32 arrays), or None where the store has
-        none or the entry is damaged."""
+    def get_many(
+        self, keys: Sequence[bytes], shapes: Sequence[tuple[int, ...]] | None = None
+    ) -> list[np.ndarray | None]:
+        """The vectors of each key (read-only float32 arrays, all finite), or None where the
+        store has none or the entry is damaged.
+
+        Parameters
+        ----------
+        keys : sequence of bytes
+            The entries' keys.
+        shapes : sequence of tuple of int, optional
+            The shape each key's vectors must have. A copy declaring another is not read,
+            counted in :attr:`damaged` and forgotten, so fresh vectors are written again.
+        """
+        if shapes is not None and len(shapes) != len(keys):
+            raise InputValueError(f"{len(keys)} keys but {len(shapes)} shapes")
         with self._lock:
             self._refresh()
             out: list[np.ndarray | None] = []
             now = time.time()
             touched = []
-            for key in keys:
-                value = self._read(key)
+            for i, key in enumerate(keys):
+                value = self._read(key, None if shapes is None else tuple(shapes[i]))
                 if value is None:
                     self.misses += 1
                 else:
@@ -257,18 +283,23 @@ class EmbeddingStore:
         """The vectors of one key, or None."""
         return self.get_many([key])[0]
 
-    def _read(self, key: bytes) -> np.ndarray | None:
-        """The first intact copy of ``key``; damaged copies are counted and forgotten."""
+    def _read(self, key: bytes, shape: tuple[int, ...] | None = None) -> np.ndarray | None:
+        """The first intact copy of ``key`` (of ``shape``, when given); damaged or unusable
+        copies are counted and forgotten. A payload is read only when the open file holds all
+        of it (``files.read_within``): never more memory than the file's bytes."""
         copies = self._index.get(key, [])
         while copies:
             entry = copies[0]
-            try:
-                payload = read_at(self._fd(entry.segment), entry.header.nbytes, entry.offset)
-            except FileNotFoundError:  # pruned since the last look: gone, not damaged
+            fd = self._fd(entry.segment)
+            if fd is None:  # pruned since the last look (or swapped for a non-file): gone
                 copies.pop(0)
                 continue
-            except OSError:
-                payload = b""
+            payload: bytes | None = None
+            if shape is None or entry.header.shape == shape:
+                try:
+                    payload = read_within(fd, entry.header.nbytes, entry.offset)
+                except OSError:
+                    payload = None
             value = records.decode_payload(entry.header, payload)
             if value is not None:
                 return value

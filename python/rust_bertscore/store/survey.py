@@ -11,7 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import records
-from .files import O_BINARY, Entry, read_at, release, remove, try_lock, unlock, write_all
+from .files import (
+    O_BINARY,
+    Entry,
+    open_segment,
+    read_at,
+    read_within,
+    release,
+    remove,
+    segment_sizes,
+    try_lock,
+    unlock,
+    write_all,
+)
 from .records import HEADER_BYTES, KIND_VECTORS, Header
 
 
@@ -109,14 +121,11 @@ class Survey:
         self.entries: dict[bytes, list[Entry]] = {}  # every copy
         self.used: dict[bytes, float] = {}
         self.damaged = 0
-        try:
-            names = sorted(p.name for p in segments.glob("*.seg") if not p.name.startswith("."))
-        except OSError:
-            names = []
-        for name in names:
-            try:
-                fd = os.open(segments / name, os.O_RDONLY | O_BINARY)
-            except FileNotFoundError:
+        # Regular files only: a directory, FIFO or link named *.seg is never opened, and
+        # open_segment refuses one swapped in after the listing.
+        for name in sorted(segment_sizes(segments)):
+            fd = open_segment(segments / name)
+            if fd is None:
                 continue
             self.fds[name] = fd
             size = os.fstat(fd).st_size
@@ -197,8 +206,11 @@ class Survey:
                 if kept + size > budget:
                     continue  # a smaller, older entry may still fit
                 value = None
-                for entry in copies:
-                    payload = read_at(self.fds[entry.segment], entry.header.nbytes, entry.offset)
+                # Newest first: a copy written again after a bad one (a store that healed).
+                for entry in reversed(copies):
+                    payload = read_within(
+                        self.fds[entry.segment], entry.header.nbytes, entry.offset
+                    )
                     value = records.decode_payload(entry.header, payload)
                     if value is not None:
                         break

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 from ..errors import RustBertScoreError
+from .boundary import check_regular, read_regular
 
 MiB = 1 << 20
 
@@ -32,6 +32,10 @@ is 33 MB; a 256k vocabulary with merges stays under 100 MB)."""
 MAX_JSON_DEPTH = 64
 """Nesting depth of any JSON file read (tokenizer.json nests about 6 deep)."""
 
+MAX_GRAPH_BYTES = 2048 * MiB
+"""An ``.onnx`` file handed to ONNX Runtime: protobuf's own limit on one message (larger graphs
+keep their weights in external data files beside it)."""
+
 MAX_TEXT_BYTES = 64 * MiB
 """A baseline CSV and other small text tables."""
 
@@ -44,8 +48,9 @@ def check_file(
     path: str | os.PathLike[str], *, max_bytes: int, error: type[RustBertScoreError]
 ) -> int:
     """The size of the regular file ``path`` (for a library that reads it itself), or ``error``
-    when it is over ``max_bytes``, not a regular file, or cannot be examined; a missing file
-    raises ``FileNotFoundError``.
+    when it is over ``max_bytes``, not a regular file (a FIFO is opened without blocking and
+    refused, never waited on), or cannot be opened; a missing file raises
+    ``FileNotFoundError`` (``support.boundary.check_regular``).
 
     >>> import tempfile
     >>> from rust_bertscore.errors import InputValueError
@@ -53,29 +58,19 @@ def check_file(
     ...     try:
     ...         check_file(tmp, max_bytes=10, error=InputValueError)
     ...     except InputValueError as e:
-    ...         print(str(e).endswith("not a regular file"))
+    ...         print(str(e).endswith("a directory, expected a regular file"))
     True
     """
-    path = Path(path)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise _fail(error, path, f"cannot be read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _fail(error, path, "not a regular file")
-    if info.st_size > max_bytes:
-        raise _fail(error, path, f"{info.st_size} bytes, over the limit of {max_bytes} bytes")
-    return info.st_size
+    return check_regular(path, max_bytes=max_bytes, error=error)
 
 
 def read_bytes(
     path: str | os.PathLike[str], *, max_bytes: int, error: type[RustBertScoreError]
 ) -> bytes:
     """The bytes of the regular file ``path``, refused (``error``) past ``max_bytes`` before any
-    is read, or when it is not a regular file or cannot be read. A missing file raises
-    ``FileNotFoundError`` (callers decide what a missing file means).
+    is read, or when it is not a regular file (a FIFO is refused at once) or cannot be read. A
+    missing file raises ``FileNotFoundError`` (callers decide what a missing file means);
+    ``support.boundary.read_regular``.
 
     Examples
     --------
@@ -91,26 +86,7 @@ def read_bytes(
     b'12345'
     True
     """
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise _fail(error, path, "not a regular file")
-            if info.st_size > max_bytes:
-                raise _fail(
-                    error, path, f"{info.st_size} bytes, over the limit of {max_bytes} bytes"
-                )
-            data = handle.read(max_bytes + 1)  # a file that grows while read is cut here
-    except FileNotFoundError:
-        raise
-    except IsADirectoryError:
-        raise _fail(error, path, "a directory, expected a file") from None
-    except OSError as exc:
-        raise _fail(error, path, f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > max_bytes:
-        raise _fail(error, path, f"over the limit of {max_bytes} bytes")
-    return data
+    return read_regular(path, max_bytes=max_bytes, error=error)
 
 
 def decode_utf8(data: bytes, path: str | os.PathLike[str], error: type[RustBertScoreError]) -> str:
@@ -174,9 +150,12 @@ def parse_json(
     *,
     error: type[RustBertScoreError],
     max_depth: int = MAX_JSON_DEPTH,
+    unique_keys: bool = False,
 ) -> Any:
     """Parse JSON read from ``path``; ``error`` names the line and column of a syntax error, and
-    refuses nesting deeper than ``max_depth`` and integers too long to convert.
+    refuses nesting deeper than ``max_depth`` and integers too long to convert; with
+    ``unique_keys``, also an object that names a key twice (where Python's parser keeps the last
+    silently: a safetensors header that names a tensor twice).
 
     >>> from rust_bertscore.errors import InputValueError
     >>> parse_json('{"a": 1}', "c.json", error=InputValueError)
@@ -190,7 +169,9 @@ def parse_json(
     if isinstance(text, bytes):
         text = decode_utf8(text, path, error)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_object if unique_keys else None)
+    except _DuplicateKey as exc:
+        raise _fail(error, Path(path), f"the key {exc.key!r} appears twice in one object") from None
     except json.JSONDecodeError as exc:
         raise _fail(
             error,
@@ -207,6 +188,23 @@ def parse_json(
         where = _lone_surrogate(value)
         if where is not None:
             raise _fail(error, Path(path), f"a lone UTF-16 surrogate (\\u escape) in {where}")
+    return value
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return value
 
 

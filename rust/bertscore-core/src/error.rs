@@ -164,11 +164,12 @@ pub enum KernelError {
         /// What is wrong with it.
         problem: String,
     },
-    /// A thread count of zero.
-    #[error("the number of threads must be at least 1, got {0}")]
+    /// A thread count of zero, or over [`crate::pool::MAX_THREADS`].
+    #[error("the number of threads must be from 1 to {max}, got {0}", max = crate::pool::MAX_THREADS)]
     InvalidThreads(usize),
-    /// `RUST_BERTSCORE_NUM_THREADS` is set to something that is not a positive integer.
-    #[error("{var} must be a positive integer, got {value:?}")]
+    /// `RUST_BERTSCORE_NUM_THREADS` is set to something that is not an integer from 1 to
+    /// [`crate::pool::MAX_THREADS`].
+    #[error("{var} must be an integer from 1 to {max}, got {value:?}", max = crate::pool::MAX_THREADS)]
     InvalidThreadsEnv {
         /// The variable's name.
         var: &'static str,

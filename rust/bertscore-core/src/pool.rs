@@ -26,6 +26,11 @@ use crate::error::{KernelError, Result};
 /// Environment variable that sizes the pool when [`set_num_threads`] was not called first.
 pub const NUM_THREADS_ENV: &str = "RUST_BERTSCORE_NUM_THREADS";
 
+/// The most threads the pool is built with, from [`set_num_threads`] or the environment: a
+/// value past it (`RUST_BERTSCORE_NUM_THREADS=100000` asked the system for 100,000 threads and
+/// their stacks, and the process died) is refused with the limit named.
+pub const MAX_THREADS: usize = 1024;
+
 /// Work (in multiply-adds, or value reads for memory-bound passes) below which a call runs
 /// serially on the calling thread. About a millisecond of one core.
 pub const SERIAL_THRESHOLD: u64 = 1 << 21;
@@ -51,7 +56,7 @@ fn parse_threads(value: &str) -> Result<Option<usize>> {
         return Ok(None);
     }
     match value.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(Some(n)),
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(Some(n)),
         _ => Err(KernelError::InvalidThreadsEnv {
             var: NUM_THREADS_ENV,
             value: value.to_owned(),
@@ -96,11 +101,11 @@ fn build(n: usize) -> Result<Arc<ThreadPool>> {
 /// a different size replaces the pool once (see the module documentation).
 ///
 /// # Errors
-/// [`KernelError::InvalidThreads`] for 0, [`KernelError::ThreadPool`] if the threads cannot
-/// be started.
+/// [`KernelError::InvalidThreads`] for 0 or more than [`MAX_THREADS`],
+/// [`KernelError::ThreadPool`] if the threads cannot be started.
 pub fn set_num_threads(n: usize) -> Result<()> {
-    if n == 0 {
-        return Err(KernelError::InvalidThreads(0));
+    if n == 0 || n > MAX_THREADS {
+        return Err(KernelError::InvalidThreads(n));
     }
     let mut st = state();
     if st
@@ -233,6 +238,13 @@ mod tests {
     fn env_values_are_parsed_strictly() {
         assert_eq!(parse_threads("4"), Ok(Some(4)));
         assert_eq!(parse_threads(" 2 "), Ok(Some(2)));
+        assert_eq!(parse_threads("1024"), Ok(Some(MAX_THREADS)));
+        assert!(parse_threads("1025").is_err());
+        assert!(parse_threads("100000").is_err());
+        assert_eq!(
+            set_num_threads(100_000),
+            Err(KernelError::InvalidThreads(100_000))
+        );
         assert_eq!(parse_threads(""), Ok(None));
         for bad in ["0", "-1", "two", "1.5"] {
             assert!(parse_threads(bad).is_err(), "{bad}");

@@ -13,6 +13,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from ...errors import InputValueError
+from ...support.boundary import KEEP, foreign_call
 from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
@@ -38,10 +39,15 @@ def entry_text(entry: object) -> str | None:
 
 
 class FastIds:
-    """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller."""
+    """The Rust ``tokenizers`` back end, special tokens and truncation left to the caller.
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    Whatever the library raises on a text (a plain ``Exception``, or a Rust panic: a
+    ``BaseException``), ``encode_batch`` raises ``InputValueError`` naming the text and
+    ``source`` (the tokenizer's folder)."""
+
+    def __init__(self, tokenizer: Tokenizer, source: str = "the tokenizer") -> None:
         self.tokenizer = tokenizer
+        self.source = source
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
@@ -52,15 +58,15 @@ class FastIds:
             if len(texts) <= SERIAL_TEXTS and sum(map(len, texts)) <= SERIAL_CHARS:  # no hand-off
                 return [self.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
             encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        except Exception:  # the Rust side raises a plain Exception: name the text
-            for i, text in enumerate(texts):
-                try:
-                    self.tokenizer.encode(text, add_special_tokens=False)
-                except Exception as e:
-                    raise InputValueError(
-                        f"the tokenizer cannot encode text {i} ({text[:40]!r}): {e}"
-                    ) from e
+        except KEEP:
             raise
+        except BaseException as first:  # a plain Exception or a panic: name the text
+            for i, text in enumerate(texts):
+                with foreign_call(
+                    f"{self.source} cannot encode text {i} ({text[:40]!r})", InputValueError
+                ):
+                    self.tokenizer.encode(text, add_special_tokens=False)
+            raise InputValueError(f"{self.source} cannot encode these texts: {first}") from first
         return [list(e.ids) for e in encodings]
 
     def token_to_id(self, token: str) -> int | None:
@@ -74,10 +80,8 @@ def read_tokenizer_json(path: Path) -> Tokenizer:
     """``path`` (a ``tokenizer.json``) as a ``tokenizers.Tokenizer``; InputValueError naming the
     file when the library cannot read it."""
     check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
-    try:
+    with foreign_call(f"cannot load {path}", InputValueError):  # a plain Exception, or a panic
         return Tokenizer.from_file(str(path))
-    except Exception as e:  # the Rust side raises a plain Exception
-        raise InputValueError(f"cannot load {path}: {e}") from e
 
 
 def load_fast_tokenizer(

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import InputValueError
+from ...support.boundary import foreign_call
 from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, AddedTokenSplitter
 
@@ -58,10 +59,8 @@ def _load_processor(path: Path) -> object:
         ) from e
     check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
     processor = sentencepiece.SentencePieceProcessor()
-    try:
+    with foreign_call(f"cannot load the SentencePiece model {path}", InputValueError):
         processor.Load(str(path))
-    except (OSError, RuntimeError, ValueError) as e:
-        raise InputValueError(f"cannot load the SentencePiece model {path}: {e}") from e
     return processor
 
 

@@ -37,6 +37,8 @@ from tokenizers import AddedToken as RustAddedToken
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from ...errors import InputValueError
+from ...support.boundary import foreign_call
+from ...support.inputs import MAX_TOKENIZER_BYTES, read_bytes
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
 from .sentencepiece import pegasus_added_ids, pegasus_offset
@@ -67,7 +69,7 @@ _LOWERCASE_DEFAULT = {"AlbertTokenizer": True}
 """``do_lower_case`` where the class's default is not False."""
 
 
-def _read_model_proto(path: Path) -> object:
+def read_model_proto(path: Path) -> object:
     """The ``ModelProto`` of a SentencePiece ``.model`` file (InputValueError naming it)."""
     try:
         from sentencepiece import sentencepiece_model_pb2
@@ -76,10 +78,9 @@ def _read_model_proto(path: Path) -> object:
             f"reading {path.name} for use_fast_tokenizer=True needs protobuf: pip install protobuf"
         ) from e
     proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
-    try:
-        proto.ParseFromString(path.read_bytes())
-    except Exception as e:  # protobuf's DecodeError, or OSError
-        raise InputValueError(f"cannot read the SentencePiece model {path}: {e}") from e
+    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+    with foreign_call(f"cannot read the SentencePiece model {path}", InputValueError):
+        proto.ParseFromString(data)  # protobuf's DecodeError, or a crash of its C++ parser
     return proto
 
 
@@ -207,7 +208,7 @@ def sentencepiece_fast_tokenizer(
             f"use_fast_tokenizer=True: {model_dir} has no tokenizer.json and building a fast "
             f"{cls.name} from {model_file.name} is not supported; leave use_fast_tokenizer=False"
         )
-    proto = _read_model_proto(model_file)
+    proto = read_model_proto(model_file)
     trainer = proto.trainer_spec  # type: ignore[attr-defined]
     if trainer.model_type != _UNIGRAM:
         raise InputValueError(

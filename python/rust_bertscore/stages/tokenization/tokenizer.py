@@ -26,6 +26,7 @@ from tokenizers import Tokenizer
 
 from ...catalog.configs import full_attention_limit, max_positions
 from ...errors import InputValueError
+from ...support.boundary import foreign_call
 from ...support.inputs import read_json_object
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
@@ -71,6 +72,13 @@ _OWN_PREFIX_SPACE_CLASSES = frozenset(
 )
 
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
+LOAD_ERRORS: tuple[type[InputValueError], tuple[type[BaseException], ...]] = (
+    InputValueError,
+    (FileNotFoundError, ImportError),
+)
+"""What a tokenizer load raises for anything the libraries raise or panic with (the missing
+file and the missing package pass through): ``foreign_call``'s error and kept types."""
+
 _NO_LIMIT = 10**12
 
 TOKENIZER_FILES: tuple[str, ...] = (
@@ -152,14 +160,17 @@ class TextTokenizer:
             sentinels = (
                 _sentinel_count(tok_config) if self.tokenizer_class.layout == LAYOUT_EOS else 0
             )
-            fast_tokenizer = load_use_fast_tokenizer(
-                self.model_dir, tok_config, special_map, self.tokenizer_class, sentinels
-            )
-            self._source, self._tokenizer = FastIds(fast_tokenizer), fast_tokenizer
+            with foreign_call(f"cannot load the tokenizer of {self.model_dir}", *LOAD_ERRORS):
+                fast_tokenizer = load_use_fast_tokenizer(
+                    self.model_dir, tok_config, special_map, self.tokenizer_class, sentinels
+                )
+            self._source = FastIds(fast_tokenizer, f"the tokenizer of {self.model_dir}")
+            self._tokenizer = fast_tokenizer
         else:
-            self._source, self._tokenizer = _load_source(
-                self.model_dir, tok_config, special_map, self.tokenizer_class
-            )
+            with foreign_call(f"cannot load the tokenizer of {self.model_dir}", *LOAD_ERRORS):
+                self._source, self._tokenizer = _load_source(
+                    self.model_dir, tok_config, special_map, self.tokenizer_class
+                )
         # bert_score adds the prefix space itself for the slow RoBERTa/GPT-2 classes only.
         self.prefix_space = False if uses_fast else _wants_prefix_space(tok_config, config)
         names = {
@@ -373,7 +384,7 @@ def _load_source(
                 )
                 return source, None
     tokenizer = load_fast_tokenizer(model_dir, tok_config, special_map, cls)
-    return FastIds(tokenizer), tokenizer
+    return FastIds(tokenizer, f"the tokenizer of {model_dir}"), tokenizer
 
 
 def _flag(tok_config: dict, key: str) -> bool:
