@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,20 @@ def fake_hub_cache(root: Path, repo_id: str, src: Path) -> Path:
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(REVISION)
     return snapshot
+
+
+@pytest.fixture
+def tiny_bert_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private copy of the tiny BERT checkpoint, with a fresh model cache and no loaded model
+    memoised."""
+    import rust_bertscore as rb
+
+    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "bert"
+    shutil.copytree(TINY / "bert", path)
+    rb.clear_cache()
+    yield path
+    rb.clear_cache()
 
 
 def java_major_version() -> int | None:

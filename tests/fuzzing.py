@@ -593,6 +593,69 @@ def load_store(directory: Path) -> None:
     store.close()
 
 
+KIND = b"@@rbs-kind:"
+"""A case whose data starts with this plants a kind of file, not bytes (:func:`plant_kind`)."""
+
+KINDS = (b"fifo", b"directory", b"socket", b"link-out", b"link-in", b"link-loop", b"sparse")
+"""What stands where a file is expected: a FIFO (a reader that opens it waits for a writer), a
+directory, a socket, a link to a file outside the folder, one to a file inside it, a link loop,
+and a sparse file of 3 GiB of holes."""
+
+
+def mutate_kind(rng: random.Random, data: bytes) -> bytes:
+    """A file-kind case (any file of the folder: ``make_case`` picks which)."""
+    return KIND + rng.choice(KINDS)
+
+
+def plant_kind(path: Path, kind: bytes) -> None:
+    """Put ``kind`` (one of :data:`KINDS`) at ``path`` in place of the file there."""
+    import socket
+
+    original = path.read_bytes() if path.is_file() else b""
+    if path.is_file() or path.is_symlink():
+        path.unlink()
+    if kind == b"fifo":
+        os.mkfifo(path)
+    elif kind == b"directory":
+        path.mkdir()
+    elif kind == b"socket":
+        sock = socket.socket(socket.AF_UNIX)
+        try:
+            sock.bind(str(path))
+        finally:
+            sock.close()
+    elif kind == b"link-out":
+        outside = path.parent.parent / f"outside-{path.name}"
+        outside.write_bytes(original)
+        os.symlink(outside, path)
+    elif kind == b"link-in":
+        inside = path.parent / f".real-{path.name}"
+        inside.write_bytes(original)
+        os.symlink(inside.name, path)
+    elif kind == b"link-loop":
+        os.symlink(path.name, path)
+    else:
+        with open(path, "wb") as handle:
+            handle.truncate(3 << 30)
+
+
+def load_and_score(directory: Path) -> None:
+    """The whole folder as ``BERTScorer`` reads it, and a few pairs scored (the runtime cache
+    emptied first: every case has the same path). A missing file is the documented
+    ``FileNotFoundError``, counted as typed."""
+    from rust_bertscore import BERTScorer
+    from rust_bertscore.errors import CheckpointError
+    from rust_bertscore.models.caches import clear_cache
+
+    clear_cache()
+    try:
+        scorer = BERTScorer(model_type=str(directory), num_layers=2, cache_bytes=0)
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"missing: {exc}") from exc
+    F = scorer.score(TEXTS, TEXTS[::-1])[2]
+    assert len(F) == len(TEXTS)
+
+
 def load_baseline_csv(directory: Path) -> None:
     from rust_bertscore.stages.rescale import baseline_values
 
@@ -656,6 +719,10 @@ TARGETS: dict[str, Target] = {
         Target("store", _store_base, ("segments/a.seg", "store.json"), _mutate_store_file,
                load_store),
         Target("baseline", _baseline_base, ("baseline.csv",), mutate_text, load_baseline_csv),
+        Target("file-kinds", _copy(TINY / "bert"),
+               ("config.json", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "vocab.txt", "model.safetensors"),
+               mutate_kind, load_and_score),
         Target("export", _export_base, ("enc.onnx.json", "enc.onnx"),
                lambda rng, d: mutate_json(rng, d) if d.startswith(b"{") else mutate_bytes(rng, d),
                load_export),
@@ -716,8 +783,11 @@ def make_case(target: Target, seed: int, base: Path) -> tuple[str, bytes]:
 def _case_dir(base: Path, work: Path, name: str, data: bytes) -> Path:
     if work.exists():
         shutil.rmtree(work)
-    shutil.copytree(base, work)
-    (work / name).write_bytes(data)
+    shutil.copytree(base, work, symlinks=True)
+    if data.startswith(KIND):
+        plant_kind(work / name, data[len(KIND) :])
+    else:
+        (work / name).write_bytes(data)
     return work
 
 

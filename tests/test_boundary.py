@@ -459,3 +459,73 @@ def test_the_scan_finds_reads() -> None:
         "np.load()",
         ".open()",
     ]
+
+
+# ---- what the attacker (a helper briefed with docs/inputs.md only) found -----------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "sparse"])
+def test_a_hub_ref_that_is_not_a_small_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    repo = hub_layout(tmp_path, f"someone/tiny-bert-ref-{kind}")
+    ref = repo / "refs" / "main"
+    ref.unlink()
+    if kind == "fifo":
+        os.mkfifo(ref)
+    else:
+        with open(ref, "wb") as f:
+            f.truncate(8 << 30)
+    with deadline(20), pytest.raises(CheckpointError, match=r"refs/main"):
+        score_with(f"someone/tiny-bert-ref-{kind}")
+
+
+def test_a_zero_size_tensor_of_a_huge_shape_is_refused(tmp_path: Path) -> None:
+    from rust_bertscore.convert.safetensors_header import read_header
+
+    path = tmp_path / "model.safetensors"
+    write_safetensors(
+        path,
+        '{"w": {"dtype": "F32", "shape": [0, 4611686018427387904, 2], "data_offsets": [0, 0]}}',
+    )
+    with pytest.raises(CheckpointError, match=r"integers in 0\.\."):
+        read_header(path)
+
+
+def test_an_output_with_inf_or_nan_is_an_error_not_zero_scores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Weights or a config value past float32's range (or float16's) make the encoder's output
+    inf or NaN, and every score 0 with no word of why: the encoder says so instead."""
+    scorer = rb.BERTScorer(model_type=str(TINY / "bert"), num_layers=2, cache_bytes=0)
+    encoder = scorer.runtime.encoder
+    real = encoder._run  # the runtime's output, made non-finite below
+
+    def overflowing(*args: object, **kwargs: object) -> np.ndarray:
+        out = real(*args, **kwargs).copy()
+        out.flat[5] = np.inf
+        return out
+
+    monkeypatch.setattr(encoder, "_run", overflowing)
+    with pytest.raises(ModelLoadError, match="inf or NaN"):
+        scorer.score(["a cat sat"], ["the cat sat"])
+    monkeypatch.undo()
+    assert np.isfinite(scorer.score(["a cat sat"], ["the cat sat"])[2]).all()
+
+
+def test_a_directory_where_a_cached_graph_goes_costs_a_conversion_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(cache))
+    model = copy_model(tmp_path)
+    want = score_with(str(model))
+    rb.clear_cache()
+    (graph,) = cache.glob("onnx/*/model.onnx")
+    graph.unlink()
+    graph.mkdir()
+    with pytest.warns(rb.RustBertScoreWarning, match="cannot"):
+        got = score_with(str(model))
+    np.testing.assert_array_equal(got, want)
+    rb.clear_cache()

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import rust_bertscore as rb
-from conftest import TINY
 from rust_bertscore.convert import writer
 from rust_bertscore.errors import RustBertScoreWarning
 
@@ -26,15 +25,8 @@ REFS = ["the coffee is hot", "she would take the road"]
 
 
 @pytest.fixture
-def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private copy of the tiny BERT checkpoint, with a fresh model cache and no loaded model
-    memoised."""
-    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "bert"
-    shutil.copytree(TINY / "bert", path)
-    rb.clear_cache()
-    yield path
-    rb.clear_cache()
+def model(tiny_bert_copy: Path) -> Path:
+    return tiny_bert_copy
 
 
 def score_with_warnings(

@@ -52,14 +52,8 @@ print(json.dumps([P.tolist(), R.tolist(), F.tolist()]))
 
 
 @pytest.fixture
-def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private copy of the tiny BERT checkpoint, a fresh model cache, no model memoised."""
-    monkeypatch.setenv("RUST_BERTSCORE_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "bert"
-    shutil.copytree(TINY / "bert", path)
-    rb.clear_cache()
-    yield path
-    rb.clear_cache()
+def model(tiny_bert_copy: Path) -> Path:
+    return tiny_bert_copy
 
 
 def score_in_new_process(model: Path, cache: Path) -> list:

@@ -18,7 +18,7 @@ import reprlib
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, InputValueError
+from ..errors import CheckpointError, InputValueError, ModelNotFoundError
 from ..support.inputs import MAX_CONFIG_BYTES, read_json_object
 from .remote_code import remote_code_class, with_remote_model_type
 
@@ -165,7 +165,7 @@ def load_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(model_dir) / CONFIG_NAME
     if not path.is_file():
-        raise FileNotFoundError(
+        raise ModelNotFoundError(
             f"{path}: no such file (expected a Hugging Face checkpoint directory)"
         )
     config = read_json_object(path, error=CheckpointError, max_bytes=MAX_CONFIG_BYTES)
@@ -209,6 +209,10 @@ _MINUS_ONE_FIELDS = _TOKEN_ID_FIELDS | {
     "mem_len",
     "sliding_window",
 }
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: a number field past it is finite in ``config.json`` but inf in
+the graph, and every score 0 (``layer_norm_eps: 1e300``)."""
+
 _NUMBER_FIELDS = frozenset(
     ("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", "norm_eps", "rope_theta",
      "global_rope_theta", "local_rope_theta", "embedding_multiplier", "query_pre_attn_scalar",
@@ -262,8 +266,11 @@ def check_config_fields(config: dict[str, Any], path: Path | None = None) -> Non
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
                 or not math.isfinite(value)
+                or abs(value) > FLOAT32_MAX  # finite here, inf in the float32 graph
             ):
-                raise _bad(path, name, "a finite number", value)
+                raise _bad(path, name, "a number finite in float32", value)
+            if "eps" in name and not 0 <= value <= 1:  # a norm's epsilon
+                raise _bad(path, name, "a number in 0..1", value)
         elif name in _TEXT_FIELDS:
             texts = value if name == "pos_att_type" and isinstance(value, list) else [value]
             if not all(isinstance(v, str) for v in texts):

@@ -132,6 +132,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="seconds a request has to arrive whole, headers and body (30; 408, then closed)",
     )
     server.add_argument(
+        "--min-body-rate",
+        type=non_negative_float,
+        default=65536.0,
+        metavar="B",
+        help="bytes a second a request body must arrive at, after its first second (65536; "
+        "408, then closed; 0: any rate)",
+    )
+    server.add_argument(
         "--keep-alive",
         type=positive_float,
         default=5.0,
@@ -296,8 +304,10 @@ def run(args: argparse.Namespace) -> int:
             f"limit is {nofile}: raise it with ulimit -n)",
             file=sys.stderr,
         )
+    min_body_rate = args.min_body_rate or None
     app.limits.update(
         read_timeout_s=args.read_timeout,
+        min_body_rate=min_body_rate,
         keep_alive_s=args.keep_alive,
         max_connections=max_connections,
         max_connections_per_client=args.max_connections_per_client,
@@ -324,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
             app.handle_busy,
             per_client=args.max_connections_per_client,
             stopping_app=app.handle_stopping,
+            min_body_rate=min_body_rate,
         ),
         log_level="warning" if args.quiet else "info",
         access_log=args.verbose,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..catalog.configs import CONFIG_NAME
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ModelNotFoundError
 from ..support.boundary import open_stream
 from ..support.inputs import read_json_object
 from .safetensors_header import TensorInfo, read_header
@@ -86,7 +86,7 @@ def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
     found = _layout(root)
     if found is None:
         expected = " or ".join(name for pair in _LAYOUTS for name in pair)
-        raise FileNotFoundError(f"{root}: no weights ({expected})")
+        raise ModelNotFoundError(f"{root}: no weights ({expected})")
     path, index_path = found
     if index_path is None:
         return [path]
@@ -103,7 +103,7 @@ def weight_files(model_dir: str | os.PathLike[str]) -> list[Path]:
     for name in sorted(set(weight_map.values())):
         shard = root / name
         if not shard.is_file():
-            raise FileNotFoundError(f"{shard}: shard named in {index_path.name} is missing")
+            raise ModelNotFoundError(f"{shard}: shard named in {index_path.name} is missing")
         files.append(shard)
     return files
 

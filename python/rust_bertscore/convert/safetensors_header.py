@@ -32,6 +32,11 @@ MAX_FILE_BYTES = 1 << 50
 MAX_DIMS = 8
 """Dimensions a tensor's shape may have."""
 
+MAX_DIM = 1 << 31
+"""The largest size of one dimension (the largest vocabularies have a few hundred thousand
+rows): a zero-size tensor of shape ``[0, 2**62, 2**62]`` holds no byte, but NumPy cannot even
+describe it."""
+
 DTYPE_BYTES = {
     "BOOL": 1,
     "U8": 1,
@@ -171,9 +176,13 @@ def _entry(path: Path, key: str, entry: object, data_bytes: int, data_start: int
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise CheckpointError(f"{where}: unknown dtype {str(dtype)[:40]!r}")
     shape = entry.get("shape")
-    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(_int(n) for n in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(_int(n) and n <= MAX_DIM for n in shape)
+    ):
         raise CheckpointError(
-            f"{where}: shape must be a list of at most {MAX_DIMS} non-negative integers, "
+            f"{where}: shape must be a list of at most {MAX_DIMS} integers in 0..{MAX_DIM}, "
             f"got {str(shape)[:80]}"
         )
     offsets = entry.get("data_offsets")

@@ -4,6 +4,7 @@ or a download with ``huggingface_hub``, in that order.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from dataclasses import dataclass, replace
@@ -12,8 +13,8 @@ from pathlib import Path
 from ..catalog.configs import check_config_fields, with_remote_model_type
 from ..catalog.lora_tasks import split_task, with_lora_task
 from ..catalog.registry import DEFAULT_MODEL, hub_spelling
-from ..errors import InputTypeError, InputValueError, ModelNotFoundError
-from ..support.inputs import read_json_object, read_memo
+from ..errors import CheckpointError, InputTypeError, InputValueError, ModelNotFoundError
+from ..support.inputs import check_file, read_json_object, read_memo
 from .links import check_model_links
 
 # What a scorer needs from a Hub repository: config, tokenizer and safetensors weights (and, for
@@ -80,7 +81,7 @@ class ModelFiles:
         try:
             config = read_json_object(path, error=InputValueError)
         except FileNotFoundError:
-            raise FileNotFoundError(
+            raise ModelNotFoundError(
                 f"{path} is missing: a model directory needs config.json"
             ) from None
         check_config_fields(config, path)
@@ -90,6 +91,20 @@ class ModelFiles:
 def hub_offline() -> bool:
     """True when ``HF_HUB_OFFLINE`` (read now, not at import) forbids downloads."""
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+MAX_REF_BYTES = 1024
+"""A Hugging Face cache's ``refs/<branch>`` file holds one commit hash (40 characters)."""
+
+
+def check_hub_ref(repo_id: str, revision: str | None) -> None:
+    """Refuse (``CheckpointError``) a ``refs/<branch>`` file of ``repo_id``'s cache folder that
+    is not a small regular file, before ``huggingface_hub`` reads it (it would wait on a FIFO
+    for ever, or read an 8 GiB sparse file whole); a missing one is the library's to handle."""
+    ref = hub_repo_dir(repo_id) / "refs" / (revision or DEFAULT_REVISION)
+    if os.path.lexists(ref):
+        with contextlib.suppress(FileNotFoundError):
+            check_file(ref, max_bytes=MAX_REF_BYTES, error=CheckpointError)
 
 
 def hub_repo_dir(repo_id: str) -> Path:
@@ -273,6 +288,7 @@ def _snapshot(
         )
     except ImportError:  # pragma: no cover - a declared dependency
         return None
+    check_hub_ref(repo_id, revision)
     try:
         snapshot = snapshot_download(
             repo_id,

@@ -243,6 +243,10 @@ CACHE_WRITE_ERRNOS = frozenset(
         # a cache path that is, or lies under, something other than a directory
         errno.ENOTDIR,
         errno.EEXIST,
+        # a directory planted where a cache file goes; a path under a folder that cannot
+        # hold one (/proc/self)
+        errno.EISDIR,
+        errno.ENOENT,
         errno.ELOOP,
         errno.ENAMETOOLONG,
     )

@@ -164,12 +164,13 @@ pub enum KernelError {
         /// What is wrong with it.
         problem: String,
     },
-    /// A thread count of zero, or over [`crate::pool::MAX_THREADS`].
-    #[error("the number of threads must be from 1 to {max}, got {0}", max = crate::pool::MAX_THREADS)]
+    /// A thread count of zero, or over the pool's `MAX_THREADS` (1024; the pool's tests check
+    /// that this message names it).
+    #[error("the number of threads must be from 1 to 1024, got {0}")]
     InvalidThreads(usize),
-    /// `RUST_BERTSCORE_NUM_THREADS` is set to something that is not an integer from 1 to
-    /// [`crate::pool::MAX_THREADS`].
-    #[error("{var} must be an integer from 1 to {max}, got {value:?}", max = crate::pool::MAX_THREADS)]
+    /// `RUST_BERTSCORE_NUM_THREADS` is set to something that is not an integer from 1 to the
+    /// pool's `MAX_THREADS`.
+    #[error("{var} must be an integer from 1 to 1024, got {value:?}")]
     InvalidThreadsEnv {
         /// The variable's name.
         var: &'static str,

@@ -245,6 +245,9 @@ mod tests {
             set_num_threads(100_000),
             Err(KernelError::InvalidThreads(100_000))
         );
+        let limit = format!("from 1 to {MAX_THREADS},");
+        assert!(KernelError::InvalidThreads(0).to_string().contains(&limit));
+        assert!(parse_threads("0").unwrap_err().to_string().contains(&limit));
         assert_eq!(parse_threads(""), Ok(None));
         for bad in ["0", "-1", "two", "1.5"] {
             assert!(parse_threads(bad).is_err(), "{bad}");

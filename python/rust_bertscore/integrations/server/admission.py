@@ -1,7 +1,7 @@
 """Admission by cost: what the scoring server's queued requests may hold, in all.
 
-Each ``POST /score`` is charged before its body is kept: one token per byte of the body
-(its ``Content-Length``, or the bytes of a chunked body as they arrive), an upper bound of the
+Each ``POST /score`` is charged before its body is kept: one token per byte of the body as
+the bytes arrive (a declared ``Content-Length`` is not charged), an upper bound of the
 request's token rows (every token takes at least one byte of JSON) and of the memory its texts
 hold once parsed (raised to that memory when it is more: Python keeps a text with one character
 past Latin-1 at 2 or 4 bytes a character). The charge is returned when the request is answered.

@@ -25,7 +25,7 @@ from ...scoring.scorer import BERTScorer
 from ...stages.scored_tokens import ScoredTokens
 from .admission import Admission, default_queued_tokens, text_bytes, trim_heap
 from .batching import RequestScorer, ScoreRequest, ScoreResult
-from .connections import AcceptErrors
+from .connections import DEFAULT_MIN_BODY_RATE, AcceptErrors
 from .requests import RequestError, parse_score_body
 from .scheduler import Batcher, WouldTimeOut
 from .slices import SLICE_CHARS, least_rows_of
@@ -96,7 +96,7 @@ class ScoringApp:
         Requests waiting or in progress past which ``GET /ready`` answers 503.
     max_queued_tokens : int or None
         Tokens that admitted requests may hold at once (a request is charged a token per byte
-        of its body, before the body is kept; see
+        of its body as the bytes arrive, before they are kept; see
         :mod:`~rust_bertscore.integrations.server.admission`); None: derived from memory.
 
     Examples
@@ -136,8 +136,10 @@ class ScoringApp:
             "request_timeout_s": request_timeout,
             "ready_queue": ready_queue,
             "max_queued_tokens": max_queued_tokens,
+            "min_body_rate": DEFAULT_MIN_BODY_RATE,
         }
-        """The limits ``/health`` reports (the CLI adds its connection limits)."""
+        """The limits ``/health`` reports (the CLI adds its connection limits, and sets
+        ``min_body_rate`` to what its protocol enforces)."""
         self.cut = 0
         """Requests cut off unanswered by the server's shutdown (answered 503)."""
         self.timed_out = 0
@@ -180,9 +182,13 @@ class ScoringApp:
         """Whether the queue (waiting and in progress) is at most ``ready_queue``."""
         return self.batcher.queued + self.batcher.in_progress <= self.ready_queue
 
-    async def _drain(self, request: Request, read: int) -> None:
-        """Read and discard the rest of the body, up to :data:`DRAIN_BYTES` in all."""
-        stream = request.stream()
+    async def _drain(
+        self, request: Request, read: int, stream: AsyncIterator[bytes] | None = None
+    ) -> None:
+        """Read and discard the rest of the body, up to :data:`DRAIN_BYTES` in all (``stream``:
+        the body's stream, already begun; Starlette's ``request.stream()`` can be begun once)."""
+        if stream is None:
+            stream = request.stream()
         with contextlib.suppress(ClientDisconnect):
             async for chunk in stream:
                 read += len(chunk)
@@ -207,7 +213,9 @@ class ScoringApp:
         )
 
     async def _read_body(self, request: Request, held: list[int]) -> bytearray:
-        """The body, charged to the budget before it is kept (``held[0]``: the charge)."""
+        """The body, charged to the budget as it arrives, before it is kept (``held[0]``: the
+        charge). A declared ``Content-Length`` is not charged: a client that sends headers
+        and no body holds nothing (and its connection is cut by the minimum body rate)."""
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             await self._drain(request, 0)
@@ -222,31 +230,25 @@ class ScoringApp:
                 f"the body has {declared} bytes, more than the {self.max_body} accepted "
                 "(the server's --max-body-bytes)",
             )
-        if declared is not None and declared.isdigit():
-            try:
-                self._charge(int(declared))
-            except Refused:
-                await self._drain(request, 0)
-                raise
-            held[0] = int(declared)
         body = bytearray()
-        async for chunk in request.stream():
-            if len(body) + len(chunk) > max(self.max_body, held[0]):
+        stream = request.stream()
+        async for chunk in stream:
+            if len(body) + len(chunk) > self.max_body:
                 size = len(body) + len(chunk)
                 body.clear()
-                await self._drain(request, size)
+                await self._drain(request, size, stream)
                 raise RequestError(
                     413,
                     f"the body is longer than the {self.max_body} bytes accepted "
                     "(the server's --max-body-bytes)",
                 )
-            if len(body) + len(chunk) > held[0]:  # chunked: charged as it arrives
+            if len(body) + len(chunk) > held[0]:  # charged as it arrives
                 more = len(body) + len(chunk) - held[0]
                 try:
                     self._charge(more)
                 except Refused:
                     body.clear()
-                    await self._drain(request, held[0])
+                    await self._drain(request, held[0] + len(chunk), stream)
                     raise
                 held[0] += more
             body += chunk
@@ -277,12 +279,16 @@ class ScoringApp:
             await self._asgi(scope, receive, send)
             return
         read, more = 0, True
-        while more and read <= DRAIN_BYTES:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            read += len(message.get("body", b""))
-            more = message.get("more_body", False)
+        try:
+            while more and read <= DRAIN_BYTES:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                read += len(message.get("body", b""))
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:  # the graceful-shutdown timeout, mid-upload
+            await self._cut_response(scope["method"], received=False)(scope, receive, send)
+            return
         if error is None:
             error = "too many open connections (the server's --max-connections): retry later"
         headers = {**CLOSE, "retry-after": "1"}
@@ -296,29 +302,51 @@ class ScoringApp:
         if scope["type"] != "http":
             return
         more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            more = message.get("more_body", False)
+        try:
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:  # the graceful-shutdown timeout, mid-upload
+            await self._cut_response(scope["method"], received=False)(scope, receive, send)
+            return
         if scope["method"] == "POST":
             self.refused_at_stop += 1
         error = "the server is stopping: this request was received but not scored; retry it"
         headers = {"retry-after": "1", **(CLOSE if last() else {})}
         await JSONResponse({"error": error}, 503, headers)(scope, receive, send)
 
+    def _cut_response(self, method: str, received: bool) -> Response:
+        """The 503 JSON for a request cut off by the graceful-shutdown timeout, counted in
+        :attr:`cut` (so the exit code is 3) when it is a ``POST``."""
+        if method == "POST":
+            self.cut += 1
+        if received:
+            error = "the server stopped before this request was scored (its --graceful-timeout)"
+        else:
+            error = (
+                "the server stopped before this request arrived whole (its --graceful-timeout "
+                "ran out during the upload); retry it"
+            )
+        return JSONResponse({"error": error}, status_code=503, headers=CLOSE)
+
     async def handle_score(self, request: Request) -> Response:
         held = [0]
+        received = [False]
         try:
-            return await self._score(request, held)
+            return await self._score(request, held, received)
+        except asyncio.CancelledError:  # the graceful-shutdown timeout: mid-upload or parsing
+            return self._cut_response("POST", received[0])
         finally:
             self.admission.release(held[0])
             if held[0] >= TRIM_BYTES and self.admission.held == 0:  # the last large one went
                 asyncio.get_running_loop().run_in_executor(self._parser, trim_heap)
 
-    async def _score(self, request: Request, held: list[int]) -> Response:
+    async def _score(self, request: Request, held: list[int], received: list[bool]) -> Response:
         try:
             body = await self._read_body(request, held)
+            received[0] = True
             loop = asyncio.get_running_loop()
             parsed, nbytes = await loop.run_in_executor(
                 self._parser, _parse, body, self.max_pairs, self.scorer.pipeline.tokens
@@ -343,9 +371,7 @@ class ScoringApp:
             await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:  # the server's graceful-shutdown timeout cut it off
             job.cancel()
-            self.cut += 1
-            error = "the server stopped before this request was scored (its --graceful-timeout)"
-            return JSONResponse({"error": error}, status_code=503, headers=CLOSE)
+            return self._cut_response("POST", received=True)
         finally:
             gone.cancel()
         if not job.done():  # the client left: drop or stop its request and answer no one

@@ -18,6 +18,14 @@ On shutdown (SIGTERM), uvicorn's own protocol closes a connection after the resp
 and requests pipelined behind it, already received, are dropped unanswered. Here each of them
 is answered by ``stopping_app`` (the scoring app's 503 JSON), the last one with
 ``Connection: close``; a response in hand with nothing behind it says ``Connection: close``.
+
+Bodies: uvicorn appends each piece of a body (a chunk, or the part of one that arrived) to a
+``bytes`` object, which takes time quadratic in the pieces read at once; here the pieces of one
+read are joined once (:class:`PiecedConnection`), and a body of more than
+:data:`FREE_PIECES` pieces plus one per :data:`BYTES_PER_PIECE` bytes is refused (400 JSON,
+then closed). A body must arrive at ``min_body_rate`` bytes a second, its first
+:data:`BODY_GRACE` second free: a body that falls behind gets 408 JSON and the connection is
+closed, so that a connection holding headers without their body is gone within about a second.
 """
 
 from __future__ import annotations
@@ -48,6 +56,94 @@ FRAMING_BODY = json.dumps(
     }
 ).encode()
 CLOSE_HEADER = (b"connection", b"close")
+DEFAULT_MIN_BODY_RATE = 64 * 1024
+"""Bytes a second at which a request body must arrive, after its first :data:`BODY_GRACE`
+seconds (408 and closed when it falls behind)."""
+BODY_GRACE = 1.0
+"""Seconds of a body, from its request's headers, before its rate counts."""
+FREE_PIECES = 4096
+"""Pieces (chunks, or parts of chunks, as they arrive) any body may come in."""
+BYTES_PER_PIECE = 16
+"""Past :data:`FREE_PIECES`, a body may come in one more piece per this many bytes."""
+
+
+def _error_response(status: bytes, reason: bytes, message: str) -> bytes:
+    body = json.dumps({"error": message}).encode()
+    head = b"HTTP/1.1 %s %s\r\ncontent-type: application/json\r\n" % (status, reason)
+    return head + b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+
+
+class PiecedConnection(h11.Connection):
+    r"""An h11 server connection whose body pieces read at once come as one
+    :class:`h11.Data` event, joined once (uvicorn appends each event's data to a ``bytes``
+    object: quadratic in the pieces of a read), and which refuses a body of too many pieces.
+
+    ``pieces`` and ``body_bytes`` count the current request's body as it arrives;
+    ``on_request`` (if set) is called with no argument when a request's headers arrive;
+    ``refusal`` says why a body was refused (``next_event`` then raises
+    :class:`h11.RemoteProtocolError`).
+
+    Examples
+    --------
+    >>> import h11
+    >>> conn = PiecedConnection(h11.SERVER)
+    >>> head = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+    >>> conn.receive_data(head + b"1\r\na\r\n" * 3 + b"0\r\n\r\n")
+    >>> [type(conn.next_event()).__name__ for _ in range(3)]
+    ['Request', 'Data', 'EndOfMessage']
+    >>> conn.pieces, conn.body_bytes
+    (3, 3)
+    """
+
+    def __init__(self, our_role: Any, **kwargs: Any) -> None:
+        super().__init__(our_role, **kwargs)
+        self.pieces = 0
+        self.body_bytes = 0
+        self.refusal: str | None = None
+        self.on_request: Any = None
+        self._held: Any = None
+
+    def _next(self) -> Any:
+        event = super().next_event()
+        if isinstance(event, h11.Request):
+            self.pieces = self.body_bytes = 0
+            if self.on_request is not None:
+                self.on_request()
+        elif isinstance(event, h11.Data):
+            self.pieces += 1
+            self.body_bytes += len(event.data)
+            if self.pieces > FREE_PIECES + self.body_bytes // BYTES_PER_PIECE:
+                self.refusal = (
+                    f"the request body came in too many pieces: {self.pieces} for "
+                    f"{self.body_bytes} bytes (at most {FREE_PIECES} plus one per "
+                    f"{BYTES_PER_PIECE} bytes); send larger chunks, or a Content-Length"
+                )
+                raise h11.RemoteProtocolError(self.refusal, 400)
+        return event
+
+    def next_event(self) -> Any:
+        """h11's next event, consecutive :class:`h11.Data` events merged into one."""
+        if self._held is not None:
+            event, self._held = self._held, None
+            return event
+        if self.refusal is not None:
+            raise h11.RemoteProtocolError(self.refusal, 400)
+        event = self._next()
+        if not isinstance(event, h11.Data):
+            return event
+        parts = [event.data]
+        while True:
+            try:
+                more = self._next()
+            except h11.RemoteProtocolError:  # raised again at the next call
+                break
+            if not isinstance(more, h11.Data):
+                self._held = more
+                break
+            parts.append(more.data)
+        if len(parts) == 1:
+            return event
+        return h11.Data(data=b"".join(parts))
 
 
 def _smuggling_guard(app: Any) -> Any:
@@ -73,10 +169,12 @@ def guarded_protocol(
     *,
     per_client: int | None = None,
     stopping_app: Any = None,
+    min_body_rate: float | None = DEFAULT_MIN_BODY_RATE,
 ) -> type:
     """uvicorn's h11 HTTP protocol class ``base`` with a read timeout, a connection cap (in
     all, and ``per_client`` per client address; None: none), framing errors answered as JSON,
-    and requests received before a shutdown answered by ``stopping_app``: pass the result as
+    requests received before a shutdown answered by ``stopping_app``, bodies read in linear
+    time and at ``min_body_rate`` bytes a second at least (None: any rate): pass the result as
     ``uvicorn.Config(http=...)``.
 
     ``busy_app(scope, receive, send, error=None)`` answers past a cap (``error``: the message
@@ -96,9 +194,15 @@ def guarded_protocol(
         _read_timer: asyncio.TimerHandle | None = None
         _client_key: str | None = None
         _stopping = False
+        _rate_timer: asyncio.TimerHandle | None = None
+        _body_began = 0.0
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            most = self.config.h11_max_incomplete_event_size  # None: h11's default, as uvicorn
+            size = {} if most is None else {"max_incomplete_event_size": most}
+            self.conn = PiecedConnection(h11.SERVER, **size)
+            self.conn.on_request = self._request_began
             self.app = _smuggling_guard(self.app)
             host = self.client[0] if self.client else None
             if per_client is not None and host is not None:
@@ -122,16 +226,19 @@ def guarded_protocol(
                 self._arm(read_timeout)
 
         def send_400_response(self, msg: str) -> None:
-            """A framing error (h11 could not read the request): 400 JSON, then closed."""
+            """A framing error (h11 could not read the request) or a body of too many pieces:
+            400 JSON, then closed."""
+            refusal = getattr(self.conn, "refusal", None)
+            body = FRAMING_BODY if refusal is None else json.dumps({"error": refusal}).encode()
             headers = [
                 (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(FRAMING_BODY)),
+                (b"content-length", b"%d" % len(body)),
                 CLOSE_HEADER,
             ]
             try:
                 for event in (
                     h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-                    h11.Data(data=FRAMING_BODY),
+                    h11.Data(data=body),
                     h11.EndOfMessage(),
                 ):
                     self.transport.write(self.conn.send(event))
@@ -189,8 +296,58 @@ def guarded_protocol(
             if not self.transport.is_closing():  # the next request: keep-alive, then a read
                 self._arm(self.timeout_keep_alive + read_timeout)
 
+        def _request_began(self) -> None:
+            """A request's headers arrived: its body (if any) is timed from now."""
+            self._body_began = self.loop.time()
+            if min_body_rate is not None:
+                if self._rate_timer is not None:
+                    self._rate_timer.cancel()
+                self._rate_timer = self.loop.call_later(BODY_GRACE, self._check_rate)
+
+        def _check_rate(self) -> None:
+            """408 and closed when the body in hand has arrived at less than
+            ``min_body_rate`` bytes a second since its first :data:`BODY_GRACE` second."""
+            self._rate_timer = None
+            cycle = self.cycle
+            if (
+                min_body_rate is None
+                or self.transport.is_closing()
+                or cycle is None
+                or not cycle.more_body
+                or cycle.response_complete
+            ):
+                return  # no body in hand: the next request arms it again
+            got = self.conn.body_bytes
+            now = self.loop.time()
+            if self.flow.read_paused:  # the server is not reading: not the client's fault
+                self._body_began = max(self._body_began, now - BODY_GRACE - got / min_body_rate)
+                self._rate_timer = self.loop.call_later(BODY_GRACE, self._check_rate)
+                return
+            due = self._body_began + BODY_GRACE + got / min_body_rate  # when it falls behind
+            if now < due:
+                self._rate_timer = self.loop.call_later(
+                    max(due - now, 0.01) + 0.01, self._check_rate
+                )
+                return
+            if not cycle.response_started:
+                seconds = now - self._body_began
+                self.transport.write(
+                    _error_response(
+                        b"408",
+                        b"Request Timeout",
+                        f"the request body arrived too slowly: {got} bytes in {seconds:.1f} s, "
+                        f"below the server's --min-body-rate of {min_body_rate:g} bytes a second "
+                        f"after the first {BODY_GRACE:g} s (a request must arrive whole within "
+                        "the server's --read-timeout, its body at that rate at least)",
+                    )
+                )
+            self.transport.close()
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if self._rate_timer is not None:
+                self._rate_timer.cancel()
+                self._rate_timer = None
             if self._client_key is not None:
                 open_per_client[self._client_key] -= 1
                 if open_per_client[self._client_key] <= 0:

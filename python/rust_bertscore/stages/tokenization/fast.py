@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from ...errors import InputValueError
+from ...errors import InputValueError, ModelNotFoundError
 from ...support.boundary import KEEP, foreign_call
 from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
 from .added_tokens import AddedToken, collect_added_tokens
@@ -109,7 +109,7 @@ def load_fast_tokenizer(
     wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
-    raise FileNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+    raise ModelNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
 
 
 SLOW_ONLY_CLASSES = frozenset(
@@ -178,7 +178,7 @@ def load_use_fast_tokenizer(
     elif cls.sentencepiece is not None:
         found = [model_dir / n for n in cls.model_files if (model_dir / n).is_file()]
         if not found:
-            raise FileNotFoundError(
+            raise ModelNotFoundError(
                 f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
                 f"tokenizer.json or {' or '.join(cls.model_files)} ({cls.name})"
             )
@@ -188,7 +188,7 @@ def load_use_fast_tokenizer(
     else:
         built = from_vocabulary_files(model_dir, tok_config)
         if built is None:
-            raise FileNotFoundError(
+            raise ModelNotFoundError(
                 f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
                 "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
             )
