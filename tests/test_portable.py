@@ -149,7 +149,9 @@ def test_pairwise_closes_its_spill_store_on_an_error(monkeypatch: pytest.MonkeyP
         closed.append((str(self.directory), self.directory.exists()))
         real_close(self)
 
-    def failing_get_many(self: EmbeddingStore, keys: object) -> list[np.ndarray | None]:
+    def failing_get_many(
+        self: EmbeddingStore, keys: object, shapes: object = None
+    ) -> list[np.ndarray | None]:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(EmbeddingStore, "close", close)
