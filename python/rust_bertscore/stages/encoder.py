@@ -358,7 +358,6 @@ class Encoder:
             if data is None:
                 data = self._packed_array(out, int(offsets[-1]) + int(extra_rows))
             # Row by row: each text's real tokens are a prefix of its row.
-            first = lo
             for row, n_tokens in enumerate(rows.tolist()):
                 end = lo + n_tokens
                 if self.all_layers:
@@ -366,24 +365,11 @@ class Encoder:
                 else:
                     data[lo:end] = out[row, :n_tokens]
                 lo = end
-            self._check_finite(data[:, first:lo] if self.all_layers else data[first:lo])
             k += 1
         if data is None:  # no texts: learn the output's shape from a one-token run
             out = self._timed_run(np.full((1, 1), self.pad_id, np.int64), np.ones((1, 1), np.int64))
             data = self._packed_array(out, int(extra_rows))
         return PackedStates(data, offsets, order)
-
-    def _check_finite(self, vectors: np.ndarray) -> None:
-        """``ModelLoadError`` when a batch's token vectors hold an inf or a NaN (weights or a
-        config value past float32's range, or float16's: every score would be 0 or NaN, with
-        no word of why). One float64 sum of the batch: NaN and inf propagate through it, and
-        float32 values cannot overflow it, so it is exact and costs one pass."""
-        if vectors.size and not np.isfinite(np.sum(vectors, dtype=np.float64)):
-            raise ModelLoadError(
-                f"the model's output holds inf or NaN ({self.runtime_label}, "
-                f"{self.graph or 'the graph in memory'}): its weights or config.json values are "
-                "out of float32's range, or float16's with precision='fp16' (use 'fp32')"
-            )
 
     def _packed_array(self, out: np.ndarray, rows: int) -> np.ndarray:
         """An uninitialised array for ``rows`` token rows of outputs shaped like ``out``, on
