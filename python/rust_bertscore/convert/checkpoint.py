@@ -13,7 +13,7 @@ import numpy as np
 
 from ..catalog.configs import CONFIG_NAME
 from ..errors import CheckpointError, ModelNotFoundError
-from ..support.boundary import open_stream
+from ..support.boundary import NO_CAP, open_stream
 from ..support.inputs import read_json_object
 from .safetensors_header import TensorInfo, read_header
 from .torch_bin import BIN_INDEX_NAME, BIN_NAME, BinFile
@@ -43,10 +43,6 @@ _PREFIXES = (
 )
 
 _CHUNK = 1 << 20
-
-MAX_WEIGHTS_BYTES = 1 << 50
-"""No cap of its own on a weights file (1 PiB): what is read of it is bounded by its checked
-header (safetensors) or its archive's members (``.bin``)."""
 
 
 def _layout(root: Path) -> tuple[Path, Path | None] | None:
@@ -146,7 +142,7 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
             read_header(path)
     digest = hashlib.sha256()
     for path in files:
-        with open_stream(path, max_bytes=MAX_WEIGHTS_BYTES, error=CheckpointError) as handle:
+        with open_stream(path, max_bytes=NO_CAP, error=CheckpointError) as handle:
             size = os.fstat(handle.fileno()).st_size
             digest.update(f"{path.name}\0{size}\0".encode())
             while chunk := handle.read(_CHUNK):
@@ -218,7 +214,7 @@ def _read_tensor(path: Path, key: str, info: TensorInfo) -> np.ndarray:
         raise CheckpointError(f"{path}: tensor {key!r} has dtype {info.dtype}, expected floats")
     raw = bytearray(info.end - info.start)  # writable, as safetensors' arrays are
     try:
-        with open_stream(path, max_bytes=MAX_WEIGHTS_BYTES, error=CheckpointError) as handle:
+        with open_stream(path, max_bytes=NO_CAP, error=CheckpointError) as handle:
             handle.seek(info.start)
             got = handle.readinto(raw)
     except OSError as exc:

@@ -15,7 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from ..errors import CheckpointError
-from ..support.boundary import open_regular
+from ..support.boundary import NO_CAP, open_regular
 from ..support.inputs import parse_json
 
 MAX_HEADER_BYTES = 100 * (1 << 20)
@@ -25,9 +25,6 @@ MAX_TENSORS = 100_000
 """Tensors in one file (the largest checkpoints hold a few thousand): counted before any work is
 done per tensor, so a legal-size header of a million zero-size tensors is refused at once."""
 
-MAX_FILE_BYTES = 1 << 50
-"""No cap of its own on a checkpoint file (1 PiB): its header is bounded by
-:data:`MAX_HEADER_BYTES` and every tensor by the file's real size."""
 
 MAX_DIMS = 8
 """Dimensions a tensor's shape may have."""
@@ -113,7 +110,7 @@ def _read_exactly(fd: int, count: int) -> bytes:
 
 def _read_header(path: Path) -> dict[str, TensorInfo]:
     # The boundary's open: a FIFO is refused at once, the size is the open file's.
-    with open_regular(path, max_bytes=MAX_FILE_BYTES, error=CheckpointError) as (fd, size):
+    with open_regular(path, max_bytes=NO_CAP, error=CheckpointError) as (fd, size):
         try:
             prefix = _read_exactly(fd, 8)
             if len(prefix) < 8:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
-from ..support.boundary import open_stream
+from ..support.boundary import NO_CAP, open_stream
 from .torch_pickle import (
     MalformedPickle,
     Storage,
@@ -71,10 +71,6 @@ MAX_PICKLE_RATIO = 200
 
 _CHUNK = 16 << 20
 _READABLE = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
-
-MAX_BIN_BYTES = 1 << 50
-"""No cap of its own on a ``.bin`` file (1 PiB): what is read of it is bounded by its archive's
-members and their checked sizes (:data:`MAX_PICKLE_BYTES`, the storages' extents)."""
 
 
 class BinFile:
@@ -114,7 +110,7 @@ class BinFile:
         self._offsets: dict[str, int] = {}
         self._sizes: dict[str, int] = {}
         try:
-            with open_stream(self.path, max_bytes=MAX_BIN_BYTES, error=CheckpointError) as handle:
+            with open_stream(self.path, max_bytes=NO_CAP, error=CheckpointError) as handle:
                 magic = handle.read(4)
                 handle.seek(0)
                 if magic == b"PK\x03\x04":
@@ -341,7 +337,7 @@ class BinFile:
         caller checked that they lie in what the file holds for it)."""
         info = self._members.get(storage.key)
         try:
-            with open_stream(self.path, max_bytes=MAX_BIN_BYTES, error=CheckpointError) as handle:
+            with open_stream(self.path, max_bytes=NO_CAP, error=CheckpointError) as handle:
                 if storage.key in self._offsets:  # stored: the bytes are in the file, checked
                     buffer = bytearray(count)
                     handle.seek(self._offsets[storage.key] + start)

@@ -12,14 +12,10 @@ import onnx
 from onnx import helper
 
 from ..errors import InputValueError
-from ..support.boundary import open_stream
+from ..support.boundary import NO_CAP, open_stream
 
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 """Weight bytes above which graphs are saved with external data (protobuf caps a file at 2 GiB)."""
-
-MAX_EXTERNAL_BYTES = 1 << 50
-"""No cap of its own on an external-data file (1 PiB): each tensor reads its own ``length``
-bytes at its ``offset``, and a file that ends early is refused."""
 
 
 def weight_bytes(model: onnx.ModelProto) -> int:
@@ -115,7 +111,7 @@ def inline_external(model: onnx.ModelProto) -> None:
             _, source, length = _tensor_parts(tensor, True)
             assert source is not None
             path, offset, _ = source
-            with open_stream(path, max_bytes=MAX_EXTERNAL_BYTES, error=InputValueError) as handle:
+            with open_stream(path, max_bytes=NO_CAP, error=InputValueError) as handle:
                 handle.seek(offset)
                 raw = handle.read(length)
             if len(raw) != length:
@@ -223,7 +219,7 @@ def _tensor_parts(
 def _copy_range(source: tuple[Path, int, int], out: BinaryIO) -> None:
     """Copy ``length`` bytes at ``offset`` of ``path`` to ``out`` in 1 MiB chunks."""
     path, offset, length = source
-    with open_stream(path, max_bytes=MAX_EXTERNAL_BYTES, error=InputValueError) as handle:
+    with open_stream(path, max_bytes=NO_CAP, error=InputValueError) as handle:
         handle.seek(offset)
         left = length
         while left:

@@ -10,7 +10,7 @@ Entries are written atomically and carry a manifest written last, with the SHA-2
 graph's bytes (and of its external data, when it has any); an entry is used only when those
 digests match the files on disk, and rebuilt otherwise: a missing or damaged manifest, one
 written before digests were recorded, or a graph replaced by another (of the same size, too).
-Each process hashes a graph once (``graph_record.file_sha256``; docs/caches.md gives the
+Each process hashes a graph once (``support.digests.file_sha256``; docs/caches.md gives the
 cost), so a graph changed between two processes is never run under another's key.
 Several processes may share the cache: the worst that happens is that two of them convert the
 same model at once, and the last ``os.replace`` wins with an identical file (on Windows, where a

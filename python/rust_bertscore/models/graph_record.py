@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import InputValueError, ModelLoadError, warn
 from ..support.atomic import write_text_atomic
-from ..support.boundary import open_stream
-from ..support.digests import MAX_FILE_BYTES, graph_files
+from ..support.boundary import NO_CAP, open_stream
+from ..support.digests import graph_files
 from ..support.inputs import read_json_object, read_memo
 from .choices import PRECISIONS
 
@@ -81,7 +81,7 @@ def graph_file_digest(graph: Path) -> str:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.removeprefix(graph.name).encode() + b"\0")
-        with open_stream(path, max_bytes=MAX_FILE_BYTES, error=ModelLoadError) as f:
+        with open_stream(path, max_bytes=NO_CAP, error=ModelLoadError) as f:
             while chunk := f.read(8 << 20):
                 digest.update(chunk)
     value = digest.hexdigest()

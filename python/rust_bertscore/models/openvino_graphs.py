@@ -39,11 +39,10 @@ from ..stages.openvino_encoder import (
 )
 from ..stages.telemetry import telemetry_off
 from ..support.atomic import write_text_atomic
-from ..support.digests import file_sha256s, sha256s_match
+from ..support.digests import file_sha256s, graph_files, sha256s_match
 from ..support.inputs import read_memo
 from .files import ModelFiles
 from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
-from .graph_record import graph_files
 
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputValueError
-from ..support.boundary import open_descriptor
+from ..support.boundary import NO_CAP, open_descriptor
 from .records import Header
 
 O_BINARY: int = getattr(os, "O_BINARY", 0)
@@ -237,11 +237,6 @@ def release(fd: int) -> None:
         os.close(fd)
 
 
-MAX_SEGMENT_BYTES = 1 << 50
-"""No cap of its own on a segment file (1 PiB): every record is read within the file's real
-size."""
-
-
 def open_segment(path: Path) -> int | None:
     """A read descriptor of the segment at ``path``, or None when it is gone or is not a
     regular file.
@@ -254,7 +249,7 @@ def open_segment(path: Path) -> int | None:
     neither flag; it cannot open a directory with ``os.open``.)"""
     try:
         fd, _size = open_descriptor(
-            path, max_bytes=MAX_SEGMENT_BYTES, error=InputValueError, follow_links=False
+            path, max_bytes=NO_CAP, error=InputValueError, follow_links=False
         )
     except (OSError, InputValueError):
         return None

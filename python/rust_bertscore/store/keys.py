@@ -18,21 +18,17 @@ import numpy as np
 
 from ..errors import InputValueError
 from ..support.atomic import write_text_atomic
-from ..support.boundary import open_stream
+from ..support.boundary import NO_CAP, open_stream
 from ..support.inputs import read_memo
 
 _CHUNK = 8 * 1024 * 1024
-
-MAX_GRAPH_FILE_BYTES = 1 << 50
-"""No cap of its own on a graph file hashed for its fingerprint (1 PiB): it is hashed as it is,
-by its real size."""
 
 
 def _file_digest(paths: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.name.encode() + b"\0")
-        with open_stream(path, max_bytes=MAX_GRAPH_FILE_BYTES, error=InputValueError) as f:
+        with open_stream(path, max_bytes=NO_CAP, error=InputValueError) as f:
             while chunk := f.read(_CHUNK):
                 digest.update(chunk)
     return digest.hexdigest()

@@ -39,6 +39,11 @@ OPEN_FLAGS = (
 """How :func:`open_regular` opens: read only, never waiting for a FIFO's writer, never becoming
 a controlling terminal, not inherited by child processes."""
 
+NO_CAP = 1 << 50
+"""``max_bytes`` (1 PiB) for a file with no size cap of its own, whose reads are bounded by what
+it holds: weights read by their checked header or archive members, external data by each
+tensor's length, a store segment record by record, a file hashed by its real size."""
+
 KEEP = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError, RustBertScoreError)
 """What :func:`foreign_call` lets through unchanged."""
 

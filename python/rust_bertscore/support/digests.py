@@ -11,10 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputValueError
-from .boundary import open_stream
-
-MAX_FILE_BYTES = 1 << 50
-"""No cap of its own on a file hashed (1 PiB): it is hashed by its real size."""
+from .boundary import NO_CAP, open_stream
 
 _HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
 """This process's digests of files it hashed, by path, device, inode, size, modification and
@@ -53,7 +50,7 @@ def file_sha256(path: Path) -> str:
     'ba7816bf8f01cfea'
     """
     # The boundary's open: a FIFO put in a file's place is refused at once.
-    with open_stream(path, max_bytes=MAX_FILE_BYTES, error=InputValueError) as handle:
+    with open_stream(path, max_bytes=NO_CAP, error=InputValueError) as handle:
         info = os.fstat(handle.fileno())
         key = (
             os.path.abspath(path),

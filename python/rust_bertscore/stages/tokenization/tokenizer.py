@@ -71,13 +71,11 @@ _OWN_PREFIX_SPACE_CLASSES = frozenset(
     }
 )
 
+LOAD_KEEPS = (FileNotFoundError, ImportError)
+"""What a tokenizer load lets through from the libraries (the missing file, the missing
+package); anything else they raise or panic with is an ``InputValueError`` naming the folder."""
+
 # transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
-LOAD_ERRORS: tuple[type[InputValueError], tuple[type[BaseException], ...]] = (
-    InputValueError,
-    (FileNotFoundError, ImportError),
-)
-"""What a tokenizer load raises for anything the libraries raise or panic with (the missing
-file and the missing package pass through): ``foreign_call``'s error and kept types."""
 
 _NO_LIMIT = 10**12
 
@@ -156,18 +154,19 @@ class TextTokenizer:
         # With use_fast_tokenizer=True bert_score gets the slow tokenizer where transformers
         # has no fast class (XLM, ByT5, ...): its fast path is then the slow one.
         uses_fast = fast and self.tokenizer_class.name not in SLOW_ONLY_CLASSES
+        loading = f"cannot load the tokenizer of {self.model_dir}"
         if uses_fast:
             sentinels = (
                 _sentinel_count(tok_config) if self.tokenizer_class.layout == LAYOUT_EOS else 0
             )
-            with foreign_call(f"cannot load the tokenizer of {self.model_dir}", *LOAD_ERRORS):
+            with foreign_call(loading, InputValueError, LOAD_KEEPS):
                 fast_tokenizer = load_use_fast_tokenizer(
                     self.model_dir, tok_config, special_map, self.tokenizer_class, sentinels
                 )
             self._source = FastIds(fast_tokenizer, f"the tokenizer of {self.model_dir}")
             self._tokenizer = fast_tokenizer
         else:
-            with foreign_call(f"cannot load the tokenizer of {self.model_dir}", *LOAD_ERRORS):
+            with foreign_call(loading, InputValueError, LOAD_KEEPS):
                 self._source, self._tokenizer = _load_source(
                     self.model_dir, tok_config, special_map, self.tokenizer_class
                 )
