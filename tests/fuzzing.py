@@ -593,6 +593,214 @@ def load_store(directory: Path) -> None:
     store.close()
 
 
+REGEX_ATOMS = ["a", "b", "!", " ", r"\s", r"\S", ".", "[ab]", "[^a]", r"\p{L}", r"\d", r"\w"]
+REGEX_QUANTIFIERS = ["", "", "*", "+", "?", "{2,}", "{1,3}", "*?", "++"]
+RUN_TEXTS = [
+    "a" * 3000 + "!",
+    " " * 3000 + "x",
+    "ab" * 1500 + "!",
+    "a " * 1500 + "!",
+    ("a" * 21 + "!") * 60,
+    ("a " * 10 + "!") * 60,
+]
+"""Texts of long runs, where a backtracking pattern's cost shows: a cubic pattern takes minutes
+on the long ones, and an exponential one, each attempt just under Oniguruma's retry limit, on
+the repeated short ones."""
+REGEX_SHAPES = [
+    "(?:{x}+)+{y}",
+    "(?:{x}|{x})*{y}",
+    "(?:{x}*{x})*{y}",
+    "{x}*{x}*{y}",
+    "{x}+{x}*{x}+{y}",
+    "{x}*(?={x}*{y})",
+    "{x}+(?!{x}*{y}){x}",
+]
+"""The shapes of catastrophic backtracking, filled with atoms that match a run and one that
+ends it."""
+
+
+def backtracking_regex(rng: random.Random) -> str:
+    """A pattern of one of :data:`REGEX_SHAPES`."""
+    x = rng.choice(["a", r"\s", r"\w", ".", "[a ]", r"\p{L}", r"[^!]"])
+    y = rng.choice(["!", "b", r"\S", "$", r"(?!a)", r"\d"])
+    return rng.choice(REGEX_SHAPES).format(x=x, y=y)
+
+
+def random_regex(rng: random.Random, depth: int = 0) -> str:
+    """A random Oniguruma pattern: atoms, quantifiers, groups (plain, optional, repeated),
+    alternatives, anchors and look-arounds; nested quantifiers included."""
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.25 and depth < 3:
+            body = "|".join(random_regex(rng, depth + 1) for _ in range(rng.randint(1, 2)))
+            parts.append(f"(?:{body}){rng.choice(REGEX_QUANTIFIERS)}")
+        elif roll < 0.3:
+            parts.append(rng.choice(["$", "^", r"\b", r"(?!\S)", r"(?=a)", r"\z"]))
+        else:
+            parts.append(rng.choice(REGEX_ATOMS) + rng.choice(REGEX_QUANTIFIERS))
+    return "".join(parts)
+
+
+def mutate_regex(rng: random.Random, data: bytes) -> bytes:
+    """``tokenizer.json`` with a random pattern as a Split pre-tokenizer or a Replace
+    normaliser, or with a Precompiled normaliser of random bytes (a random trie)."""
+    import base64
+
+    doc = json.loads(data)
+    if rng.random() < 0.15:
+        charsmap = base64.b64encode(rng.randbytes(rng.randint(4, 600))).decode()
+        doc["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": charsmap}
+        return json.dumps(doc).encode()
+    pattern = {"Regex": backtracking_regex(rng) if rng.random() < 0.4 else random_regex(rng)}
+    if rng.random() < 0.5:
+        behavior = rng.choice(["Isolated", "Removed", "MergedWithPrevious", "Contiguous"])
+        split = {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": False}
+        doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split, doc["pre_tokenizer"]]}
+    else:
+        replace = {"type": "Replace", "pattern": pattern, "content": " "}
+        doc["normalizer"] = {"type": "Sequence", "normalizers": [replace, doc["normalizer"]]}
+    return json.dumps(doc).encode()
+
+
+def load_tokenizer_on_runs(directory: Path) -> None:
+    """The tokenizer loaded and :data:`RUN_TEXTS` encoded: a pattern it accepts must finish
+    well within the case's timeout."""
+    from rust_bertscore.catalog.configs import load_config
+    from rust_bertscore.stages.tokenization.tokenizer import TextTokenizer
+
+    tokenizer = TextTokenizer(directory, load_config(directory))
+    for ids in tokenizer.encode(RUN_TEXTS):
+        assert all(isinstance(i, int) and i >= 0 for i in ids), ids
+
+
+def tiny_scores(store: Path | None = None) -> object:
+    """The tiny BERT's P, R, F on :data:`TEXTS`, loaded afresh (through ``store`` if given)."""
+    import rust_bertscore as rb
+    from rust_bertscore.models.caches import clear_cache
+
+    clear_cache()
+    scorer = rb.BERTScorer(model_type=str(TINY / "bert"), num_layers=2, cache_bytes=0,
+                           store=None if store is None else str(store))  # fmt: skip
+    return scorer.score(TEXTS, TEXTS[::-1])
+
+
+def clean_scores() -> object:
+    """:func:`tiny_scores` without a store, memoised per worker process."""
+    if not _CLEAN_SCORES:
+        _CLEAN_SCORES.append(tiny_scores())
+    return _CLEAN_SCORES[0]
+
+
+_CLEAN_SCORES: list[object] = []
+
+
+def _same_scores(got: object, want: object) -> None:
+    import numpy as np
+
+    for g, w in zip(got, want, strict=True):  # type: ignore[call-overload]
+        assert np.allclose(g, w, atol=1e-6), (g, w)
+
+
+def _forged_store_base(dst: Path) -> None:
+    """A store written by scoring :data:`TEXTS` with the tiny BERT (real keys), its one
+    segment named ``a.seg``."""
+    tiny_scores(dst / "store")
+    (seg,) = (dst / "store" / "segments").glob("*.seg")
+    seg.rename(seg.with_name("a.seg"))
+
+
+def forge_record(rng: random.Random, data: bytes) -> bytes:
+    """A segment with one vectors record rewritten for its real key, its CRCs right: rows,
+    hidden size or rank changed, a NaN or an infinity, or its declared shape larger than the
+    bytes that follow (the last record)."""
+    import numpy as np
+
+    from rust_bertscore.store import records
+
+    spans, pos = [], 0
+    while pos + records.HEADER_BYTES <= len(data):
+        head = records.unpack_header(data[pos : pos + records.HEADER_BYTES])
+        if head is None:
+            break
+        end = pos + records.HEADER_BYTES + head.nbytes
+        if head.kind == records.KIND_VECTORS:
+            spans.append((pos, end, head))
+        pos = end
+    start, end, head = rng.choice(spans)
+    value = np.frombuffer(data[start + records.HEADER_BYTES : end], np.float32).reshape(head.shape)
+    value = value.copy()
+    how = rng.choice(["rows+", "rows-", "hidden", "rank", "nan", "inf", "short"])
+    if how == "rows+":
+        value = np.concatenate([value, value[..., -1:, :]], axis=-2)
+    elif how == "rows-" and value.shape[-2] > 1:
+        value = value[..., :-1, :]
+    elif how == "hidden":
+        value = value[..., : max(1, value.shape[-1] - rng.randint(1, 3))]
+    elif how == "rank":
+        value = value[None] if value.ndim == 2 else value[0]
+    elif how in ("nan", "inf"):
+        value.flat[rng.randrange(value.size)] = np.nan if how == "nan" else -np.inf
+    payload = np.ascontiguousarray(value, np.float32).tobytes()
+    record = records.pack_header(records.KIND_VECTORS, head.key, head.time, value.shape, payload)
+    if how == "short":  # a header declaring more than the file holds, at the end
+        big = (head.shape[0] * 1000, *head.shape[1:])
+        record = records.pack_header(records.KIND_VECTORS, head.key, head.time, big, payload)
+        return data[:start] + data[end:] + record + payload
+    return data[:start] + record + payload + data[end:]
+
+
+def score_with_forged_store(directory: Path) -> None:
+    """Scores through the forged store equal the clean ones: a bad record is a miss."""
+    _same_scores(tiny_scores(directory / "store"), clean_scores())
+
+
+def _graph_cache_base(dst: Path) -> None:
+    """A model cache holding the tiny BERT's converted graph, and a copy of that graph as
+    ``graph`` (what a case replaces it with)."""
+    os.environ["RUST_BERTSCORE_CACHE"] = str(dst / "cache")
+    try:
+        tiny_scores()
+    finally:
+        del os.environ["RUST_BERTSCORE_CACHE"]
+    (cached,) = (dst / "cache").rglob("model.onnx")
+    shutil.copy(cached, dst / "graph")
+
+
+def score_with_replaced_graph(directory: Path) -> None:
+    """The cached graph replaced by ``graph`` (mutated bytes, or a FIFO, a directory, a link,
+    a sparse file), then the model scored from that cache: the scores are the clean ones (the
+    replaced graph is not used) or a typed error."""
+    (cached,) = [p for p in (directory / "cache").rglob("model.onnx*") if p.name == "model.onnx"]
+    if cached.is_dir() and not cached.is_symlink():
+        shutil.rmtree(cached)
+    else:
+        cached.unlink()
+    os.rename(directory / "graph", cached)
+    want = clean_scores()
+    os.environ["RUST_BERTSCORE_CACHE"] = str(directory / "cache")
+    try:
+        _same_scores(tiny_scores(), want)
+    finally:
+        del os.environ["RUST_BERTSCORE_CACHE"]
+
+
+def mutate_graph(rng: random.Random, data: bytes) -> bytes:
+    """A replaced cached graph: bytes flipped in place (the same size), cut, another model's
+    graph of the same size, or another kind of file."""
+    roll = rng.random()
+    if roll < 0.25:
+        return mutate_kind(rng, data)
+    if roll < 0.5:
+        buf = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        return bytes(buf)
+    if roll < 0.75:
+        return data[: rng.randrange(len(data))]
+    return mutate_bytes(rng, data)
+
+
 KIND = b"@@rbs-kind:"
 """A case whose data starts with this plants a kind of file, not bytes (:func:`plant_kind`)."""
 
@@ -723,6 +931,12 @@ TARGETS: dict[str, Target] = {
                ("config.json", "tokenizer.json", "tokenizer_config.json",
                 "special_tokens_map.json", "vocab.txt", "model.safetensors"),
                mutate_kind, load_and_score),
+        Target("tokenizer-regex", _copy(TINY / "bert"), ("tokenizer.json",), mutate_regex,
+               load_tokenizer_on_runs),
+        Target("store-forged", _forged_store_base, ("store/segments/a.seg",), forge_record,
+               score_with_forged_store),
+        Target("graph-cache", _graph_cache_base, ("graph",), mutate_graph,
+               score_with_replaced_graph),
         Target("export", _export_base, ("enc.onnx.json", "enc.onnx"),
                lambda rng, d: mutate_json(rng, d) if d.startswith(b"{") else mutate_bytes(rng, d),
                load_export),
@@ -764,6 +978,11 @@ SELF_TESTS: dict[str, Target] = {
 }
 """Targets that prove the harness: each case's outcome is its own, whatever the case before it
 did."""
+
+
+HEALING = frozenset({"store-forged", "graph-cache"})
+"""Targets whose bad input is a miss that is rebuilt (a store record, a cached graph): their
+cases load, with the clean scores, rather than raise."""
 
 
 def target_named(name: str) -> Target:

@@ -163,19 +163,44 @@ CATASTROPHIC_SPLIT = {
 }
 
 
-def test_a_regex_panic_on_a_text_names_the_text_and_the_process_goes_on(
+def test_a_catastrophic_regex_is_refused_at_load_and_the_process_goes_on(
     tmp_path: Path,
 ) -> None:
+    """``(a+)+$`` panics on ``"a" * 30 + "!"`` (Oniguruma's retry limit) after ~0.3 s per
+    attempt: the tokenizer is refused before any text meets it."""
     model = with_tokenizer_json(tmp_path, CATASTROPHIC_SPLIT)
-    scorer = rb.BERTScorer(model_type=str(model), num_layers=2)
-    cands = ["fine text", "a" * 30 + "!"]
-    with pytest.raises(InputValueError, match=r"cannot encode text 1 \('aaaa"):
-        scorer.score(cands, ["a ref", "another ref"])
-    # Nothing is left broken: the same scorer scores texts the regex handles.
-    F = scorer.score(["fine text"], ["a ref"])[2]
-    assert np.isfinite(F).all()
+    with deadline(20), pytest.raises(InputValueError, match=r"pattern '\(a\+\)\+\$' is refused"):
+        rb.BERTScorer(model_type=str(model), num_layers=2).score(["a" * 30 + "!"], ["a ref"])
     clean = rb.BERTScorer(model_type=str(TINY / "bert"), num_layers=2)
     assert clean.score(["fine text"], ["a ref"])[2].shape == (1,)
+
+
+def test_a_panic_on_a_text_names_the_text_and_the_tokenizer_goes_on() -> None:
+    """Whatever the library raises on one text (a Rust panic is a BaseException) names that
+    text; the same tokenizer then encodes texts it handles."""
+    from tokenizers import Tokenizer
+
+    from rust_bertscore.stages.tokenization.fast import FastIds
+
+    class Panicking:
+        def __init__(self, real: Tokenizer) -> None:
+            self.real = real
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.real, name)
+
+        def encode(self, text: str, add_special_tokens: bool = False) -> object:
+            if "!" in text:
+                raise BaseException("a panic from a Rust library")
+            return self.real.encode(text, add_special_tokens=add_special_tokens)
+
+        def encode_batch(self, texts: list[str], add_special_tokens: bool = False) -> object:
+            return [self.encode(t, add_special_tokens) for t in texts]
+
+    fast = FastIds(Panicking(Tokenizer.from_file(str(TINY / "bert" / "tokenizer.json"))), "tiny")
+    with pytest.raises(InputValueError, match=r"tiny cannot encode text 1 \('aaa!'\)"):
+        fast.encode_batch(["fine text", "aaa!"])
+    assert fast.encode_batch(["fine text"])[0]
 
 
 def test_a_panicking_normaliser_is_a_typed_error_naming_the_folder(tmp_path: Path) -> None:
@@ -211,7 +236,7 @@ def test_foreign_call_keeps_interrupts_and_own_errors() -> None:
 
 
 def test_fast_sentencepiece_model_is_read_within_the_cap(tmp_path: Path) -> None:
-    from rust_bertscore.stages.tokenization.sentencepiece_fast import read_model_proto
+    from rust_bertscore.stages.tokenization.programs import read_model_proto
 
     huge = tmp_path / "spiece.model"
     with open(huge, "wb") as f:
@@ -399,6 +424,44 @@ def _write_mode(node: object) -> bool:
     return isinstance(mode, str) and any(c in mode for c in "wax+")
 
 
+LIBRARY_READERS = frozenset(
+    {"from_file", "read_file", "InferenceSession", "read_model", "Load", "LoadFromFile"}
+)
+"""Calls that hand a path to a library which opens it (tokenizers, sentencepiece, ONNX Runtime,
+OpenVINO; and ``onnx.load``): the path must come from ``support.boundary.library_path``."""
+
+
+def library_path_names(tree: object) -> set[str]:
+    """Names bound by ``with library_path(...) as name`` in ``tree``."""
+    import ast
+
+    names = set()
+    for node in ast.walk(tree):  # type: ignore[arg-type]
+        if isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
+            call = node.context_expr
+            if isinstance(call, ast.Name) or (
+                isinstance(call, ast.Call) and getattr(call.func, "id", "") == "library_path"
+            ):  # ``checked = library_path(...)`` then ``with checked``
+                names.add(node.optional_vars.id)
+    return names
+
+
+def _checked_path(call: object, checked: set[str]) -> bool:
+    """Whether ``call``'s first argument is a name ``library_path`` yielded, or not a path (a
+    buffer, bytes: ``io.BytesIO(...)``, ``source`` in memory)."""
+    import ast
+
+    args = getattr(call, "args", [])
+    if not args:
+        return True
+    first = args[0]
+    if isinstance(first, ast.Name):
+        return first.id in checked
+    if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "BytesIO":
+        return True
+    return not (isinstance(first, ast.Call) and getattr(first.func, "id", "") == "str")
+
+
 def file_reads(source: str) -> list[tuple[int, str]]:
     """``(line, call)`` of every call in ``source`` that opens or reads a file by its path:
     ``open()`` and ``Path.open()`` (not for writing), ``os.open()``, ``read_text()``,
@@ -408,7 +471,9 @@ def file_reads(source: str) -> list[tuple[int, str]]:
 
     lines = source.splitlines()
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    checked = library_path_names(tree)
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         fn, what = node.func, None
@@ -426,6 +491,10 @@ def file_reads(source: str) -> list[tuple[int, str]]:
                 what = ".open()"
             elif fn.attr in ("load", "fromfile", "memmap") and owner in ("np", "numpy"):
                 what = "np.load()"
+            elif (
+                fn.attr in LIBRARY_READERS or (fn.attr == "load" and owner == "onnx")
+            ) and not _checked_path(node, checked):
+                what = f"a path handed to .{fn.attr}()"
         end = node.end_lineno or node.lineno
         if what and not any(EXEMPT in line for line in lines[max(node.lineno - 2, 0) : end]):
             found.append((node.lineno, what))
@@ -530,3 +599,47 @@ def test_a_directory_where_a_cached_graph_goes_costs_a_conversion_in_memory(
         got = score_with(str(model))
     np.testing.assert_array_equal(got, want)
     rb.clear_cache()
+
+
+def test_a_pad_token_id_past_the_vocabulary_is_refused_at_load(tmp_path: Path) -> None:
+    """transformers refuses it when it builds the embedding; here it failed only when a batch
+    ran, in ONNX Runtime's words."""
+    model = copy_model(tmp_path)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config["pad_token_id"] = config["vocab_size"] + 5
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ModelLoadError, match=r"config.json of .*: pad_token_id \d+ is past"):
+        rb.BERTScorer(model_type=str(model), num_layers=2, cache_bytes=0).score(["a"], ["b"])
+
+
+@pytest.mark.parametrize("value", ["0.9999999999999999", "-1e300"])
+def test_a_baseline_that_float32_cannot_hold_is_refused_naming_the_line(
+    tmp_path: Path, value: str
+) -> None:
+    """Below 1 and finite in float64, but 1 or -inf in float32 (what rescaling uses): refused
+    naming the file and line, not by the kernel naming neither."""
+    from rust_bertscore.stages.rescale import read_baseline
+
+    path = tmp_path / "b.csv"
+    path.write_text(f"LAYER,P,R,F\n0,0.1,0.2,0.3\n1,0.5,{value},0.4\n", encoding="utf-8")
+    with pytest.raises(InputValueError, match=r"b\.csv:3: baselines must be finite and below 1"):
+        read_baseline(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"num_attention_heads": 3}, "not a multiple of the number of heads 3"),
+        ({"type_vocab_size": 0}, "type_vocab_size must be >= 1"),
+        ({"hidden_act": "evil"}, "unsupported activation 'evil'"),
+    ],
+)
+def test_a_config_the_family_refuses_names_config_json(
+    tmp_path: Path, change: dict, says: str
+) -> None:
+    model = copy_model(tmp_path)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config.update(change)
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(RustBertScoreError, match=rf"{model.name}/config\.json: .*{says}"):
+        rb.BERTScorer(model_type=str(model), num_layers=2, cache_bytes=0).score(["a"], ["b"])

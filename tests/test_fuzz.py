@@ -39,7 +39,7 @@ def test_seeded_cases() -> None:
     # The mutations reach past the first check: some cases of every target load.
     for name in NOT_BIN:
         statuses = {o.status for o in outcomes if o.case[0] == name}
-        assert "typed" in statuses, (name, statuses)
+        assert ("ok" if name in fuzzing.HEALING else "typed") in statuses, (name, statuses)
 
 
 def test_seeded_bin_cases() -> None:

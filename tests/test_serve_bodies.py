@@ -195,3 +195,30 @@ def test_sigterm_in_the_middle_of_an_upload_answers_503_json_and_exits_3() -> No
     finally:
         _stop(s)
     assert not any("Traceback" in line for line in s.stderr), "".join(s.stderr)
+
+
+def _connect_from(server: Server, source: str, data: bytes) -> socket.socket:
+    sock = socket.create_connection((HOST, server.port), timeout=SHORT, source_address=(source, 0))
+    sock.sendall(data)
+    return sock
+
+
+def test_one_client_address_holds_at_most_its_share_of_the_budget(server: Server) -> None:
+    """One address filled the whole budget with bodies in flight and every other client got
+    503: now it holds at most --max-client-share (0.5) of it; past that it gets 503 naming the
+    flag, and another address is served."""
+    part = b"x" * (200 * 1024)  # of a declared MAX_BODY: charged as it arrives, then stalls
+    hogs = [_connect_from(server, "127.0.0.1", _head(MAX_BODY) + part) for _ in range(2)]
+    try:
+        time.sleep(0.3)  # both parts read and charged: 400 KiB of the 512 KiB share
+        third = _connect_from(server, "127.0.0.1", _head(MAX_BODY) + b"x" * MAX_BODY)
+        status, answer = _answer(third)
+        assert status == 503 and "--max-client-share" in answer["error"], answer
+        body = json.dumps(_one_pair()).encode()
+        other = _connect_from(server, "127.0.0.2", _head(len(body)) + body)
+        status, answer = _answer(other)
+        assert status == 200, answer
+        assert _get(server, "/health")[1]["refused_over_share"] >= 1
+    finally:
+        for sock in hogs:
+            sock.close()

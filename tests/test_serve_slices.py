@@ -5,15 +5,17 @@ cannot finish refused before their work, and cancelled work kept in the cache.""
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 
 import numpy as np
 import pytest
 
+from conftest import TINY
 from rust_bertscore import BERTScorer
 from rust_bertscore.integrations.server import slices
-from rust_bertscore.integrations.server.batching import RequestScorer, ScoreRequest
+from rust_bertscore.integrations.server.batching import SLICE_ROWS, RequestScorer, ScoreRequest
 from rust_bertscore.integrations.server.scheduler import Batcher, Job, WouldTimeOut
 from rust_bertscore.integrations.server.slices import Chunked, fill_tokens
 
@@ -103,18 +105,49 @@ LONG = [
     'The cat, it said -- "don\'t!" -- sat   on\tthe mat.\n' * 6_000,
     "café naïve 日本語のテキスト résumé ÅÄÖ 😀 emoji " * 8_000,
     "x" * 200_000 + " tail",  # no whitespace early on: tokenised whole
+    "a." * 100_000,  # no whitespace: cut after punctuation
+    "it's,x/y:" * 30_000 + "'s" * 1000,  # the apostrophe is never a cut (GPT-2's 's)
+    "x.y" * 2000 + "é" * 100_000,
 ]
+LONG_IDS = ["words", "punctuation", "unicode", "one word", "no space", "apostrophes", "tail"]
 
 
-@pytest.mark.parametrize("text", LONG, ids=["words", "punctuation", "unicode", "one word"])
-def test_long_texts_by_prefix_give_the_tokens_of_the_whole_text(text: str) -> None:
-    tokens = BERTScorer().pipeline.tokens
+@pytest.mark.parametrize("model", ["default", "roberta"])
+@pytest.mark.parametrize("text", LONG, ids=LONG_IDS)
+def test_long_texts_by_prefix_give_the_tokens_of_the_whole_text(text: str, model: str) -> None:
+    """The same ids as the whole text, with BERT's WordPiece and with GPT-2's byte-level BPE."""
+    if model == "default":
+        tokens = BERTScorer().pipeline.tokens
+    else:
+        tokens = BERTScorer(model_type=str(TINY / "roberta"), num_layers=2).pipeline.tokens
     memo: dict = {}
     fill_tokens(tokens, [text], memo)
     whole = tokens.tokenize([text])
     assert memo[text][0] == whole.ids[0]
     assert memo[text][1] == (0 in whole.cut)
     assert memo[text][3] == bool(whole.empty[0])
+
+
+def test_a_long_text_without_whitespace_is_tokenised_by_a_prefix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``"a." * 1_000_000`` was tokenised whole (8 s and 1.3 GB here; 4.5 GiB at the body
+    limit): a prefix cut after punctuation settles it; what the tokenizer is given is
+    bounded by the prefix, not the text."""
+    tokens = BERTScorer().pipeline.tokens
+    text = "a." * 1_000_000
+    given: list[int] = []
+    real = tokens.tokenizer.encode_content
+
+    def counted(texts: list[str]) -> object:
+        given.extend(len(t) for t in texts)
+        return real(texts)
+
+    monkeypatch.setattr(tokens.tokenizer, "encode_content", counted)
+    memo: dict = {}
+    fill_tokens(tokens, [text], memo)
+    assert len(memo[text][0]) == 512 and memo[text][1]
+    assert given and max(given) < 64 * 1024, given
 
 
 def test_an_eight_million_character_text_is_tokenised_by_a_prefix() -> None:
@@ -154,6 +187,7 @@ def test_large_requests_go_shortest_first_with_ageing() -> None:
 def test_a_request_that_cannot_finish_is_refused_before_its_work() -> None:
     scorer = BERTScorer(batch_size=8)
     batcher = _batcher(scorer)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]  # the rate set below
     batcher.rate = 100.0  # token rows a second: 200 pairs of 40 words need over 80 s
     batcher.start()
     try:
@@ -165,6 +199,41 @@ def test_a_request_that_cannot_finish_is_refused_before_its_work() -> None:
         assert batcher.refused == 1 and len(scorer.pipeline.cache) == 0  # nothing encoded
     finally:
         batcher.stop()
+
+
+def test_the_encoders_rate_is_measured_before_the_first_request() -> None:
+    batcher = _batcher(BERTScorer())
+    assert batcher.rate is None
+    batcher.calibrate()
+    assert batcher.rate is not None and batcher.rate > 0
+
+
+def test_tokenising_does_not_count_as_encoding_in_the_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step that spends 2 s tokenising (one huge text did, on a fresh server) measures the
+    encoder by its own time: the rate is not held under a slice's rows per 2 s, so feasible
+    work is not refused as too slow."""
+    scorer = BERTScorer(batch_size=8)
+    batcher = _batcher(scorer)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]  # only the step measures
+    tokenizer = scorer.pipeline.tokens.tokenizer
+    real = tokenizer.encode_content
+
+    def slow(texts: list[str]) -> object:
+        time.sleep(2.0)
+        return real(texts)
+
+    monkeypatch.setattr(tokenizer, "encode_content", slow)
+    batcher.start()
+    try:
+        rng = np.random.default_rng(5)
+        request = ScoreRequest([_text(rng, 40) for _ in range(40)], [_text(rng, 40)] * 40)
+        batcher.submit(request, timeout=120.0).future.result(timeout=120)
+    finally:
+        batcher.stop()
+    assert batcher.rate is not None
+    assert batcher.rate > SLICE_ROWS / 2.0, batcher.rate  # over what a 2 s step could give
 
 
 def test_cancelled_work_keeps_its_slices_in_the_cache() -> None:
@@ -187,3 +256,57 @@ def test_cancelled_work_keeps_its_slices_in_the_cache() -> None:
         assert kept < len(request.texts())  # stopped before the end
     finally:
         batcher.stop()
+
+
+def _finish_order(jobs: dict[str, Job]) -> list[str]:
+    order: list[str] = []
+    lock = threading.Lock()
+    for name, job in jobs.items():
+
+        def done(_future: object, name: str = name) -> None:
+            with lock:
+                order.append(name)
+
+        job.future.add_done_callback(done)
+    return order
+
+
+def _run_to_end(batcher: Batcher, jobs: dict[str, Job], timeout: float) -> list[str]:
+    """Start ``batcher`` on the queued ``jobs``, wait for all, stop it: their finishing order."""
+    order = _finish_order(jobs)
+    batcher.start()
+    try:
+        for job in jobs.values():
+            job.future.result(timeout=timeout)
+    finally:
+        batcher.stop()
+    return order
+
+
+def test_small_requests_are_batched_one_client_in_turn() -> None:
+    """Client a queued 24 small requests before client b's one: b's goes in the first batch
+    (clients in turn), not behind six batches of a's."""
+    batcher = Batcher(RequestScorer(BERTScorer()), max_batch=4, max_wait=0.001)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]
+    jobs = {f"a{i}": batcher.submit(ScoreRequest([f"a cat {i}"], ["the cat"]), client="a")
+            for i in range(24)}  # fmt: skip
+    jobs["b"] = batcher.submit(ScoreRequest(["a dog"], ["the dog"]), client="b")
+    order = _run_to_end(batcher, jobs, 120)
+    assert order.index("b") < 4, order
+
+
+def test_large_requests_take_turns_between_clients() -> None:
+    """Client a's three large requests and client b's one, all waiting: their slices go to a
+    and b in turn, so b's finishes before a's second and third."""
+    scorer = BERTScorer(batch_size=8)
+    batcher = _batcher(scorer)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]
+    rng = np.random.default_rng(7)
+
+    def large() -> ScoreRequest:
+        return ScoreRequest([_text(rng, 40) for _ in range(24)], [_text(rng, 40)] * 24)
+
+    jobs = {f"a{i}": batcher.submit(large(), client="a") for i in range(3)}
+    jobs["b"] = batcher.submit(large(), client="b")
+    order = _run_to_end(batcher, jobs, 300)
+    assert order.index("b") <= 1, order

@@ -277,3 +277,62 @@ def test_a_read_is_bounded_by_the_bytes_the_file_holds(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_sparse_hole_in_a_segment_is_skipped_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment grown by an 8 GiB hole, with whole records after it: the scan jumps over the
+    hole (``SEEK_DATA``), so what it reads follows the bytes the segment holds (reading the
+    hole through took 37 s), and the records after it are found."""
+    from rust_bertscore.store import survey
+
+    store = EmbeddingStore(tmp_path / "store")
+    keys = [bytes([i]) * 32 for i in range(3)]
+    values = [np.full((2 + i, 4), i + 0.5, dtype=np.float32) for i in range(3)]
+    store.put_many(keys, values)
+    store.close()
+    (segment,) = (tmp_path / "store" / "segments").glob("*.seg")
+    data = segment.read_bytes()
+    with open(segment, "r+b") as handle:
+        handle.truncate(8 << 30)
+        handle.seek(8 << 30)
+        handle.write(data)  # the same records again, after the hole
+    if os.stat(segment).st_blocks * 512 > 1 << 30:
+        pytest.skip("this file system stores no holes")
+    read = [0]
+
+    def counted(fd: int, n: int, offset: int) -> bytes:
+        got = real(fd, n, offset)
+        read[0] += len(got)
+        return got
+
+    real = survey.read_at
+    monkeypatch.setattr(survey, "read_at", counted)
+    reopened = EmbeddingStore(tmp_path / "store")
+    got = reopened.get_many(keys)
+    info = reopened.info()
+    reopened.close()
+    assert all(np.array_equal(g, v) for g, v in zip(got, values, strict=True))
+    assert info.entries == 3
+    assert read[0] < 64 << 20, f"{read[0]} bytes read for a segment holding {2 * len(data)}"
+
+
+def test_a_record_over_a_hole_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sparse segment whose record declares a payload lying over a hole (never written):
+    refused before a byte is read or allocated (a 6 GB one was read into memory when a
+    compaction copied it)."""
+    from rust_bertscore.store import files
+
+    path = tmp_path / "a.seg"
+    with open(path, "wb") as handle:
+        handle.write(b"\x01" * 8192)
+        handle.truncate(1 << 30)
+    if os.stat(path).st_blocks * 512 > 1 << 20:
+        pytest.skip("this file system stores no holes")
+    monkeypatch.setattr(files, "read_at", lambda *a: pytest.fail("read over a hole"))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert files.read_within(fd, 500 << 20, 4096) is None
+    finally:
+        os.close(fd)

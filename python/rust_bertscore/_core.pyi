@@ -54,6 +54,7 @@ __all__ = [
     "paired_permutation",
     "pairwise_embeddings",
     "pairwise_ragged",
+    "parse_score_body",
     "requested_num_threads",
     "rescale",
     "score_embeddings",
@@ -823,6 +824,31 @@ def active_isa() -> str:
     >>> from rust_bertscore._core import active_isa
     >>> active_isa() in ("avx512", "avx2", "portable")
     True
+    """
+
+def parse_score_body(
+    body: bytes, max_pairs: int | None = None
+) -> tuple[list[str], list[str] | list[list[str]]]:
+    """A server's ``POST /score`` body, ``{"cands": [str, ...], "refs": [str or [str, ...],
+    ...]}``, parsed and checked with the GIL released: ``(cands, refs)``.
+
+    Raises
+    ------
+    ValueError
+        ``(status, message, field, index)`` for a body the server refuses: 400 not UTF-8 JSON
+        (a duplicate key, nesting deeper than 512, an integer of more than 4,300 digits), 413
+        more pairs than ``max_pairs``, 422 a wrong shape or type, naming field and index.
+
+    Examples
+    --------
+    >>> from rust_bertscore._core import parse_score_body
+    >>> parse_score_body(b'{"cands": ["a cat"], "refs": [["the cat", "cats"]]}')
+    (['a cat'], [['the cat', 'cats']])
+    >>> try:
+    ...     parse_score_body(b'{"cands": [[[]]], "refs": []}')
+    ... except ValueError as e:
+    ...     print(e.args)
+    (422, 'cands[0] must be a str, got list: [[]]', 'cands', 0)
     """
 
 def idf_from_frequencies(df: _IndexArray, num_docs: int) -> NDArray[np.float64]:

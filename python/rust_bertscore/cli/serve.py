@@ -171,6 +171,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "least 4 bodies; past it 503 with Retry-After at once)",
     )
     server.add_argument(
+        "--max-client-share",
+        type=client_share,
+        default=0.5,
+        metavar="F",
+        help="the part of --max-queued-tokens one client address (an IPv4 address, an IPv6 "
+        "/64) may hold at once, in (0, 1] (0.5; past it that client gets 503, the others are "
+        "served)",
+    )
+    server.add_argument(
         "--backlog",
         type=positive_int,
         default=2048,
@@ -202,6 +211,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_common_flags(p)
     p.set_defaults(run=run)
     return p
+
+
+def client_share(text: str) -> float:
+    """``--max-client-share``: a number in (0, 1].
+
+    >>> client_share("0.25")
+    0.25
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
 
 
 def _import_server() -> tuple:
@@ -294,6 +318,7 @@ def run(args: argparse.Namespace) -> int:
         request_timeout=args.request_timeout,
         ready_queue=args.ready_queue,
         max_queued_tokens=args.max_queued_tokens,
+        max_client_share=args.max_client_share,
     )
     max_connections = args.max_connections
     nofile = _raise_open_files_limit()

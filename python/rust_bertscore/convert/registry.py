@@ -213,8 +213,14 @@ def build_model(
     converter = converter_for(config)
     n_build = layers_to_build(model_depth(config), num_layers, all_layers)  # before the weights
     request = BuildRequest(model_dir, config, n_build, all_layers=all_layers, doc=doc, fused=fused)
+    config_path = Path(model_dir) / CONFIG_NAME
     try:
         return converter.build(request)
+    except (CheckpointError, InputValueError) as exc:
+        if str(Path(model_dir)) in str(exc):
+            raise
+        # a config.json field the family refuses (heads, type_vocab_size, an activation)
+        raise type(exc)(f"{config_path}: {exc}") from exc
     except RustBertScoreError:
         raise
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:

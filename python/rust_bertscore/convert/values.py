@@ -17,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import ModelLoadError
+from ..support.boundary import library_path
+from ..support.inputs import MAX_GRAPH_BYTES
 from .checkpoint import WeightStore
 
 DIGEST_VERSION = "2"
@@ -127,9 +128,11 @@ def graph_digest(graph: str | os.PathLike[str]) -> str:
     from onnx import numpy_helper
 
     digest = hashlib.sha256(f"rust-bertscore graph digest {DIGEST_VERSION}\0".encode())
+    checked = library_path(graph, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError, pin=False)
     try:
         # onnx refuses external data outside the graph's directory (a ValidationError)
-        model = onnx.load(str(Path(graph)), load_external_data=True)
+        with checked as name:
+            model = onnx.load(name, load_external_data=True)
         for init in sorted(model.graph.initializer, key=lambda t: t.name):
             array = numpy_helper.to_array(init)
             _update(digest.update, init.name, str(array.dtype), array)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelLoadError
-from ..support.inputs import MAX_GRAPH_BYTES, check_file
+from ..support.boundary import library_path
+from ..support.inputs import MAX_GRAPH_BYTES
 
 __all__ = ["CONVERTER_OPS", "check_graph"]
 
@@ -187,12 +188,13 @@ def check_graph(path: str | Path) -> None:
     True
     """
     path = Path(path)
-    check_file(path, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError)
     onnx = _onnx()
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as error:  # protobuf's DecodeError and others: untyped
-        raise _fail(path, f"not an ONNX model ({type(error).__name__}: {error!s:.200})") from None
+    with library_path(path, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError) as name:
+        try:
+            model = onnx.load(name, load_external_data=False)
+        except Exception as error:  # protobuf's DecodeError and others: untyped
+            what = f"{type(error).__name__}: {error!s:.200}"
+            raise _fail(path, f"not an ONNX model ({what})") from None
     _check_nodes(path, model, onnx)
     _check_io(path, model, onnx)
     _check_weights(path, model, onnx)

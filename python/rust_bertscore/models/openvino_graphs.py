@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import convert
 from ..catalog.lora_tasks import graph_family, lora_task
-from ..errors import InputValueError, RustBertScoreError, warn, warn_user
+from ..errors import InputValueError, ModelLoadError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import (
     DYNAMIC_QUANTIZATION_GROUP,
     OpenVINOEncoder,
@@ -39,8 +39,9 @@ from ..stages.openvino_encoder import (
 )
 from ..stages.telemetry import telemetry_off
 from ..support.atomic import write_text_atomic
+from ..support.boundary import library_path
 from ..support.digests import file_sha256s, graph_files, sha256s_match
-from ..support.inputs import read_memo
+from ..support.inputs import MAX_GRAPH_BYTES, read_memo
 from .files import ModelFiles
 from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
 
@@ -108,7 +109,13 @@ def quantize(graph: Path | bytes) -> Any:
 
     lib = nncf()
     core = openvino().Core()
-    model = core.read_model(io.BytesIO(graph) if isinstance(graph, bytes) else str(graph))
+    if isinstance(graph, bytes):
+        model = core.read_model(io.BytesIO(graph))
+    else:
+        with library_path(
+            graph, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError, pin=False
+        ) as name:
+            model = core.read_model(name)
     # NNCF's progress bars go to stdout, where the command line writes scores: to stderr.
     with contextlib.redirect_stdout(sys.stderr), telemetry_off():
         return lib.compress_weights(model, mode=lib.CompressWeightsMode.INT8_ASYM)

@@ -382,13 +382,21 @@ def _load_runtime(
 
 def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
     """``ModelLoadError`` when the tokenizer has ids past the model's embedding table (a
-    tokenizer from another model: its ids would index rows that do not exist)."""
+    tokenizer from another model: its ids would index rows that do not exist), or the padding
+    id is (it would fail only when a batch runs, in ONNX Runtime's words)."""
     rows = config.get("vocab_size")
     if isinstance(rows, int) and rows > 0 and tokenizer.base_vocab_size > rows:
         raise ModelLoadError(
             f"the tokenizer in {tokenizer.model_dir} has {tokenizer.base_vocab_size} tokens but "
             f"the model's embedding table has {rows} rows (config.json vocab_size): the "
             "tokenizer does not belong to this model"
+        )
+    pad = config.get("pad_token_id")
+    if isinstance(rows, int) and rows > 0 and isinstance(pad, int) and pad >= rows:
+        # transformers refuses it too, building the embedding (padding_idx within the table)
+        raise ModelLoadError(
+            f"config.json of {tokenizer.model_dir}: pad_token_id {pad} is past the embedding "
+            f"table's {rows} rows (vocab_size)"
         )
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from .. import _core
 from ..errors import InputValueError, ModelLoadError, ModelNotFoundError, RustBertScoreError
-from ..support.boundary import foreign_call
-from ..support.inputs import MAX_GRAPH_BYTES, check_file
+from ..support.boundary import foreign_call, library_path
+from ..support.inputs import MAX_GRAPH_BYTES
 from . import devices
 from .arena import Arena
 from .batches import (  # noqa: F401 - MIN_BATCH_TOKENS, MIN_FILL: re-exported
@@ -172,22 +172,26 @@ class Encoder:
             raise InputValueError(f"max_tokens must be at least 1, got {max_tokens}")
         # A graph in memory (serialised ModelProto) when the model cache cannot be written.
         where = "the graph converted in memory" if isinstance(graph, bytes) else str(graph)
-        if not isinstance(graph, bytes):  # a FIFO or a directory never reaches ONNX Runtime
-            try:
-                check_file(graph, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError)
+        disabled = [*DISABLED_OPTIMIZERS, *(FP16_DISABLED_OPTIMIZERS if fp16 else ())]
+
+        def session(source: str | bytes) -> ort.InferenceSession:
+            # onnxruntime raises its own untyped errors
+            with foreign_call(f"ONNX Runtime cannot load {where}", ModelLoadError):
+                return onnxruntime().InferenceSession(  # boundary-exempt: bytes, or library_path's
+                    source, options, providers=providers, disabled_optimizers=disabled
+                )
+
+        if isinstance(graph, bytes):
+            self.session = session(graph)
+        else:  # a FIFO or a directory never reaches ONNX Runtime; the name is handed over (not
+            try:  # pinned), as the graph's external data is found beside it
+                checked = library_path(
+                    graph, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError, pin=False
+                )
+                with checked as name:
+                    self.session = session(name)
             except FileNotFoundError:
                 raise ModelNotFoundError(f"{graph}: no such graph file") from None
-        # onnxruntime raises its own untyped errors
-        with foreign_call(f"ONNX Runtime cannot load {where}", ModelLoadError):
-            self.session = onnxruntime().InferenceSession(
-                graph if isinstance(graph, bytes) else str(graph),
-                options,
-                providers=providers,
-                disabled_optimizers=[
-                    *DISABLED_OPTIMIZERS,
-                    *(FP16_DISABLED_OPTIMIZERS if fp16 else ()),
-                ],
-            )
         self._attach(where, pad_id, max_tokens)
         self.tf32 = bool(tf32) and devices.uses_cuda(self.providers)
         self.io_binding = devices.uses_cuda(self.providers) if io_binding is None else io_binding

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InputValueError, ModelLoadError, RustBertScoreError
+from ..support.boundary import foreign_call, library_path
+from ..support.inputs import MAX_GRAPH_BYTES
 from .devices import default_max_tokens
 from .encoder import Encoder, default_threads
 from .telemetry import telemetry_off
@@ -235,7 +237,14 @@ class OpenVINOSession:
 
             model = core.read_model(io.BytesIO(model))
         elif isinstance(model, (str, Path)):
-            model = core.read_model(str(model))
+            where = f"OpenVINO cannot read {model}"
+            with (
+                library_path(
+                    model, max_bytes=MAX_GRAPH_BYTES, error=ModelLoadError, pin=False
+                ) as name,
+                foreign_call(where, ModelLoadError),
+            ):
+                model = core.read_model(name)
         config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": INFERENCE_PRECISIONS[precision]}
         if precision == "int8":
             config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = DYNAMIC_QUANTIZATION_GROUP

@@ -114,9 +114,11 @@ def read_baseline(path: str | Path) -> np.ndarray:
             raise InputValueError(
                 f"{path}:{line_no}: P, R, F must be numbers, got {line!r}"
             ) from None
-        if not all(np.isfinite(prf)) or any(v >= 1.0 for v in prf):
+        with np.errstate(over="ignore"):  # -1e300 becomes -inf in float32, refused below
+            as_float32 = np.asarray(prf, dtype=np.float64).astype(np.float32)
+        if not np.isfinite(as_float32).all() or (as_float32 >= 1.0).any():
             raise InputValueError(
-                f"{path}:{line_no}: baselines must be finite and below 1, got {line!r}"
+                f"{path}:{line_no}: baselines must be finite and below 1 in float32, got {line!r}"
             )
         values.append(prf)
     if not values:

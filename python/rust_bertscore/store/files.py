@@ -54,6 +54,43 @@ class Entry:
 # -- reading -----------------------------------------------------------------------------------
 
 
+def next_data(fd: int, offset: int) -> int | None:
+    """The first offset at or after ``offset`` that holds data, skipping a sparse file's holes
+    (``SEEK_DATA``; ``offset`` itself where the OS or file system cannot say), or None when
+    only a hole follows. A scan for records jumps over holes, so its time follows the bytes a
+    segment really holds, not its apparent size (an 8 GiB hole took 37 s to read through).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryFile() as f:
+    ...     _ = f.write(b"abc"); f.flush()
+    ...     next_data(f.fileno(), 1)
+    1
+    """
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return offset
+    try:
+        return os.lseek(fd, offset, seek_data)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            return None  # nothing but a hole to the end
+        return offset
+
+
+def _hole_within(fd: int, offset: int, n: int) -> bool:
+    """Whether ``[offset, offset + n)`` of a sparse file holds a hole (``SEEK_HOLE``; False
+    where the OS cannot say). A record is written whole, so a hole in one means the file was
+    forged or damaged: a 9 GB sparse segment holding 8 KiB declared a 6 GB record, which was
+    read into memory."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return False
+    try:
+        return os.lseek(fd, offset, seek_hole) < offset + n
+    except OSError:
+        return False
+
+
 def read_at(fd: int, n: int, offset: int) -> bytes:
     """Up to ``n`` bytes of ``fd`` from ``offset`` (fewer only at the end of the file).
 
@@ -91,9 +128,12 @@ def read_within(fd: int, n: int, offset: int) -> bytes | None:
     """The ``n`` bytes of ``fd`` at ``offset``, or None when the file does not hold them.
 
     What a record declares is checked against the real size of the open file (``os.fstat``)
-    before anything is read or allocated: a segment cut short (or swapped for a shorter file)
-    since it was indexed never makes a read ask for more memory than the file holds."""
+    and its holes before anything is read or allocated: a segment cut short (or swapped for a
+    shorter file) since it was indexed, or sparse where the record lies, never makes a read ask
+    for more memory than the file holds."""
     if n < 0 or offset < 0 or offset + n > os.fstat(fd).st_size:
+        return None
+    if n and _hole_within(fd, offset, n):  # never written: damage, not a record
         return None
     data = read_at(fd, n, offset)
     return data if len(data) == n else None

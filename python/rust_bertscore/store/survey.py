@@ -14,6 +14,7 @@ from . import records
 from .files import (
     O_BINARY,
     Entry,
+    next_data,
     open_segment,
     read_at,
     read_within,
@@ -87,6 +88,12 @@ def resync(fd: int, start: int, size: int) -> int | None:
     chunk = 1 << 20
     pos = start
     while pos + HEADER_BYTES <= size:
+        data = next_data(fd, pos)  # a record starts with MAGIC, never inside a hole
+        if data is None:
+            return None
+        pos = max(pos, data)
+        if pos + HEADER_BYTES > size:
+            return None
         block = read_at(fd, min(chunk, size - pos), pos)
         at = block.find(records.MAGIC)
         while at >= 0:

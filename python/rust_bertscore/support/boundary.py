@@ -237,3 +237,41 @@ def foreign_call(
         if isinstance(exc, keep):
             raise
         raise error(f"{where}: {type(exc).__name__}: {str(exc)[:500]}") from exc
+
+
+PINNED_DIR = "/proc/self/fd"
+"""Where Linux names a process's open descriptors: a library handed ``PINNED_DIR/N`` opens the
+very file :func:`library_path` checked, whatever the path names by then."""
+
+
+@contextlib.contextmanager
+def library_path(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    error: type[RustBertScoreError],
+    pin: bool = True,
+) -> Iterator[str]:
+    """The path to hand a library that opens a file itself (tokenizers, sentencepiece, ONNX
+    Runtime, OpenVINO, onnx), after the checks of :func:`open_regular`, the file held open
+    until the block ends.
+
+    With ``pin`` (and on Linux) the path is the open descriptor's (``/proc/self/fd/N``): the
+    library reads the file that was checked even when the name is swapped for a FIFO or a
+    link in between. ``pin=False`` hands the name itself, for a library that finds other files
+    beside it (an ONNX graph's external data).
+
+    >>> import tempfile
+    >>> from rust_bertscore.errors import InputValueError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp, "vocab.txt"); _ = p.write_text("[UNK]\\n")
+    ...     with library_path(p, max_bytes=100, error=InputValueError) as name:
+    ...         print(Path(name).read_text().strip())  # boundary-exempt: doctest
+    [UNK]
+    """
+    fd, _size = open_descriptor(path, max_bytes=max_bytes, error=error)
+    try:
+        pinned = f"{PINNED_DIR}/{fd}"
+        yield pinned if pin and os.path.exists(pinned) else str(path)
+    finally:
+        os.close(fd)

@@ -58,6 +58,7 @@ pub mod pool;
 mod prepare;
 pub mod ragged;
 pub mod reduce;
+pub mod request;
 pub mod rescale;
 mod rng;
 pub mod scores;

@@ -158,3 +158,10 @@ pub(crate) fn threads_arg(num_threads: Option<i64>) -> PyResult<Option<usize>> {
         })
         .transpose()
 }
+
+/// A server body the parser refuses, as `ValueError(status, message, field, index)`: not a
+/// kernel error, but an answer the server's Python layer turns into its HTTP error
+/// (`integrations.server.requests.RequestError`).
+pub(crate) fn body_error(e: bertscore_core::request::BodyError) -> PyErr {
+    PyValueError::new_err((e.status, e.message, e.field, e.index))
+}

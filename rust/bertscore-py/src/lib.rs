@@ -24,6 +24,7 @@ use ndarray::{Array, Dimension, Ix1, Ix2, IxDyn};
 use numpy::{IntoPyArray, PyArray, PyArray1, PyArrayDyn, PyUntypedArrayMethods};
 
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 use crate::arrays::{flag_array, float_array, index_array, items, FloatArray, PyTexts};
 use crate::errors::{detach, threads_arg};
@@ -435,6 +436,35 @@ fn get_num_threads(py: Python<'_>) -> PyResult<usize> {
     detach(py, core::get_num_threads)
 }
 
+/// Parses a `POST /score` body with the GIL released (`bertscore_core::request`): `(cands,
+/// refs)`, refs a list of str or of lists of str; `ValueError(status, message, field, index)`
+/// for a body the server refuses.
+#[pyfunction]
+#[pyo3(signature = (body, max_pairs=None))]
+fn parse_score_body<'py>(
+    py: Python<'py>,
+    body: &[u8],
+    max_pairs: Option<usize>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let parsed = py.detach(|| core::request::parse_score_body(body, max_pairs));
+    match parsed {
+        Ok(parsed) => {
+            let cands = PyList::new(py, parsed.cands)?;
+            let refs = PyList::empty(py);
+            for reference in parsed.refs {
+                match reference {
+                    core::request::Reference::One(text) => refs.append(text)?,
+                    core::request::Reference::Many(texts) => {
+                        refs.append(PyList::new(py, texts)?)?
+                    }
+                }
+            }
+            Ok((cands, refs))
+        }
+        Err(e) => Err(errors::body_error(e)),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -463,6 +493,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NUM_THREADS_ENV", core::NUM_THREADS_ENV)?;
     m.add_function(wrap_pyfunction!(requested_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(active_isa, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_score_body, m)?)?;
     m.add_function(wrap_pyfunction!(idf::idf_from_frequencies, m)?)?;
     m.add("ISA_ENV", core::ISA_ENV)?;
     Ok(())

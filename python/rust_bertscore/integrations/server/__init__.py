@@ -8,8 +8,12 @@
 * ``slices``: a large request in chunks scored as ``score()`` and slices of bounded token rows;
   long texts tokenised by prefixes;
 * ``admission``: the queued-token budget requests are charged against before their body is
-  kept;
-* ``requests``: checking a ``POST /score`` body, errors naming field and index;
+  kept, and each client address's share of it;
+* ``requests``: checking a ``POST /score`` body (parsed in Rust, GIL released), errors naming
+  field and index;
+* ``rows``: a text's token rows counted, or bounded for any text;
+* ``intake``: a request's body read and charged as it arrives, then parsed off the event loop
+  (Starlette);
 * ``app``: the Starlette application (extra ``[serve]``: Starlette and uvicorn);
 * ``connections``: uvicorn's protocol with a read timeout, connection caps (in all, per client),
   framing errors as JSON, requests received before a shutdown answered, and accept errors

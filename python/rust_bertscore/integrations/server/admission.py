@@ -14,7 +14,9 @@ budget, whatever the clients send. No web framework here.
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import math
+from collections import Counter
 from pathlib import Path
 
 from ...errors import InputValueError
@@ -25,6 +27,30 @@ DEFAULT_MOST = 256 * 1024 * 1024
 """The default budget at most, in tokens (bytes)."""
 DEFAULT_BODIES = 4
 """The default budget at least, in bodies of the largest size accepted."""
+DEFAULT_CLIENT_SHARE = 0.5
+"""The default ``--max-client-share``: the part of the budget one client address may hold."""
+
+
+def client_key(host: str | None) -> str:
+    """The address a client is counted by: an IPv4 address, or an IPv6 address's /64 (one
+    host is given a /64; an IPv4-mapped IPv6 address is its IPv4 address).
+
+    >>> client_key("10.0.0.7"), client_key("2001:db8:1:2:aa::1"), client_key("::ffff:10.0.0.7")
+    ('10.0.0.7', '2001:db8:1:2::/64', '10.0.0.7')
+    >>> client_key(None), client_key("unix-socket")
+    ('unknown', 'unix-socket')
+    """
+    if host is None:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def available_memory() -> int | None:
@@ -86,6 +112,9 @@ class Admission:
     ----------
     budget : int
         Tokens that admitted requests may hold at once.
+    client_share : float
+        The part of the budget one client address (:func:`client_key`) may hold at once, in
+        (0, 1]: one client cannot take the whole budget from the others.
 
     Examples
     --------
@@ -96,12 +125,26 @@ class Admission:
     >>> adm.release(60)
     >>> adm.reserve(100), adm.peak
     (True, 100)
+    >>> fair = Admission(100, client_share=0.5)
+    >>> fair.reserve(40, "10.0.0.1"), fair.reserve(20, "10.0.0.1"), fair.reserve(50, "10.0.0.2")
+    (True, False, True)
+    >>> fair.over_share
+    1
     """
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, client_share: float = 1.0) -> None:
         if budget < 1:
             raise InputValueError(f"the queued-token budget must be at least 1, got {budget}")
+        if not 0 < client_share <= 1:
+            raise InputValueError(f"the client share must be in (0, 1], got {client_share}")
         self.budget = budget
+        self.client_share = client_share
+        self.client_budget = max(1, int(budget * client_share))
+        """Tokens one client address may hold at once."""
+        self.held_by: Counter[str] = Counter()
+        """Tokens held by each client address now."""
+        self.over_share = 0
+        """Requests refused (503) because their client held its share (counted here)."""
         self.held = 0
         """Tokens held by admitted requests now."""
         self.peak = 0
@@ -109,17 +152,34 @@ class Admission:
         self.refused = 0
         """Requests refused (503) because the budget was spent (counted by the caller)."""
 
-    def reserve(self, tokens: int) -> bool:
-        """Charge ``tokens`` if they fit in what is left (True), else nothing (False)."""
+    def reserve(self, tokens: int, client: str | None = None) -> bool:
+        """Charge ``tokens`` (to ``client``'s share too, when given) if they fit in what is
+        left (True), else nothing (False)."""
         if tokens < 0 or self.held + tokens > self.budget:
             return False
+        if client is not None:
+            if self.held_by[client] + tokens > self.client_budget:
+                self.over_share += 1
+                return False
+            self.held_by[client] += tokens
         self.held += tokens
         self.peak = max(self.peak, self.held)
         return True
 
-    def release(self, tokens: int) -> None:
-        """Give back ``tokens`` charged before."""
+    def share_spent(self, client: str | None, tokens: int) -> bool:
+        """Whether ``tokens`` more would take ``client`` past its share (the reason a
+        :meth:`reserve` was refused, when the budget itself had room)."""
+        return client is not None and self.held_by[client] + tokens > self.client_budget
+
+    def release(self, tokens: int, client: str | None = None) -> None:
+        """Give back ``tokens`` charged before (to ``client``, when given)."""
         self.held = max(self.held - tokens, 0)
+        if client is not None:
+            left = self.held_by[client] - tokens
+            if left > 0:
+                self.held_by[client] = left
+            else:
+                del self.held_by[client]
 
     def retry_after(self, rate: float | None) -> int:
         """Seconds a refused client should wait: the time to work off what is held at

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,13 +21,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...scoring.scorer import BERTScorer
-from ...stages.scored_tokens import ScoredTokens
-from .admission import Admission, default_queued_tokens, text_bytes, trim_heap
-from .batching import RequestScorer, ScoreRequest, ScoreResult
+from .admission import (
+    DEFAULT_CLIENT_SHARE,
+    Admission,
+    client_key,
+    default_queued_tokens,
+    trim_heap,
+)
+from .batching import RequestScorer, ScoreResult
 from .connections import DEFAULT_MIN_BODY_RATE, AcceptErrors
-from .requests import RequestError, parse_score_body
+from .intake import DRAIN_BYTES, Intake, Refused, parse_request
+from .requests import RequestError
 from .scheduler import Batcher, WouldTimeOut
-from .slices import SLICE_CHARS, least_rows_of
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
@@ -38,34 +42,9 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 """Seconds a request may wait and be scored at most (503 past it)."""
 DEFAULT_READY_QUEUE = 64
 """Requests waiting or in progress past which ``GET /ready`` answers 503."""
-DRAIN_BYTES = 64 * 1024 * 1024
-"""Bytes of an oversized body read and discarded before its 413, so that the client, done
-sending, reads the answer (a connection closed on unread data is reset instead)."""
 CLOSE = {"connection": "close"}
 TRIM_BYTES = 1024 * 1024
 """Once requests of this many bytes or more are all answered, the C heap is trimmed."""
-
-
-class Refused(Exception):
-    """The queued-token budget is spent (503 with Retry-After) or too small (413)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _parse(
-    body: bytearray, max_pairs: int | None, tokens: ScoredTokens
-) -> tuple[ScoreRequest, int]:
-    """The request (with a lower bound of its texts' token rows) and the bytes its texts
-    hold: the work of a request before the worker, run off the event loop."""
-    parsed = parse_score_body(body, max_pairs)  # type: ignore[arg-type]  # bytes-like
-    body.clear()  # the body's memory goes now, not when the answer is sent
-    flat = [t for r in parsed.refs for t in (r if isinstance(r, list) else [r])]
-    nbytes = text_bytes(parsed.cands) + text_bytes(flat)
-    if parsed.chars > SLICE_CHARS or len(flat) > 64:  # large: the worker's estimate, ahead
-        parsed = dataclasses.replace(parsed, least=least_rows_of(tokens, parsed.cands + flat))
-    return parsed, nbytes
 
 
 def _float_list(values: Any) -> list[float | None]:
@@ -119,12 +98,14 @@ class ScoringApp:
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         ready_queue: int = DEFAULT_READY_QUEUE,
         max_queued_tokens: int | None = None,
+        max_client_share: float = DEFAULT_CLIENT_SHARE,
     ) -> None:
         self.scorer = scorer
         self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
         if max_queued_tokens is None:
             max_queued_tokens = default_queued_tokens(max_body)
-        self.admission = Admission(max_queued_tokens)
+        self.admission = Admission(max_queued_tokens, max_client_share)
+        self.intake = Intake(self.admission, max_body)
         self._parser = ThreadPoolExecutor(1, thread_name_prefix="bertscore-parse")
         self.max_body = max_body
         self.max_pairs = max_pairs
@@ -136,6 +117,7 @@ class ScoringApp:
             "request_timeout_s": request_timeout,
             "ready_queue": ready_queue,
             "max_queued_tokens": max_queued_tokens,
+            "max_client_share": max_client_share,
             "min_body_rate": DEFAULT_MIN_BODY_RATE,
         }
         """The limits ``/health`` reports (the CLI adds its connection limits, and sets
@@ -175,84 +157,13 @@ class ScoringApp:
             "refused_busy": self.admission.refused,
             "queued_tokens": self.admission.held,
             "queued_tokens_peak": self.admission.peak,
+            "refused_over_share": self.admission.over_share,
             "limits": dict(self.limits),
         }
 
     def ready(self) -> bool:
         """Whether the queue (waiting and in progress) is at most ``ready_queue``."""
         return self.batcher.queued + self.batcher.in_progress <= self.ready_queue
-
-    async def _drain(
-        self, request: Request, read: int, stream: AsyncIterator[bytes] | None = None
-    ) -> None:
-        """Read and discard the rest of the body, up to :data:`DRAIN_BYTES` in all (``stream``:
-        the body's stream, already begun; Starlette's ``request.stream()`` can be begun once)."""
-        if stream is None:
-            stream = request.stream()
-        with contextlib.suppress(ClientDisconnect):
-            async for chunk in stream:
-                read += len(chunk)
-                if read > DRAIN_BYTES:
-                    break
-
-    def _charge(self, tokens: int) -> None:
-        """Charge ``tokens`` more to the budget; :class:`Refused` when they do not fit."""
-        if self.admission.reserve(tokens):
-            return
-        if tokens > self.admission.budget:
-            raise Refused(
-                413,
-                f"the request needs {tokens} queued tokens, more than the server's whole "
-                f"budget of {self.admission.budget} (its --max-queued-tokens)",
-            )
-        self.admission.refused += 1
-        raise Refused(
-            503,
-            f"the server is busy: {self.admission.held} of its {self.admission.budget} "
-            "queued tokens (--max-queued-tokens) are held by requests in hand; retry later",
-        )
-
-    async def _read_body(self, request: Request, held: list[int]) -> bytearray:
-        """The body, charged to the budget as it arrives, before it is kept (``held[0]``: the
-        charge). A declared ``Content-Length`` is not charged: a client that sends headers
-        and no body holds nothing (and its connection is cut by the minimum body rate)."""
-        encoding = request.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            await self._drain(request, 0)
-            raise RequestError(
-                415, f"Content-Encoding {encoding!r} is not accepted: send the JSON as it is"
-            )
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await self._drain(request, 0)
-            raise RequestError(
-                413,
-                f"the body has {declared} bytes, more than the {self.max_body} accepted "
-                "(the server's --max-body-bytes)",
-            )
-        body = bytearray()
-        stream = request.stream()
-        async for chunk in stream:
-            if len(body) + len(chunk) > self.max_body:
-                size = len(body) + len(chunk)
-                body.clear()
-                await self._drain(request, size, stream)
-                raise RequestError(
-                    413,
-                    f"the body is longer than the {self.max_body} bytes accepted "
-                    "(the server's --max-body-bytes)",
-                )
-            if len(body) + len(chunk) > held[0]:  # charged as it arrives
-                more = len(body) + len(chunk) - held[0]
-                try:
-                    self._charge(more)
-                except Refused:
-                    body.clear()
-                    await self._drain(request, held[0] + len(chunk), stream)
-                    raise
-                held[0] += more
-            body += chunk
-        return body
 
     async def handle_health(self, request: Request) -> Response:
         return JSONResponse(self.health())
@@ -334,26 +245,29 @@ class ScoringApp:
     async def handle_score(self, request: Request) -> Response:
         held = [0]
         received = [False]
+        client = client_key(request.client.host if request.client else None)
         try:
-            return await self._score(request, held, received)
+            return await self._score(request, held, received, client)
         except asyncio.CancelledError:  # the graceful-shutdown timeout: mid-upload or parsing
             return self._cut_response("POST", received[0])
         finally:
-            self.admission.release(held[0])
+            self.admission.release(held[0], client)
             if held[0] >= TRIM_BYTES and self.admission.held == 0:  # the last large one went
                 asyncio.get_running_loop().run_in_executor(self._parser, trim_heap)
 
-    async def _score(self, request: Request, held: list[int], received: list[bool]) -> Response:
+    async def _score(
+        self, request: Request, held: list[int], received: list[bool], client: str
+    ) -> Response:
         try:
-            body = await self._read_body(request, held)
+            body = await self.intake.read_body(request, held, client)
             received[0] = True
             loop = asyncio.get_running_loop()
             parsed, nbytes = await loop.run_in_executor(
-                self._parser, _parse, body, self.max_pairs, self.scorer.pipeline.tokens
+                self._parser, parse_request, body, self.max_pairs, self.scorer.pipeline.tokens
             )
             del body
             if nbytes > held[0]:  # texts wider than their bytes: charge what they hold
-                self._charge(nbytes - held[0])
+                self.intake.charge(nbytes - held[0], client)
                 held[0] = nbytes
         except RequestError as e:
             headers = CLOSE if e.status in (413, 415) else None
@@ -365,7 +279,7 @@ class ScoringApp:
             return Response(status_code=499)
         if not parsed.cands:
             return JSONResponse({"P": [], "R": [], "F": [], "hash": self.scorer.hash})
-        job = asyncio.ensure_future(self.batcher.score(parsed, self.request_timeout))
+        job = asyncio.ensure_future(self.batcher.score(parsed, self.request_timeout, client))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -27,7 +28,9 @@ import numpy as np
 
 from ...engine.rounds import round_budget
 from ...scoring.scorer import BERTScorer
+from ...stages.scored_tokens import ScoredTokens
 from ...stages.text import pair_texts
+from .rows import RowBounds
 
 Refs = Sequence[str] | Sequence[Sequence[str]]
 
@@ -38,14 +41,15 @@ SLICE_CHARS = 256 * 1024
 """Characters of text tokenised in one step at most (besides one text's prefix pieces)."""
 
 
-def most_rows(text: str, limit: int | None, special: int) -> int:
-    """An estimate from above of a text's token rows (a token per 3 characters).
-
-    >>> most_rows("the cat sat", 512, 2), most_rows("word " * 1000, 512, 2)
-    (6, 512)
-    """
-    rows = -(-len(text) // 3) + special
-    return rows if limit is None else min(rows, limit)
+CALIBRATION_ROWS = 512
+"""Token rows of the start-up measure of the encoder's rate (:meth:`RequestScorer.calibrate`)."""
+CALIBRATION_LENGTH = 62
+"""Content tokens of each text of that measure."""
+CALIBRATION_TEXT = (
+    "The committee met on Tuesday to review the budget, and after a long discussion of the "
+    "costs of the new building it agreed to delay the vote until the auditors had finished "
+    "their report on the accounts of the previous three years."
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +61,17 @@ class ScoreRequest:
     least: dict[str, int] | None = dataclasses.field(default=None, compare=False, repr=False)
     """A lower bound of each distinct text's token rows, when worked out ahead (off the
     worker: the server's parsing thread); None: worked out when needed."""
+    rows: dict[str, int] | None = dataclasses.field(default=None, compare=False, repr=False)
+    """Each distinct text's token rows from above (:meth:`.rows.RowBounds.counted`), when
+    worked out ahead; None: bounded by bytes when needed."""
+
+    def most_rows(self, tokens: ScoredTokens) -> dict[str, int]:
+        """Each distinct text's rows from above: :attr:`rows` when worked out ahead, else
+        counted now (:meth:`.rows.RowBounds.counted`)."""
+        texts = self.texts()
+        if self.rows is not None and all(t in self.rows for t in texts):
+            return self.rows
+        return RowBounds.of(tokens).counted(tokens, texts)
 
     @property
     def chars(self) -> int:
@@ -116,6 +131,29 @@ class RequestScorer:
         """Shared encoder passes run so far (one per batch with texts to encode)."""
 
     @property
+    def encoder_seconds(self) -> float | None:
+        """Seconds the encoder has spent in its runtime so far (None: it does not say)."""
+        seconds = getattr(self.scorer.pipeline.runtime.encoder, "run_seconds", None)
+        return float(seconds) if isinstance(seconds, (int, float)) else None
+
+    def calibrate(self, rows: int = CALIBRATION_ROWS) -> tuple[int, float]:
+        """The encoder's rate on ``rows`` token rows of a fixed English text, outside the cache:
+        ``(rows, seconds)`` of a second run (the first warms the runtime up). The server's
+        time estimate starts from it, so no first request (a huge text to tokenise, a cold
+        runtime) sets it alone."""
+        tokenizer = self.scorer.pipeline.tokens.tokenizer
+        content = (tokenizer.encode_content([CALIBRATION_TEXT])[0] or [])[:CALIBRATION_LENGTH]
+        ids = [*tokenizer.prefix_ids, *content, *tokenizer.suffix_ids]
+        if not content:
+            return 0, 0.0
+        texts = [ids] * max(1, rows // len(ids))
+        encoder = self.scorer.pipeline.runtime.encoder
+        encoder.embed(texts, len(texts))
+        start = time.perf_counter()
+        encoder.embed(texts, len(texts))
+        return len(texts) * len(ids), time.perf_counter() - start
+
+    @property
     def budget(self) -> int:
         """Token rows encoded ahead of scoring at most: half the cache (and one scoring
         round); the rest of a request, if any, is encoded by its own ``score()``."""
@@ -138,16 +176,13 @@ class RequestScorer:
 
     def plan(self, request: ScoreRequest) -> bool:
         """Whether ``request`` is large: more than :data:`SLICE_CHARS` characters, or more than
-        :data:`SLICE_ROWS` token rows (estimated from above) to encode; a large request is
-        worked in slices (:mod:`~rust_bertscore.integrations.server.slices`), a small one in a
-        batch."""
+        :data:`SLICE_ROWS` token rows to encode (counted, or bounded by bytes: :mod:`.rows`);
+        a large request is worked in slices (:mod:`~rust_bertscore.integrations.server.slices`),
+        a small one in a batch."""
         if request.chars > SLICE_CHARS:
             return True
-        tokens = self.scorer.pipeline.tokens
-        limit = tokens.window_length if tokens.window is None else None
-        special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
-        texts = self.uncached(request.texts())
-        return sum(most_rows(t, limit, special) for t in texts) > SLICE_ROWS
+        most = request.most_rows(self.scorer.pipeline.tokens)
+        return sum(most[t] for t in self.uncached(request.texts())) > SLICE_ROWS
 
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """Those of ``texts`` whose vectors are not in the cache (all of them without one)."""

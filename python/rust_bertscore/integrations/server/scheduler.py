@@ -18,6 +18,7 @@ past its deadline) stops at the next encoder batch (the encoder's ``on_batch`` h
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import queue
 import threading
@@ -68,6 +69,9 @@ class Job:
     work: Chunked | None = None
     """A large request's progress (None: scored in a batch)."""
     arrived: float = dataclasses.field(default_factory=time.monotonic)
+    client: str = ""
+    """The client address it came from (``admission.client_key``): compute is shared between
+    clients in turn."""
 
     def abandon(self) -> None:
         """Its caller has gone: drop it if not begun, stop it at the next encoder batch if so."""
@@ -129,6 +133,12 @@ class Batcher:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._large: list[Job] = []
+        self._small: dict[str, collections.deque[Job]] = {}
+        """Small jobs waiting, per client, in arrival order (clients in turn)."""
+        self._small_waiting = 0
+        """How many (the worker writes it; ``queued`` reads it from any thread)."""
+        self._served: collections.Counter[str] = collections.Counter()
+        """Token rows of large jobs encoded per client with large jobs waiting (turns)."""
         self._current: list[Job] = []
         self.batches = 0
         """Batches scored so far."""
@@ -146,7 +156,7 @@ class Batcher:
     @property
     def queued(self) -> int:
         """Requests waiting for the worker."""
-        return self._queue.qsize()
+        return self._queue.qsize() + self._small_waiting
 
     @property
     def in_progress(self) -> int:
@@ -168,18 +178,21 @@ class Batcher:
             self._thread.join(timeout)
             self._thread = None
 
-    def submit(self, request: ScoreRequest, timeout: float | None = None) -> Job:
-        """Queue ``request`` (``timeout``: seconds it may take at most); the job's future gets
-        its :class:`ScoreResult` (or exception). :meth:`Job.abandon` drops or stops it."""
+    def submit(self, request: ScoreRequest, timeout: float | None = None, client: str = "") -> Job:
+        """Queue ``request`` (``timeout``: seconds it may take at most; ``client``: its
+        address, for the turns between clients); the job's future gets its
+        :class:`ScoreResult` (or exception). :meth:`Job.abandon` drops or stops it."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        job = Job(request, Future(), deadline)
+        job = Job(request, Future(), deadline, client=client)
         self._queue.put(job)
         return job
 
-    async def score(self, request: ScoreRequest, timeout: float | None = None) -> ScoreResult:
+    async def score(
+        self, request: ScoreRequest, timeout: float | None = None, client: str = ""
+    ) -> ScoreResult:
         """:meth:`submit`, awaited; raises ``asyncio.TimeoutError`` past ``timeout``. Cancelling
         the awaiting task, or the timeout, abandons the request."""
-        job = self.submit(request, timeout)
+        job = self.submit(request, timeout, client)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(job.future), timeout)
         finally:
@@ -191,11 +204,14 @@ class Batcher:
             raise WorkCancelled
 
     def _take(self, block: bool) -> tuple[list[Job], bool]:
-        """Arrivals: when ``block``, wait for a first one and up to ``max_wait`` for more; else
-        only those queued now. Returns them and whether a stop was asked for."""
+        """Arrivals: when ``block``, wait for a first one and up to ``max_wait`` for more (a
+        batch's worth), then those queued now; else only those queued now. Returns them and
+        whether a stop was asked for."""
         items: list[Job] = []
         deadline = time.monotonic() + self.max_wait
-        while len(items) < self.max_batch:
+        while True:
+            if len(items) >= self.max_batch:
+                block = False  # a batch's worth came: the rest queued now, without waiting
             try:
                 if block and not items:
                     item = self._queue.get()
@@ -229,25 +245,70 @@ class Batcher:
         return True
 
     def _next_large(self) -> Job:
-        """The large job with the least remaining work, less its ageing credit."""
+        """The client whose large jobs have had the fewest rows encoded goes next (turns:
+        one client's many requests do not hold the others back); of its jobs, the one with
+        the least remaining work, less its ageing credit."""
+        clients = {j.client for j in self._large}
+        for gone in set(self._served) - clients:
+            del self._served[gone]
+        floor = min(self._served.values(), default=0)
+        for client in clients - set(self._served):  # a newcomer starts level, not behind
+            self._served[client] = floor
+        turn = min(clients, key=lambda c: self._served[c])
         now, per_s = time.monotonic(), self.rate or AGEING_ROWS
         best = min(
-            self._large,
+            (j for j in self._large if j.client == turn),
             key=lambda j: (j.work.rows_left if j.work else 0) - per_s * (now - j.arrived),
         )
         self._large.remove(best)
         return best
 
+    def _queue_small(self, job: Job) -> None:
+        self._small.setdefault(job.client, collections.deque()).append(job)
+        self._small_waiting += 1
+
+    def _small_batch(self) -> list[Job]:
+        """Up to ``max_batch`` small jobs, one per client in turn (a client's flood of small
+        requests fills its own turns, not every batch); the clients served go to the back."""
+        batch: list[Job] = []
+        while self._small and len(batch) < self.max_batch:
+            for client in list(self._small):
+                pending = self._small.pop(client)
+                job = pending.popleft()
+                self._small_waiting -= 1
+                if pending:
+                    self._small[client] = pending  # to the back of the turn
+                if job.gone():
+                    self.skipped += 1
+                else:
+                    batch.append(job)
+                if len(batch) >= self.max_batch:
+                    break
+        return batch
+
+    def _measured(self, rows: int, seconds: float) -> None:
+        """A sample of the encoder's rate: the fastest seen is kept."""
+        if rows >= RATE_SAMPLE_ROWS and seconds > 0:
+            self.rate = max(self.rate or 0.0, rows / seconds)
+
+    def calibrate(self) -> None:
+        """The encoder's rate measured before any request (the worker does it first): a
+        request's deadline is judged against it from the first request on."""
+        try:
+            self._measured(*self.scorer.calibrate())
+        except Exception:
+            return
+
     def _work(self) -> None:
+        self.calibrate()
         stopping = False
         while True:
             if not stopping:
-                arrived, stopping = self._take(block=not self._large)
+                arrived, stopping = self._take(block=not self._large and not self._small)
             else:  # score what was queued before the stop, then end
                 arrived, _ = self._take(block=False)
-                if not arrived and not self._large:
+                if not arrived and not self._large and not self._small:
                     return
-            small = []
             for job in arrived:
                 if job.gone():
                     self.skipped += 1
@@ -255,7 +316,8 @@ class Batcher:
                     if not self._too_slow(job):
                         self._large.append(job)
                 else:
-                    small.append(job)
+                    self._queue_small(job)
+            small = self._small_batch()
             if small:
                 self._run(small, self._score_small, small)
             if self._large:
@@ -292,15 +354,21 @@ class Batcher:
         """One step of ``job`` (a slice encoded, or a chunk scored); True: more to do."""
         work = job.work
         assert work is not None
-        start = time.perf_counter()
+        start, encoding = time.perf_counter(), self.scorer.encoder_seconds
         try:
             more = work.step()
         except Exception as e:  # handed to that request's caller
             job.finish(e)
             return False
-        rows, seconds = work.last_rows, time.perf_counter() - start
-        if rows >= RATE_SAMPLE_ROWS and seconds > 0:
-            self.rate = max(self.rate or 0.0, rows / seconds)
+        # The encoder's own time where it says (a step's tokenising is not encoding: one
+        # huge text to tokenise made the first rate 20 times too slow, and feasible work was
+        # refused until a faster step came).
+        after = self.scorer.encoder_seconds
+        seconds = time.perf_counter() - start
+        if encoding is not None and after is not None and after > encoding:
+            seconds = after - encoding
+        self._measured(work.last_rows, seconds)
+        self._served[job.client] += max(work.last_rows, 1)
         if more:
             return True
         self.batches += 1

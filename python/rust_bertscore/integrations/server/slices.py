@@ -12,8 +12,9 @@ truncation warning with the request's count).
 
 Long texts are tokenised in bounded pieces: where only the first ``max_length`` tokens of a
 text count (``long_texts="truncate"``) and the tokenizer splits words at whitespace before
-anything else, a prefix of the text cut at whitespace gives the same first tokens as the whole
-text; :func:`fill_tokens` tokenises growing prefixes (checked against a longer one) until the
+anything else, a prefix of the text cut at whitespace (or, in a text without whitespace, after
+punctuation where BERT's and GPT-2's pre-tokenizers split) gives the same first tokens as the
+whole text; :func:`fill_tokens` tokenises growing prefixes (checked against a longer one) until the
 model's maximum is passed, so an 8 M-character text costs a few thousand characters of
 tokenising, not seconds of the tokenizer holding the GIL and a gigabyte of offsets.
 """
@@ -30,7 +31,7 @@ import numpy as np
 
 from ...stages.scored_tokens import ScoredTokens, warn_truncated
 from ...stages.text import pair_texts
-from .batching import SLICE_CHARS, SLICE_ROWS, RequestScorer, ScoreRequest, ScoreResult, most_rows
+from .batching import SLICE_CHARS, SLICE_ROWS, RequestScorer, ScoreRequest, ScoreResult
 
 PREFIX_CHARS = 8
 """Characters of a first prefix per token of the model's maximum length (doubled until the
@@ -41,16 +42,27 @@ PREFIX_PRETOKENIZERS = frozenset(
     {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "ByteLevel", "Metaspace"}
 )
 """``tokenizers`` pre-tokenizers that split at whitespace before the model sees a word."""
+PUNCTUATION_PRETOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "ByteLevel"})
+"""Pre-tokenizers that also end a word at ASCII punctuation followed by a letter or digit (BERT
+splits off every punctuation character; GPT-2's pattern and ``Whitespace`` split a run of
+punctuation from the letters after it), so a text without whitespace is cut there."""
 _WORD = re.compile(r"\S+")
 _WORD_END = re.compile(r"\S\s")
+_PUNCTUATION_END = re.compile(r"[!-&(-/:-@\[-`{-~](?=[A-Za-z0-9])")
+"""ASCII punctuation but the apostrophe (GPT-2 keeps ``'s``, ``'ll`` whole), before a letter
+or digit: a word boundary for :data:`PUNCTUATION_PRETOKENIZERS`."""
 _TRUNCATION = "longer than the model's maximum of"
 
 
-def _splits_at_whitespace(tokens: ScoredTokens) -> bool:
+def _pre_tokenizer(tokens: ScoredTokens) -> str | None:
     source = getattr(tokens.tokenizer, "_source", None)
     fast = getattr(source, "tokenizer", None)
     pre = getattr(fast, "pre_tokenizer", None)
-    return pre is not None and type(pre).__name__ in PREFIX_PRETOKENIZERS
+    return None if pre is None else type(pre).__name__
+
+
+def _splits_at_whitespace(tokens: ScoredTokens) -> bool:
+    return _pre_tokenizer(tokens) in PREFIX_PRETOKENIZERS
 
 
 def prefix_length(tokens: ScoredTokens) -> int | None:
@@ -67,13 +79,18 @@ def prefix_length(tokens: ScoredTokens) -> int | None:
     return max(limit * PREFIX_CHARS, 1024)
 
 
-def _cut_at_space(text: str, at: int) -> int | None:
-    """The end of the last word before ``at`` that whitespace follows, or None."""
+def _cut_at_word_end(text: str, at: int, punctuation: bool) -> int | None:
+    """The end of the last word before ``at`` that whitespace follows, or (``punctuation``)
+    failing that, the last ASCII punctuation before a letter or digit (a text without
+    whitespace: ``"a." * 1_000_000``); None when there is neither."""
     lo = max(0, at - 4096)
-    last = None
-    for match in _WORD_END.finditer(text, lo, at):
-        last = match
-    return None if last is None else last.start() + 1
+    for pattern in (_WORD_END, _PUNCTUATION_END) if punctuation else (_WORD_END,):
+        last = None
+        for match in pattern.finditer(text, lo, at):
+            last = match
+        if last is not None:
+            return last.start() + 1
+    return None
 
 
 def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
@@ -84,10 +101,11 @@ def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
     assert limit is not None
     need = limit + PREFIX_MARGIN
     at, previous = first, None
+    punctuation = _pre_tokenizer(tokens) in PUNCTUATION_PRETOKENIZERS
     saved, tokens.memo = tokens.memo, None
     try:
         while at < len(text):
-            cut = _cut_at_space(text, at)
+            cut = _cut_at_word_end(text, at, punctuation)
             if cut is None:
                 return None
             prefix = text[:cut]
@@ -204,12 +222,10 @@ class Chunked:
 
     def __post_init__(self) -> None:
         tokens = self.scorer.scorer.pipeline.tokens
-        limit = tokens.window_length if tokens.window is None else None
-        special = len(tokens.tokenizer.prefix_ids) + len(tokens.tokenizer.suffix_ids)
         paired = pair_texts(self.request.cands, self.request.refs)
         sizes = [len(r) if isinstance(r, list) else 1 for r in self.request.refs]
         floor = None if self.scorer.scorer.batch_independent else self.scorer.scorer.batch_size
-        most = {t: most_rows(t, limit, special) for t in dict.fromkeys(paired.cands + paired.refs)}
+        most = self.request.most_rows(tokens)
         todo = self.scorer.uncached(list(most))  # cached texts cost no encoding
         self.rows_left = sum(most[t] for t in todo)
         least = self.request.least or least_rows_of(tokens, todo)

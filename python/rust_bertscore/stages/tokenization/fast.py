@@ -13,10 +13,11 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from ...errors import InputValueError, ModelNotFoundError
-from ...support.boundary import KEEP, foreign_call
-from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
+from ...support.boundary import KEEP, foreign_call, library_path
+from ...support.inputs import MAX_TOKENIZER_BYTES
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
+from .programs import check_tokenizer, check_tokenizer_json_charsmaps
 from .sentencepiece_fast import sentencepiece_fast_tokenizer
 
 SERIAL_TEXTS = 8
@@ -43,9 +44,11 @@ class FastIds:
 
     Whatever the library raises on a text (a plain ``Exception``, or a Rust panic: a
     ``BaseException``), ``encode_batch`` raises ``InputValueError`` naming the text and
-    ``source`` (the tokenizer's folder)."""
+    ``source`` (the tokenizer's folder). A tokenizer whose patterns could take unbounded time
+    on a text is refused here, before any text meets it (:mod:`.programs`)."""
 
     def __init__(self, tokenizer: Tokenizer, source: str = "the tokenizer") -> None:
+        check_tokenizer(tokenizer, source)
         self.tokenizer = tokenizer
         self.source = source
         tokenizer.no_padding()
@@ -79,9 +82,12 @@ class FastIds:
 def read_tokenizer_json(path: Path) -> Tokenizer:
     """``path`` (a ``tokenizer.json``) as a ``tokenizers.Tokenizer``; InputValueError naming the
     file when the library cannot read it."""
-    check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
-    with foreign_call(f"cannot load {path}", InputValueError):  # a plain Exception, or a panic
-        return Tokenizer.from_file(str(path))
+    check_tokenizer_json_charsmaps(path)
+    with (
+        library_path(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as name,
+        foreign_call(f"cannot load {path}", InputValueError),  # a plain Exception, or a panic
+    ):
+        return Tokenizer.from_file(name)
 
 
 def load_fast_tokenizer(
@@ -97,6 +103,7 @@ def load_fast_tokenizer(
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         tokenizer = read_tokenizer_json(tokenizer_json)
+        no_dropout(tokenizer)
         no_builtin_prefix_space(tokenizer)
         wordpiece_unknown_as_added_token(tokenizer)
         wordpiece_case_from_config(tokenizer, tok_config)
@@ -110,6 +117,14 @@ def load_fast_tokenizer(
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
     raise ModelNotFoundError(f"no tokenizer in {model_dir}: expected {wanted}")
+
+
+def no_dropout(tokenizer: Tokenizer) -> None:
+    """A BPE model's ``dropout`` off: a training-time augmentation that bert_score's slow
+    tokenizers do not have; left on (as a fast tokenizer of transformers would), the same
+    texts got other tokens, and other scores, on each call. A metric is deterministic."""
+    if getattr(tokenizer.model, "dropout", None):
+        tokenizer.model.dropout = None
 
 
 SLOW_ONLY_CLASSES = frozenset(
@@ -174,6 +189,7 @@ def load_use_fast_tokenizer(
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         tokenizer = read_tokenizer_json(tokenizer_json)
+        no_dropout(tokenizer)
         wordpiece_case_from_config(tokenizer, tok_config)
     elif cls.sentencepiece is not None:
         found = [model_dir / n for n in cls.model_files if (model_dir / n).is_file()]
@@ -201,6 +217,19 @@ def load_use_fast_tokenizer(
     return tokenizer
 
 
+def read_bpe_files(vocab_json: Path, merges: Path) -> tuple[dict, list]:
+    """The vocabulary and merges of a BPE model's ``vocab.json`` and ``merges.txt``, through the
+    boundary (InputValueError naming the files)."""
+    from tokenizers import models
+
+    with (
+        library_path(vocab_json, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as vocab,
+        library_path(merges, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as merged,
+        foreign_call(f"cannot load {vocab_json} and {merges}", InputValueError),
+    ):
+        return models.BPE.read_file(vocab, merged)
+
+
 def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
     """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
     from tokenizers import models, normalizers, pre_tokenizers
@@ -210,11 +239,11 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
         vocab_txt = model_dir / "prophetnet.tokenizer"
     if vocab_txt.is_file():
         unk = entry_text(tok_config.get("unk_token")) or "[UNK]"
-        check_file(vocab_txt, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
-        try:
-            vocab_table = models.WordPiece.read_file(str(vocab_txt))
-        except Exception as e:  # the Rust side raises a plain Exception
-            raise InputValueError(f"cannot load {vocab_txt}: {e}") from e
+        with (
+            library_path(vocab_txt, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as name,
+            foreign_call(f"cannot load {vocab_txt}", InputValueError),
+        ):
+            vocab_table = models.WordPiece.read_file(name)
         tokenizer = Tokenizer(models.WordPiece(vocab_table, unk_token=unk))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True,
@@ -230,13 +259,9 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
     # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
     from tokenizers import decoders, processors
 
-    for path in (vocab_json, merges):
-        check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
-    try:
-        vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
+    vocab, merge_list = read_bpe_files(vocab_json, merges)
+    with foreign_call(f"cannot load {vocab_json} and {merges}", InputValueError):
         bpe = models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
-    except Exception as e:  # the Rust side raises a plain Exception
-        raise InputValueError(f"cannot load {vocab_json} and {merges}: {e}") from e
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -264,10 +289,11 @@ def qwen2_tokenizer(model_dir: Path) -> Tokenizer | None:
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
     if not (vocab_json.is_file() and merges.is_file()):
         return None
-    vocab, merge_list = models.BPE.read_file(str(vocab_json), str(merges))
-    tokenizer = Tokenizer(
-        models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
-    )
+    vocab, merge_list = read_bpe_files(vocab_json, merges)
+    with foreign_call(f"cannot load {vocab_json} and {merges}", InputValueError):
+        tokenizer = Tokenizer(
+            models.BPE(vocab, merge_list, continuing_subword_prefix="", end_of_word_suffix="")
+        )
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [

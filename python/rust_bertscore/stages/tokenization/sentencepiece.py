@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import InputValueError
-from ...support.boundary import foreign_call
-from ...support.inputs import MAX_TOKENIZER_BYTES, check_file
+from ...support.boundary import foreign_call, library_path
+from ...support.inputs import MAX_TOKENIZER_BYTES
 from .added_tokens import AddedToken, AddedTokenSplitter
+from .programs import read_model_proto
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -57,10 +58,13 @@ def _load_processor(path: Path) -> object:
         raise ImportError(
             f"{path.name} needs the sentencepiece package: pip install sentencepiece"
         ) from e
-    check_file(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+    read_model_proto(path)  # its character map checked before the library reads it
     processor = sentencepiece.SentencePieceProcessor()
-    with foreign_call(f"cannot load the SentencePiece model {path}", InputValueError):
-        processor.Load(str(path))
+    with (
+        library_path(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as name,
+        foreign_call(f"cannot load the SentencePiece model {path}", InputValueError),
+    ):
+        processor.Load(name)
     return processor
 
 

@@ -37,10 +37,9 @@ from tokenizers import AddedToken as RustAddedToken
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from ...errors import InputValueError
-from ...support.boundary import foreign_call
-from ...support.inputs import MAX_TOKENIZER_BYTES, read_bytes
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
+from .programs import read_model_proto
 from .sentencepiece import pegasus_added_ids, pegasus_offset
 
 SPIECE_UNDERLINE = "\u2581"
@@ -67,21 +66,6 @@ CONVERTED_CLASSES = frozenset(
 
 _LOWERCASE_DEFAULT = {"AlbertTokenizer": True}
 """``do_lower_case`` where the class's default is not False."""
-
-
-def read_model_proto(path: Path) -> object:
-    """The ``ModelProto`` of a SentencePiece ``.model`` file (InputValueError naming it)."""
-    try:
-        from sentencepiece import sentencepiece_model_pb2
-    except ImportError as e:  # protobuf comes with onnx, a dependency
-        raise ImportError(
-            f"reading {path.name} for use_fast_tokenizer=True needs protobuf: pip install protobuf"
-        ) from e
-    proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
-    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
-    with foreign_call(f"cannot read the SentencePiece model {path}", InputValueError):
-        proto.ParseFromString(data)  # protobuf's DecodeError, or a crash of its C++ parser
-    return proto
 
 
 def _check_number_comma(piece: str) -> bool:

@@ -334,7 +334,10 @@ class TextTokenizer:
         if self._tokenizer is None:  # SentencePiece or byte back ends: the piece, unmarked
             text = piece[1:] if piece.startswith("▁") else piece.removesuffix("</w>")
         else:
-            text = self._tokenizer.decode([token_id], skip_special_tokens=False)
+            with foreign_call(
+                f"the tokenizer of {self.model_dir} cannot decode {piece!r}", InputValueError
+            ):
+                text = self._tokenizer.decode([token_id], skip_special_tokens=False)
         return text.strip() or piece
 
 
