@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 from ...errors import InputValueError, ModelNotFoundError
 from ...support.boundary import KEEP, foreign_call, library_path
-from ...support.inputs import MAX_TOKENIZER_BYTES
+from ...support.inputs import MAX_TOKENIZER_BYTES, read_bytes
 from .added_tokens import AddedToken, collect_added_tokens
 from .classes import TokenizerClass
 from .programs import check_tokenizer, check_tokenizer_json_charsmaps
@@ -82,12 +82,11 @@ class FastIds:
 def read_tokenizer_json(path: Path) -> Tokenizer:
     """``path`` (a ``tokenizer.json``) as a ``tokenizers.Tokenizer``; InputValueError naming the
     file when the library cannot read it."""
-    check_tokenizer_json_charsmaps(path)
-    with (
-        library_path(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError) as name,
-        foreign_call(f"cannot load {path}", InputValueError),  # a plain Exception, or a panic
-    ):
-        return Tokenizer.from_file(name)
+    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)  # read once
+    check_tokenizer_json_charsmaps(data, str(path))
+    # a plain Exception, a panic, or bytes that are not UTF-8
+    with foreign_call(f"cannot load {path}", InputValueError):
+        return Tokenizer.from_str(data.decode("utf-8"))
 
 
 def load_fast_tokenizer(

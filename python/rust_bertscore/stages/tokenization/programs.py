@@ -199,10 +199,9 @@ def check_charsmap(blob: bytes, where: str) -> None:
         )
 
 
-def check_tokenizer_json_charsmaps(path: Path) -> None:
-    """:func:`check_charsmap` on every ``Precompiled`` normaliser of the ``tokenizer.json`` at
-    ``path``, before the library reads it (the file is parsed here only when it names one)."""
-    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=InputValueError)
+def check_tokenizer_json_charsmaps(data: bytes, where: str) -> None:
+    """:func:`check_charsmap` on every ``Precompiled`` normaliser of a ``tokenizer.json``'s
+    bytes, before the library reads them (parsed here only when they name one)."""
     if b"precompiled_charsmap" not in data and b"\\u" not in data:
         return  # a key spelled with \u escapes names it too
     try:
@@ -229,7 +228,7 @@ def check_tokenizer_json_charsmaps(path: Path) -> None:
             blob = base64.b64decode(charsmap, validate=True)
         except (binascii.Error, ValueError):
             continue  # the library names a map that is not base64
-        check_charsmap(blob, str(path))
+        check_charsmap(blob, where)
 
 
 def read_model_proto(path: Path) -> object:
