@@ -28,6 +28,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	$(PIP) install --quiet "ray[data]>=2.9" "pyspark>=3.5" "pyarrow>=14"
 	# Test-only: the scoring server (extra [serve]).
 	$(PIP) install --quiet "starlette>=0.28" "uvicorn>=0.24"
+	# Test-only: /metrics read by Prometheus's own parser, /openapi.json checked by a validator.
+	$(PIP) install --quiet "prometheus-client>=0.17" "openapi-spec-validator>=0.7"
 	# Test-only: runtime="openvino" (extra [openvino]); its tests skip without it.
 	$(PIP) install --quiet "openvino>=2026.4" "nncf>=3.4"
 	# Test-only: the HTML report's browser tests (they run when Chromium and chromedriver are
@@ -55,8 +57,8 @@ install: build ## Install the wheel into the venv, as a user gets it
 lint: deps ## cargo fmt --check, clippy -D warnings, ruff (SLF001: no private reach-ins), mypy
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(VENV)/bin/ruff check python tests benches packaging docs/gen_api.py
-	$(VENV)/bin/ruff format --check python tests benches packaging docs/gen_api.py
+	$(VENV)/bin/ruff check python tests benches packaging docs/gen_api.py docs/gen_reads.py
+	$(VENV)/bin/ruff format --check python tests benches packaging docs/gen_api.py docs/gen_reads.py
 	$(VENV)/bin/mypy
 
 stubtest: ## _core.pyi against the installed extension (after install or dev)
@@ -64,8 +66,8 @@ stubtest: ## _core.pyi against the installed extension (after install or dev)
 
 fmt: deps ## Format Rust and Python sources
 	cargo fmt --all
-	$(VENV)/bin/ruff format python tests benches packaging docs/gen_api.py
-	$(VENV)/bin/ruff check --fix python tests benches packaging docs/gen_api.py
+	$(VENV)/bin/ruff format python tests benches packaging docs/gen_api.py docs/gen_reads.py
+	$(VENV)/bin/ruff check --fix python tests benches packaging docs/gen_api.py docs/gen_reads.py
 
 test-rust: ## cargo test of the core crate (unit, property and doc tests), then the pipeline tests on the portable (scalar) path
 	cargo test --quiet -p bertscore-core
@@ -110,8 +112,9 @@ test-browser: deps ## The HTML report in headless Chromium (installs chromium, c
 demo: install ## Install, then score the example texts with the default model
 	$(PY) -m rust_bertscore.cli.demo
 
-docs: install ## Write docs/api.md, the API reference, from the installed package's docstrings
+docs: install ## Write docs/api.md (the API reference) and the files-read table of docs/reproducibility.md
 	$(PY) docs/gen_api.py --out docs/api.md
+	$(PY) docs/gen_reads.py
 
 bench-rust: ## criterion suite of the Rust kernel
 	cargo bench --bench kernel

@@ -24,10 +24,14 @@ the "before") and measures, each case bounded in time and in connections:
    bodies, one-pair latency under a long-text flood (1 and 4 clients), ``/health`` while an
    8 M-character pair is scored, pipelined requests at SIGTERM; each before
    (``--before-python``) and after.
+10. **one hostile client** (``benches/serve_hostile.py``, issue 58): headers-only bodies from
+   one address and from eight, texts without whitespace, Hangul-and-``!`` small requests,
+   nested-array bodies, 1-byte chunks, a slow first request, SIGTERM mid-upload; an honest
+   client's latency and ``/health`` meanwhile, before and after.
 
-Run: ``python -m benches.serve_abuse [--pythonpath DIR] [--before-python PY] [--only
-flood,orphan] [--json PATH]`` (``make bench-serve-abuse``). Flags the server does not know (an
-older checkout) are left out.
+Run: ``python -m benches.serve_abuse [--pythonpath DIR] [--before-python PY
+[--before-pythonpath DIR]] [--only flood,orphan,hostile] [--json PATH]``
+(``make bench-serve-abuse``). Flags the server does not know (an older checkout) are left out.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .serve_client import HOST, ROOT, Server, get, pairs_body, request, timed
+from .serve_hostile import ATTACKS, run_hostile
 
 
 def raw_post(server: Server, body: bytes) -> socket.socket:
@@ -230,7 +235,14 @@ def main() -> None:
         help="a Python whose environment has the package to compare against (e.g. "
         "another checkout's .venv/bin/python): the pressure cases run on it, then on this tree",
     )
+    ap.add_argument(
+        "--before-pythonpath",
+        default="",
+        help="with --before-python: the PYTHONPATH of the package to compare against (e.g. "
+        "another checkout's python/, with a built extension in it)",
+    )
     ap.add_argument("--pressure-seconds", type=float, default=30.0)
+    ap.add_argument("--hostile-seconds", type=float, default=15.0)
     ap.add_argument("--only", help="comma-separated cases to run (default: all)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -248,13 +260,17 @@ def main() -> None:
     only = set(args.only.split(",")) if args.only else None
     cases = [(name, case) for name, case in cases if only is None or name in only]
     pressure = [n for n in PRESSURE if only is None or n in only]
+    sides = [("after", sys.executable, args.pythonpath)]
+    if args.before_python:
+        sides.insert(0, ("before", args.before_python, args.before_pythonpath))
     if pressure:
         from .serve_pressure import run_pressure
 
-        sides = [("after", sys.executable, args.pythonpath)]
-        if args.before_python:
-            sides.insert(0, ("before", args.before_python, ""))
         report.update(run_pressure(pressure, sides, flags, args.pressure_seconds))
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+    if only is None or only & {"hostile", *ATTACKS}:
+        report.update(run_hostile(sides, args.hostile_seconds, only))
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
     if not cases and only is not None and "out_of_descriptors" not in only:

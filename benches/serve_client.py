@@ -151,3 +151,37 @@ def pairs_body(n: int, seed: int, words: int = 20) -> bytes:
     rng = random.Random(seed)
     texts = [" ".join(rng.choices(VOCAB, k=words)) + f" {seed}.{i}" for i in range(2 * n)]
     return json.dumps({"cands": texts[:n], "refs": texts[n:]}).encode()
+
+
+def run_on_sides(
+    plan: list[tuple[str, list[str], Any]], sides: list[tuple[str, str, str]]
+) -> dict[str, Any]:
+    """Each case ``(name, flags, case)`` of ``plan`` on a fresh server of each side
+    ``(label, python, pythonpath)``: ``case(server)``'s report (or how it failed) under
+    ``"<name> <label>"``, printed as it comes."""
+    report: dict[str, Any] = {}
+    for name, flags, case in plan:
+        for label, python, pythonpath in sides:
+            server = Server(pythonpath, flags, python=python)
+            try:
+                got = case(server)
+            except Exception as e:
+                got = {"failed": f"{type(e).__name__}: {e}"}
+            finally:
+                if server.proc.poll() is None:
+                    server.stop()
+            report[f"{name} {label}"] = got
+            print(f"{name} {label}: {json.dumps(got)}", flush=True)
+    return report
+
+
+def read_until_closed(sock: Any) -> bytes:
+    """Everything the server sends on ``sock`` until it closes it (or the connection fails)."""
+    raw = b""
+    try:
+        while chunk := sock.recv(65536):
+            raw += chunk
+    except OSError:
+        pass
+    sock.close()
+    return raw

@@ -29,7 +29,16 @@ import threading
 import time
 from typing import Any
 
-from .serve_client import HOST, VOCAB, Server, get, pairs_body, request
+from .serve_client import (
+    HOST,
+    VOCAB,
+    Server,
+    get,
+    pairs_body,
+    read_until_closed,
+    request,
+    run_on_sides,
+)
 
 MIB = 1024 * 1024
 
@@ -186,13 +195,7 @@ def sigterm_pipelined(server: Server) -> dict[str, Any]:
             break
         time.sleep(0.02)
     server.proc.send_signal(signal.SIGTERM)
-    raw = b""
-    try:
-        while chunk := sock.recv(65536):
-            raw += chunk
-    except OSError:
-        pass
-    sock.close()
+    raw = read_until_closed(sock)
     code = server.proc.wait(120)
     # each status line follows the previous body (JSON, no CRLF after it)
     statuses = [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", raw)]
@@ -213,29 +216,19 @@ def run_pressure(
     if "--read-timeout" in flags:  # the server's default read timeout (30 s) here
         at = flags.index("--read-timeout")
         flags = flags[:at] + flags[at + 2 :]
-    plan: list[tuple[str, Any]] = []
+    plan: list[tuple[str, list[str], Any]] = []
     for name in cases:
         if name == "queue_memory":
-            plan += [(f"queue_memory_{n}", lambda s, n=n: queue_memory(s, n)) for n in (100, 250)]
+            plan += [
+                (f"queue_memory_{n}", flags, lambda s, n=n: queue_memory(s, n)) for n in (100, 250)
+            ]
         elif name == "flood_long":
             plan += [
-                (f"flood_long_{n}", lambda s, n=n: flood_long(s, n, flood_seconds)) for n in (1, 4)
+                (f"flood_long_{n}", flags, lambda s, n=n: flood_long(s, n, flood_seconds))
+                for n in (1, 4)
             ]
         elif name == "health_huge":
-            plan.append((name, health_huge))
+            plan.append((name, flags, health_huge))
         elif name == "sigterm_pipelined":
-            plan.append((name, sigterm_pipelined))
-    report: dict[str, Any] = {}
-    for name, case in plan:
-        for label, python, pythonpath in sides:
-            server = Server(pythonpath, flags, python=python)
-            try:
-                got = case(server)
-            except Exception as e:
-                got = {"failed": f"{type(e).__name__}: {e}"}
-            finally:
-                if server.proc.poll() is None:
-                    server.stop()
-            report[f"{name} {label}"] = got
-            print(f"{name} {label}: {json.dumps(got)}", flush=True)
-    return report
+            plan.append((name, flags, sigterm_pipelined))
+    return run_on_sides(plan, sides)

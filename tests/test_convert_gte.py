@@ -92,6 +92,17 @@ def test_truncated_graph_outputs_that_layer(name: str) -> None:
             assert_close(run(model, [ids])[0], hidden[layer])
 
 
+def test_fields_left_out_take_the_remote_codes_defaults(tmp_path: Path) -> None:
+    """A config.json without ``type_vocab_size`` has one token type in the remote code
+    (``NewConfig``'s default): it was refused here, which expected two."""
+    out = with_config(tmp_path, "gte")
+    config = load_config(out)
+    assert config.pop("type_vocab_size") == 1
+    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    ids, hidden = reference("gte")[0][0]
+    assert_close(run(build_model(out, 3), [ids])[0], hidden[3])
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -86,7 +86,7 @@ def test_ids_are_bert_scores_fast_ids(key: tuple[Path, str]) -> None:
                 assert tokenizer.build(content, truncate=False) == want["plain_ids"], text[:60]
             continue
         if tokenizer.max_length is not None and len(want) > tokenizer.max_length:
-            # a slow tokenizer without model_max_length (ProphetNet, Bertweet): bert_score does
+            # a slow tokenizer without model_max_length (Bertweet): bert_score does
             # not truncate, while this package truncates to the model's position table
             # (TextTokenizer.max_length): the untruncated ids are bert_score's
             content = tokenizer.encode_content([text])[0]

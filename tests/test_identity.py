@@ -151,7 +151,7 @@ SCORING_MUTATIONS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("albert", "keep_accents", tok_config("keep_accents", True)),
     ("bert", "model_max_length", tok_config("model_max_length", 16)),
     ("roberta", "model_max_length", tok_config("model_max_length", 16)),
-    ("bert", "sep_token", edit_json("special_tokens_map.json", "sep_token", "[MASK]")),
+    ("bert", "sep_token", tok_config("sep_token", "[MASK]")),
     ("bert", "tokenizer.json vocab", tokenizer_json(rename_the)),
     ("roberta", "tokenizer.json merges", tokenizer_json(drop_a_merge)),
     ("modernbert", "tokenizer.json normalizer", tokenizer_json(lowercase_normaliser)),
@@ -164,6 +164,8 @@ NEUTRAL_MUTATIONS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("bert", "transformers_version", config("transformers_version", "9.9.9")),
     ("roberta", "id2label", config("id2label", {"0": "A", "1": "B"})),
     ("bert", "name_or_path", tok_config("name_or_path", "/somewhere/else")),
+    # transformers 4.57 does not read special_tokens_map.json beside added_tokens_decoder
+    ("bert", "special_tokens_map", edit_json("special_tokens_map.json", "sep_token", "[MASK]")),
 ]
 
 

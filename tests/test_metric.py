@@ -64,6 +64,17 @@ def test_rescaled_batch_size_and_multi_reference_mixed_with_single() -> None:
     _assert_equal(metric.compute(), rb.score(CANDS[:50], all_refs, **options))
 
 
+def test_one_update_may_mix_a_plain_reference_and_lists() -> None:
+    """A str for some candidates and a list for others in one update (the docs allow it; it
+    raised): scored as a list of one each, as score() scores the same groups."""
+    metric = BERTScoreMetric()
+    refs = [REFS[0], [REFS[1], REFS[2]], REFS[3]]
+    metric.update(CANDS[:3], refs)
+    groups = [[REFS[0]], [REFS[1], REFS[2]], [REFS[3]]]
+    assert metric.state_dict()["refs"] == groups
+    _assert_equal(metric.compute(), rb.score(CANDS[:3], groups))
+
+
 def test_merge_state_dict_json_and_pickle_give_the_same_scores() -> None:
     whole = rb.score(CANDS, REFS, idf=True)
     first, second = BERTScoreMetric(idf=True), BERTScoreMetric(idf=True)

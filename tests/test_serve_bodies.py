@@ -36,8 +36,8 @@ SHORT = 5.0
 """Socket timeout where the server must act within a few seconds."""
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def small_budget_server() -> Iterator[Server]:
+    """A server with bodies of at most :data:`MAX_BODY` and a budget of four of them."""
     s = _start(
         *("--max-body-bytes", str(MAX_BODY), "--max-queued-tokens", str(BUDGET)),
         *("--read-timeout", str(READ_TIMEOUT), "-q"),
@@ -46,6 +46,11 @@ def server() -> Iterator[Server]:
         yield s
     finally:
         _stop(s)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    yield from small_budget_server()
 
 
 def _connect(server: Server, data: bytes, timeout: float = SHORT) -> socket.socket:
@@ -195,6 +200,29 @@ def test_sigterm_in_the_middle_of_an_upload_answers_503_json_and_exits_3() -> No
     finally:
         _stop(s)
     assert not any("Traceback" in line for line in s.stderr), "".join(s.stderr)
+
+
+def test_a_text_the_tokenizer_reads_whole_past_the_limit_gets_413() -> None:
+    """A long text with no place to cut it (no whitespace, no punctuation before a letter)
+    is read whole by the tokenizer: past --max-whole-chars it is refused at once, naming the
+    field, the index and the flag; a text as long that can be cut is scored."""
+    s = _start("--max-whole-chars", "50000", "-q")
+    try:
+        texts = ["a cat", "x" * 60_000]
+        status, answer = _post(s, {"cands": ["a cat", "a cat"], "refs": texts})
+        assert status == 413, answer
+        assert (answer["field"], answer["index"]) == ("refs", 1)
+        assert "60000 characters" in answer["error"] and "--max-whole-chars" in answer["error"]
+        status, answer = _post(s, {"cands": ["a cat"], "refs": ["a cat " * 20_000]})
+        assert status == 200, answer
+        # Words of 4,000 characters: found on the worker, when prefixes reach the limit.
+        status, answer = _post(s, {"cands": ["a", ("w" * 4000 + " ") * 40], "refs": ["a", "b"]})
+        assert status == 413, answer
+        assert (answer["field"], answer["index"]) == ("cands", 1)
+        assert "--max-whole-chars" in answer["error"]
+        assert _get(s, "/health")[1]["limits"]["max_whole_chars"] == 50_000
+    finally:
+        _stop(s)
 
 
 def _connect_from(server: Server, source: str, data: bytes) -> socket.socket:

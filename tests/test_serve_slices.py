@@ -114,6 +114,19 @@ LONG_IDS = ["words", "punctuation", "unicode", "one word", "no space", "apostrop
 
 @pytest.mark.parametrize("model", ["default", "roberta"])
 @pytest.mark.parametrize("text", LONG, ids=LONG_IDS)
+def _count_given(tokens: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the texts the tokenizer is given from now on (``encode_content``)."""
+    given: list[int] = []
+    real = tokens.tokenizer.encode_content  # type: ignore[attr-defined]
+
+    def counted(texts: list[str]) -> object:
+        given.extend(len(t) for t in texts)
+        return real(texts)
+
+    monkeypatch.setattr(tokens.tokenizer, "encode_content", counted)  # type: ignore[attr-defined]
+    return given
+
+
 def test_long_texts_by_prefix_give_the_tokens_of_the_whole_text(text: str, model: str) -> None:
     """The same ids as the whole text, with BERT's WordPiece and with GPT-2's byte-level BPE."""
     if model == "default":
@@ -136,14 +149,7 @@ def test_a_long_text_without_whitespace_is_tokenised_by_a_prefix(
     bounded by the prefix, not the text."""
     tokens = BERTScorer().pipeline.tokens
     text = "a." * 1_000_000
-    given: list[int] = []
-    real = tokens.tokenizer.encode_content
-
-    def counted(texts: list[str]) -> object:
-        given.extend(len(t) for t in texts)
-        return real(texts)
-
-    monkeypatch.setattr(tokens.tokenizer, "encode_content", counted)
+    given = _count_given(tokens, monkeypatch)
     memo: dict = {}
     fill_tokens(tokens, [text], memo)
     assert len(memo[text][0]) == 512 and memo[text][1]
@@ -158,6 +164,51 @@ def test_an_eight_million_character_text_is_tokenised_by_a_prefix() -> None:
     fill_tokens(tokens, [text], memo)
     assert len(memo[text][0]) == 512 and memo[text][1]
     assert time.perf_counter() - start < 30  # whole, it takes seconds and a gigabyte
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "slow"])
+def test_a_text_read_whole_past_the_limit_is_refused_before_the_tokenizer_sees_it(
+    monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    """SentencePiece's ``Metaspace`` has no place to cut a text without whitespace, so it was
+    tokenised whole (8 Mi characters of ``"a."``: 11 s and 1.6 GiB with ALBERT's tokenizer):
+    past the limit such a text is refused, and the tokenizer never sees it; a long text the
+    fast tokenizer can cut is still tokenised by prefixes (the slow one reads every text
+    whole)."""
+    tokens = BERTScorer(
+        model_type=str(TINY / "albert"), num_layers=2, use_fast_tokenizer=fast
+    ).pipeline.tokens
+    assert slices._pre_tokenizer(tokens) == ("Metaspace" if fast else None)
+    unbroken, spaced = "a." * 100_000, "a. " * 100_000
+    assert slices.read_whole(tokens, unbroken) and slices.read_whole(tokens, spaced) != fast
+    given = _count_given(tokens, monkeypatch)
+    memo: dict = {}
+    with pytest.raises(slices.WholeTextTooLong, match=r"200000 characters.*--max-whole-chars"):
+        fill_tokens(tokens, [unbroken], memo, max_whole=150_000)
+    assert unbroken not in memo and not given
+    if fast:
+        fill_tokens(tokens, [spaced], memo, max_whole=150_000)
+        assert memo[spaced][1] and max(given) < 64 * 1024
+    else:
+        with pytest.raises(slices.WholeTextTooLong):
+            fill_tokens(tokens, [spaced], memo, max_whole=150_000)
+    fill_tokens(tokens, [unbroken[:100_000]], memo, max_whole=150_000)  # within it: whole
+    assert memo[unbroken[:100_000]][0] == tokens.tokenize([unbroken[:100_000]]).ids[0]
+
+
+def test_prefixes_stop_at_the_limit_for_words_thousands_of_characters_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Words of 4,000 characters are a token each: prefixes with enough tokens ran to 2.1 M
+    characters (12 s of the worker, 1.2 GiB). With a limit they stop there, and the text is
+    refused having given the tokenizer no more than the limit at once."""
+    tokens = BERTScorer().pipeline.tokens
+    text = ("a" * 4000 + " ") * 600
+    given = _count_given(tokens, monkeypatch)
+    with pytest.raises(slices.WholeTextTooLong) as caught:
+        fill_tokens(tokens, [text], {}, max_whole=200_000)
+    assert caught.value.text is text
+    assert given and max(given) <= 200_000 and sum(given) <= 400_000, given
 
 
 def _batcher(scorer: BERTScorer) -> Batcher:
@@ -293,6 +344,51 @@ def test_small_requests_are_batched_one_client_in_turn() -> None:
     jobs["b"] = batcher.submit(ScoreRequest(["a dog"], ["the dog"]), client="b")
     order = _run_to_end(batcher, jobs, 120)
     assert order.index("b") < 4, order
+
+
+def test_a_batch_of_small_requests_holds_at_most_one_slice() -> None:
+    """Small requests of about 500 token rows each, from six clients: batched together they
+    were up to ``max_batch`` slices of work ahead of the next request; now a batch holds one
+    slice of rows (its first request whatever its size)."""
+    scorer = RequestScorer(BERTScorer())
+    batcher = Batcher(scorer, max_batch=8, max_wait=0.001)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]
+    sizes: list[int] = []
+    real = scorer.score_batch
+
+    def recorded(requests: list[ScoreRequest]) -> list:
+        sizes.append(
+            sum(sum(r.most_rows(scorer.scorer.pipeline.tokens).values()) for r in requests)
+        )
+        return real(requests)
+
+    scorer.score_batch = recorded  # type: ignore[method-assign]
+    rng = np.random.default_rng(8)
+    jobs = {}
+    for i in range(6):
+        request = ScoreRequest([_text(rng, 240)], [_text(rng, 240)])
+        assert not scorer.plan(request)  # small, about 500 rows
+        jobs[f"c{i}"] = batcher.submit(request, client=f"c{i}")
+    _run_to_end(batcher, jobs, 120)
+    assert len(sizes) >= 3 and max(sizes) <= SLICE_ROWS, sizes
+
+
+def test_a_small_request_goes_before_slices_from_many_addresses() -> None:
+    """Eight addresses each queued a request of about a slice of rows; a one-pair request
+    from a ninth went behind all eight in turn (p50 1.3 to 2.3 s under attack): the smallest
+    goes first, in the first batch after the one in hand."""
+    scorer = RequestScorer(BERTScorer())
+    batcher = Batcher(scorer, max_batch=8, max_wait=0.001)
+    batcher.calibrate = lambda: None  # type: ignore[method-assign]
+    rng = np.random.default_rng(11)
+    jobs = {}
+    for i in range(8):
+        request = ScoreRequest([_text(rng, 480)], [_text(rng, 480)])
+        assert not scorer.plan(request)
+        jobs[f"h{i}"] = batcher.submit(request, client=f"10.0.0.{i}")
+    jobs["honest"] = batcher.submit(ScoreRequest(["a cat"], ["the cat"]), client="10.0.0.99")
+    order = _run_to_end(batcher, jobs, 120)
+    assert order.index("honest") <= 1, order
 
 
 def test_large_requests_take_turns_between_clients() -> None:

@@ -180,6 +180,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "served)",
     )
     server.add_argument(
+        "--max-whole-chars",
+        type=positive_int,
+        default=256 * 1024,
+        metavar="N",
+        help="most characters of one text the tokenizer reads at once (262144; a longer text "
+        "without whitespace to cut it at, or any with --long-texts window, gets 413)",
+    )
+    server.add_argument(
         "--backlog",
         type=positive_int,
         default=2048,
@@ -319,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
         ready_queue=args.ready_queue,
         max_queued_tokens=args.max_queued_tokens,
         max_client_share=args.max_client_share,
+        max_whole_chars=args.max_whole_chars,
     )
     max_connections = args.max_connections
     nofile = _raise_open_files_limit()

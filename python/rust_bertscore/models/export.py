@@ -23,17 +23,26 @@ from pathlib import Path
 
 from .. import convert
 from .._version import __version__
-from ..errors import InputValueError
+from ..errors import InputValueError, RustBertScoreError
 from ..stages.tokenization.tokenizer import TOKENIZER_FILES as VOCABULARY_FILES
+from ..stages.tokenization.tokenizer import TextTokenizer
 from ..support.atomic import copy_file_atomic, write_text_atomic
 from ..support.inputs import read_memo
 from .files import resolve_model
 from .graph_record import export_record_path, graph_file_digest
-from .identity import TOKENIZER_SETTINGS_FILES, checkpoint_digest
+from .identity import checkpoint_digest
 from .runtime import check_layer, default_layer
 
+TOKENIZER_SETTINGS_FILES = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "merges.txt",
+)
+"""Files beside the vocabulary that change the token ids."""
 TOKENIZER_FILES = tuple(sorted({*VOCABULARY_FILES, *TOKENIZER_SETTINGS_FILES}))
-"""Tokenizer files copied beside the graph when the checkpoint has them."""
+"""Tokenizer files copied beside the graph when the checkpoint has them (with every other
+file the tokenizer's loader reads: :func:`tokenizer_files_read`)."""
 
 PRECISIONS = ("fp32", "fp16", "int8")
 
@@ -58,6 +67,18 @@ class ExportInfo:
 def _same_json(a: Path, b: Path) -> bool:
     first, second = read_memo(a), read_memo(b)
     return first is not None and first == second
+
+
+def tokenizer_files_read(model_dir: Path, config: dict) -> set[str]:
+    """The names (in ``model_dir``) of the files the slow and the fast tokenizer read at load
+    (``TextTokenizer.files_read``): Bertweet's ``bpe.codes`` as much as any vocabulary."""
+    names: set[str] = set()
+    for fast in (False, True):
+        try:
+            names.update(TextTokenizer(model_dir, config, fast=fast).files_read)
+        except RustBertScoreError:
+            continue  # scoring would fail the same way: nothing more to copy
+    return names
 
 
 def export_model(
@@ -151,9 +172,11 @@ def export_model(
                 convert.convert_fp16(fp32, out)
             else:
                 convert.quantize_int8(fp32, out, activations=convert.INT8_ACTIVATIONS)
-    for name in ("config.json", *TOKENIZER_FILES):
+    read = tokenizer_files_read(files.model_dir, config)
+    for name in sorted({"config.json", *TOKENIZER_FILES, *read}):
         src = files.model_dir / name
         if src.is_file():
+            (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
             copy_file_atomic(src, out_dir / name)
     info = ExportInfo(
         num_layers=layer,

@@ -14,12 +14,14 @@ A model's identity has three parts, each a SHA-256 digest:
   token ids (:data:`GRAPH_CONFIG_FIELDS`: the activation, norms and their epsilons, positions,
   attention variant, sizes, ...), by value; fields no converter reads (``architectures``,
   ``transformers_version``, ``id2label``, ...) are left out.
-- **tokenizer** (:func:`tokenizer_digest`): the tokenizer's files (vocabulary, merges,
-  SentencePiece model, ``tokenizer.json`` with its normaliser; ``tokenizer_config.json``,
-  ``special_tokens_map.json`` and ``added_tokens.json`` with the special tokens, lowercasing,
-  accents and prefix space), their JSON compared by value, and the settings this package
-  derives and passes (slow or fast, bert_score's prefix space, the truncation length, the CLS
-  and SEP ids).
+- **tokenizer** (:func:`tokenizer_digest`): every file the tokenizer's loader read, as it
+  read it (``TextTokenizer.files_read``, recorded at load by
+  :mod:`rust_bertscore.support.read_record`: the vocabulary, merges, Bertweet's ``bpe.codes``,
+  the SentencePiece model, ``tokenizer.json``, ``tokenizer_config.json``,
+  ``special_tokens_map.json``, ...; JSON by value), and the settings this package derives and
+  passes (slow or fast, bert_score's prefix space, the truncation length, the CLS and SEP
+  ids). No list of names is kept by hand: a new family's files are named because they are
+  read.
 
 An exported ``.onnx`` is tied to its ``<graph>.onnx.json`` record by the SHA-256 of the graph's
 own bytes (``graph_sha256``; :mod:`rust_bertscore.models.graph_record`, re-exported here):
@@ -44,9 +46,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.lora_tasks import LORA_TASK_KEY
-from ..errors import CheckpointError
-from ..stages.tokenization.tokenizer import TOKENIZER_FILES
-from ..support.inputs import MAX_TOKENIZER_BYTES, read_bytes
 from .files import ModelFiles
 from .graph_record import (
     GraphRecordMismatchError,
@@ -73,7 +72,7 @@ __all__ = [
     "tokenizer_digest",
 ]
 
-IDENTITY_VERSION = "1"
+IDENTITY_VERSION = "2"
 """The recipe of :func:`config_digest` and :func:`tokenizer_digest` (hashed first)."""
 
 GRAPH_DIGEST_PREFIX = "onnx-"
@@ -127,6 +126,8 @@ GRAPH_CONFIG_FIELDS: frozenset[str] = frozenset(
         "ff_activation",
         "gelu_activation",
         "feed_forward_proj",
+        "dense_act_fn",
+        "is_gated_act",
         "conv_act",
         # norms and their epsilons
         "layer_norm_eps",
@@ -225,17 +226,6 @@ family's converter, ``catalog.configs`` or the tokenizer reads (``tests/test_ide
 records the reads on every tiny checkpoint of tests/data and fails on one missing here, and
 checks the fields read through a copy of the configuration, which the recording cannot see)."""
 
-_VOLATILE_TOKENIZER_KEYS = frozenset({"name_or_path", "tokenizer_file", "special_tokens_map_file"})
-"""Keys of the tokenizer's JSON files that name where a copy was made, not what it does."""
-
-TOKENIZER_SETTINGS_FILES = (
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "merges.txt",
-)
-"""Files beside the vocabulary (:data:`TOKENIZER_FILES`) that change the token ids."""
-
 
 def _sha256(*parts: str) -> Any:
     digest = hashlib.sha256()
@@ -261,47 +251,10 @@ def config_digest(config: dict[str, Any]) -> str:
     return _sha256(f"rust-bertscore config digest {IDENTITY_VERSION}", text).hexdigest()
 
 
-def _file_bytes(path: Path) -> bytes:
-    data = read_bytes(path, max_bytes=MAX_TOKENIZER_BYTES, error=CheckpointError)
-    if path.suffix != ".json":
-        return data
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return data
-    if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k not in _VOLATILE_TOKENIZER_KEYS}
-    return json.dumps(value, sort_keys=True).encode()
-
-
-@functools.lru_cache(maxsize=64)
-def _files_digest(stamp: tuple[tuple[str, int, int], ...]) -> str:
-    # Keyed by each file's path, size and time: a file written again is digested again.
-    digest = _sha256(f"rust-bertscore tokenizer files {IDENTITY_VERSION}")
-    for path, _, _ in stamp:
-        digest.update(Path(path).name.encode() + b"\0")
-        digest.update(hashlib.sha256(_file_bytes(Path(path))).digest())
-    return digest.hexdigest()
-
-
-def tokenizer_files(model_dir: Path) -> list[Path]:
-    """The files of ``model_dir`` that decide its token ids, in name order.
-
-    Examples
-    --------
-    >>> from rust_bertscore import DEFAULT_MODEL
-    >>> from rust_bertscore.models.files import resolve_model
-    >>> from rust_bertscore.models.identity import tokenizer_files
-    >>> [p.name for p in tokenizer_files(resolve_model(DEFAULT_MODEL).model_dir)][:2]
-    ['special_tokens_map.json', 'tokenizer.json']
-    """
-    names = sorted({*TOKENIZER_FILES, *TOKENIZER_SETTINGS_FILES})
-    return [model_dir / name for name in names if (model_dir / name).is_file()]
-
-
 def tokenizer_digest(tokenizer: TextTokenizer) -> str:
-    """SHA-256 hex digest of what decides ``tokenizer``'s ids: its files (JSON by value) and
-    the settings this package passes it (see the module docstring).
+    """SHA-256 hex digest of what decides ``tokenizer``'s ids: every file its loader read
+    (``TextTokenizer.files_read``, recorded at load: JSON by value) and the settings this
+    package passes it (see the module docstring).
 
     Examples
     --------
@@ -311,10 +264,9 @@ def tokenizer_digest(tokenizer: TextTokenizer) -> str:
     >>> slow == tokenizer_digest(BERTScorer(use_fast_tokenizer=True).tokenizer)
     False
     """
-    stamp = tuple(
-        (str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in tokenizer_files(tokenizer.model_dir)
-    )
+    digest = _sha256(f"rust-bertscore tokenizer files {IDENTITY_VERSION}")
+    for name, content in sorted(tokenizer.files_read.items()):
+        digest.update(name.encode() + b"\0" + bytes.fromhex(content))
     settings = {
         "fast": tokenizer.fast,
         "class": tokenizer.tokenizer_class.name,
@@ -324,7 +276,7 @@ def tokenizer_digest(tokenizer: TextTokenizer) -> str:
         "sep_id": tokenizer.sep_id,
     }
     text = json.dumps(settings, sort_keys=True)
-    return _sha256(_files_digest(stamp), text).hexdigest()
+    return _sha256(digest.hexdigest(), text).hexdigest()
 
 
 def checkpoint_digest(model_dir: Path) -> str:

@@ -100,7 +100,8 @@ class BERTScoreMetric:
 
     # -- state ---------------------------------------------------------------------------------
     def update(self, cands: Sequence[str], refs: Sequence[str] | Sequence[Sequence[str]]) -> None:
-        """Add pairs: candidates and one reference each, or a list of references each.
+        """Add pairs: candidates and one reference each, or a list of references each (or a
+        mix: a str for some candidates, a list for others).
 
         Texts are checked here (types, lengths) and kept; they are scored by :meth:`compute`.
 
@@ -246,10 +247,19 @@ def grouped_pairs(cands: object, refs: object) -> tuple[list[str], list[list[str
     """Candidates and one list of references each, checked as :func:`~rust_bertscore.score`
     checks them (``refs``: one str per candidate, or a list of str per candidate).
 
+    A mix of the two in one call (a str for some candidates, a list for others) is taken as
+    a list each: the metric keeps one list of references per candidate either way.
+
     >>> from rust_bertscore.scoring.metric import grouped_pairs
     >>> grouped_pairs(["a", "b"], ["x", "y"])
     (['a', 'b'], [['x'], ['y']])
+    >>> grouped_pairs(["a", "b"], ["x", ["y", "z"]])
+    (['a', 'b'], [['x'], ['y', 'z']])
     """
+    if isinstance(refs, (list, tuple)):
+        kinds = {isinstance(r, str) for r in refs}
+        if kinds == {True, False}:  # mixed: each str is a list of one
+            refs = [[r] if isinstance(r, str) else r for r in refs]
     paired = pair_texts(cands, refs)
     offsets = paired.group_offsets
     if offsets is None:

@@ -10,6 +10,10 @@ over its caller's limit, before a byte is read; reads are bounded by the file's 
 a path (ONNX Runtime, sentencepiece); it opens the file too, so a FIFO never reaches the
 library.
 
+**Recorded.** Every file opened here is digested into the active
+:func:`~rust_bertscore.support.read_record.recording`, if any: a tokenizer's identity is the
+files its loader read.
+
 **Foreign calls.** Rust libraries (``tokenizers``) raise ``pyo3_runtime.PanicException``, a
 ``BaseException`` that ``except Exception`` does not catch, and plain ``Exception`` for
 everything else; protobuf, ONNX Runtime and sentencepiece have their own types.
@@ -28,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import RustBertScoreError
+from . import read_record
 
 OPEN_FLAGS = (
     os.O_RDONLY
@@ -107,6 +112,10 @@ def open_descriptor(
             raise _fail(error, path, f"{file_kind(info.st_mode)}, expected a regular file")
         if info.st_size > max_bytes:
             raise _fail(error, path, f"{info.st_size} bytes, over the limit of {max_bytes} bytes")
+        try:
+            read_record.note(path, fd, info.st_size)  # digested when a load is recorded
+        except OSError as exc:
+            raise _fail(error, path, f"cannot be read ({exc.strerror or exc})") from None
     except BaseException:
         os.close(fd)
         raise

@@ -106,8 +106,29 @@ def gte_inv_freq(theta: float, head_dim: int, scaling: dict[str, Any] | None) ->
     return (inv / lam.astype(np.float32)).astype(np.float32)
 
 
+NEW_CONFIG_DEFAULTS: dict[str, Any] = {
+    "hidden_size": 768,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 2048,
+    "type_vocab_size": 1,
+    "layer_norm_type": "layer_norm",
+    "layer_norm_eps": 1e-12,
+    "position_embedding_type": "rope",
+    "rope_theta": 10000.0,
+    "pack_qkv": True,
+    "logn_attention_scale": False,
+    "logn_attention_clip1": False,
+}
+"""The remote code's ``NewConfig`` defaults (Alibaba-NLP/new-impl ``configuration.py``), for
+the fields a ``config.json`` leaves out: a config without ``type_vocab_size`` has one token
+type there (it was refused here, expecting two)."""
+
+
 def gte_spec(config: dict[str, Any], weights: WeightStore) -> GteSpec:
     """Read a :class:`GteSpec` (``CheckpointError`` for what is not converted)."""
+    config = {**NEW_CONFIG_DEFAULTS, **config}
     hidden, heads = int_field(config, "hidden_size"), int_field(config, "num_attention_heads")
     if heads <= 0 or hidden % heads or (hidden // heads) % 2:
         raise CheckpointError(
@@ -125,7 +146,7 @@ def gte_spec(config: dict[str, Any], weights: WeightStore) -> GteSpec:
     scaling = config.get("rope_scaling") if rotary else None
     if scaling is not None and not isinstance(scaling, dict):
         raise CheckpointError(f"rope_scaling must be an object or null, got {scaling!r}")
-    type_vocab = config.get("type_vocab_size", 2)
+    type_vocab = config["type_vocab_size"]
     return GteSpec(
         hidden=hidden,
         heads=heads,

@@ -112,6 +112,20 @@ def t5_spec(config: dict[str, Any]) -> T5Spec:
     gated, activation = feed_forward(
         config.get("feed_forward_proj", _DEFAULTS["feed_forward_proj"])
     )
+    # T5Config derives dense_act_fn and is_gated_act from feed_forward_proj, then
+    # PretrainedConfig sets every other config.json field as given: what config.json writes wins.
+    dense = config.get("dense_act_fn")
+    if dense is not None:
+        if not isinstance(dense, str) or not dense:
+            raise CheckpointError(f"config field 'dense_act_fn' must be a string, got {dense!r}")
+        activation = dense
+    is_gated = config.get("is_gated_act")
+    if is_gated is not None:
+        if not isinstance(is_gated, bool):
+            raise CheckpointError(
+                f"config field 'is_gated_act' must be true or false, got {is_gated!r}"
+            )
+        gated = is_gated
     return T5Spec(
         model_type=str(config.get("model_type")),
         depth=model_depth(config),

@@ -1,5 +1,5 @@
-"""The scoring server's ASGI application (Starlette): ``GET /health``, ``GET /ready`` and
-``POST /score``.
+"""The scoring server's ASGI application (Starlette): ``GET /health``, ``GET /ready``,
+``POST /score``, ``GET /metrics`` (Prometheus) and ``GET /openapi.json``.
 
 Needs ``pip install 'rust-bertscore[serve]'`` (Starlette and uvicorn); imported only by
 ``rust-bertscore serve`` (:mod:`rust_bertscore.cli.serve`) and by users who mount the app
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ...scoring.scorer import BERTScorer
@@ -30,9 +31,13 @@ from .admission import (
 )
 from .batching import RequestScorer, ScoreResult
 from .connections import DEFAULT_MIN_BODY_RATE, AcceptErrors
+from .exposition import exposition
 from .intake import DRAIN_BYTES, Intake, Refused, parse_request
+from .metrics import CONTENT_TYPE, Metrics
+from .openapi import openapi_document
 from .requests import RequestError
 from .scheduler import Batcher, WouldTimeOut
+from .slices import DEFAULT_WHOLE_CHARS, WholeTextTooLong
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Largest request body accepted, in bytes (413 past it)."""
@@ -43,6 +48,9 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 DEFAULT_READY_QUEUE = 64
 """Requests waiting or in progress past which ``GET /ready`` answers 503."""
 CLOSE = {"connection": "close"}
+SMALL_BODY = 64 * 1024
+"""Bodies up to this many bytes are parsed on their own thread: eight clients sending 8 MiB
+bodies kept a one-pair request's parse waiting behind theirs (p50 0.5 s)."""
 TRIM_BYTES = 1024 * 1024
 """Once requests of this many bytes or more are all answered, the C heap is trimmed."""
 
@@ -77,6 +85,11 @@ class ScoringApp:
         Tokens that admitted requests may hold at once (a request is charged a token per byte
         of its body as the bytes arrive, before they are kept; see
         :mod:`~rust_bertscore.integrations.server.admission`); None: derived from memory.
+    max_client_share : float
+        The part of ``max_queued_tokens`` one client address may hold at once.
+    max_whole_chars : int or None
+        Most characters of one text the tokenizer reads whole (413 past it; a long text that
+        can be cut into prefixes is not limited; None: no limit).
 
     Examples
     --------
@@ -84,7 +97,7 @@ class ScoringApp:
     >>> from rust_bertscore.integrations.server.app import ScoringApp
     >>> app = ScoringApp(BERTScorer(), max_batch=8).asgi()  # uvicorn.run(app, port=8080)
     >>> sorted(route.path for route in app.routes)
-    ['/health', '/ready', '/score']
+    ['/health', '/metrics', '/openapi.json', '/ready', '/score']
     """
 
     def __init__(
@@ -99,14 +112,21 @@ class ScoringApp:
         ready_queue: int = DEFAULT_READY_QUEUE,
         max_queued_tokens: int | None = None,
         max_client_share: float = DEFAULT_CLIENT_SHARE,
+        max_whole_chars: int | None = DEFAULT_WHOLE_CHARS,
     ) -> None:
         self.scorer = scorer
         self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
+        self.batcher.scorer.max_whole_chars = max_whole_chars
+        self.metrics = Metrics()
+        self.batcher.metrics = self.metrics
+        self.max_whole_chars = max_whole_chars
         if max_queued_tokens is None:
             max_queued_tokens = default_queued_tokens(max_body)
         self.admission = Admission(max_queued_tokens, max_client_share)
         self.intake = Intake(self.admission, max_body)
         self._parser = ThreadPoolExecutor(1, thread_name_prefix="bertscore-parse")
+        self._small_parser = ThreadPoolExecutor(1, thread_name_prefix="bertscore-parse-small")
+        """Bodies up to :data:`SMALL_BODY` bytes: never parsed behind a queue of large ones."""
         self.max_body = max_body
         self.max_pairs = max_pairs
         self.request_timeout = request_timeout
@@ -118,6 +138,7 @@ class ScoringApp:
             "ready_queue": ready_queue,
             "max_queued_tokens": max_queued_tokens,
             "max_client_share": max_client_share,
+            "max_whole_chars": max_whole_chars,
             "min_body_rate": DEFAULT_MIN_BODY_RATE,
         }
         """The limits ``/health`` reports (the CLI adds its connection limits, and sets
@@ -168,6 +189,16 @@ class ScoringApp:
     async def handle_health(self, request: Request) -> Response:
         return JSONResponse(self.health())
 
+    def metrics_text(self) -> str:
+        """What ``GET /metrics`` answers (:func:`.exposition.exposition`)."""
+        return exposition(self)
+
+    async def handle_metrics(self, request: Request) -> Response:
+        return PlainTextResponse(self.metrics_text(), media_type=CONTENT_TYPE)
+
+    async def handle_openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document(self.limits))
+
     async def handle_ready(self, request: Request) -> Response:
         ready = self.ready()
         body = {
@@ -186,7 +217,7 @@ class ScoringApp:
         get through)."""
         if scope["type"] != "http":
             return
-        if scope["path"] in ("/health", "/ready") and self._asgi is not None:
+        if scope["path"] in ("/health", "/ready", "/metrics") and self._asgi is not None:
             await self._asgi(scope, receive, send)
             return
         read, more = 0, True
@@ -246,11 +277,17 @@ class ScoringApp:
         held = [0]
         received = [False]
         client = client_key(request.client.host if request.client else None)
+        start = time.monotonic()
+        response: Response | None = None
         try:
-            return await self._score(request, held, received, client)
+            response = await self._score(request, held, received, client)
+            return response
         except asyncio.CancelledError:  # the graceful-shutdown timeout: mid-upload or parsing
-            return self._cut_response("POST", received[0])
+            response = self._cut_response("POST", received[0])
+            return response
         finally:
+            self.metrics.answered(500 if response is None else response.status_code)
+            self.metrics.observe("request", time.monotonic() - start)
             self.admission.release(held[0], client)
             if held[0] >= TRIM_BYTES and self.admission.held == 0:  # the last large one went
                 asyncio.get_running_loop().run_in_executor(self._parser, trim_heap)
@@ -259,12 +296,23 @@ class ScoringApp:
         self, request: Request, held: list[int], received: list[bool], client: str
     ) -> Response:
         try:
+            start = time.monotonic()
             body = await self.intake.read_body(request, held, client)
             received[0] = True
+            read_at = time.monotonic()
+            self.metrics.observe("read", read_at - start)
             loop = asyncio.get_running_loop()
-            parsed, nbytes = await loop.run_in_executor(
-                self._parser, parse_request, body, self.max_pairs, self.scorer.pipeline.tokens
-            )
+            try:
+                parsed, nbytes = await loop.run_in_executor(
+                    self._small_parser if len(body) <= SMALL_BODY else self._parser,
+                    parse_request,
+                    body,
+                    self.max_pairs,
+                    self.scorer.pipeline.tokens,
+                    self.max_whole_chars,
+                )
+            finally:
+                self.metrics.observe("parse", time.monotonic() - read_at)
             del body
             if nbytes > held[0]:  # texts wider than their bytes: charge what they hold
                 self.intake.charge(nbytes - held[0], client)
@@ -308,6 +356,10 @@ class ScoringApp:
                 "(the server's --request-timeout): send fewer pairs, or retry later"
             )
             return JSONResponse({"error": error}, status_code=503)
+        except WholeTextTooLong as e:  # found on the worker: its prefixes did not settle it
+            field, index = parsed.locate(e.text)
+            refused = RequestError(413, f"{field}[{index}] has {e}", field, index)
+            return JSONResponse(refused.body(), status_code=413, headers=CLOSE)
         except (TypeError, ValueError) as e:  # the scorer refused this request's texts
             return JSONResponse({"error": str(e)}, status_code=422)
         except Exception as e:
@@ -335,12 +387,16 @@ class ScoringApp:
                 # After the server's graceful shutdown: requests in flight are answered.
                 await asyncio.get_running_loop().run_in_executor(None, self.batcher.stop)
                 self._parser.shutdown(wait=False)
+                self._small_parser.shutdown(wait=False)
 
         async def http_error(request: Request, exc: Exception) -> Response:
             status = exc.status_code if isinstance(exc, HTTPException) else 500
             detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
             if status == 404:
-                detail = f"no such path {request.url.path!r} (paths: /health, /ready, /score)"
+                detail = (
+                    f"no such path {request.url.path!r} "
+                    "(paths: /health, /ready, /score, /metrics, /openapi.json)"
+                )
             elif status == 500:
                 detail = f"{type(exc).__name__}: {exc}"
             return JSONResponse({"error": detail}, status_code=status)
@@ -350,6 +406,8 @@ class ScoringApp:
                 Route("/health", self.handle_health, methods=["GET"]),
                 Route("/ready", self.handle_ready, methods=["GET"]),
                 Route("/score", self.handle_score, methods=["POST"]),
+                Route("/metrics", self.handle_metrics, methods=["GET"]),
+                Route("/openapi.json", self.handle_openapi, methods=["GET"]),
             ],
             exception_handlers={HTTPException: http_error, Exception: http_error},
             lifespan=lifespan,

@@ -73,6 +73,18 @@ class ScoreRequest:
             return self.rows
         return RowBounds.of(tokens).counted(tokens, texts)
 
+    def locate(self, text: str) -> tuple[str, int]:
+        """The field and index where ``text`` first appears (``("cands", 0)`` if nowhere).
+
+        >>> ScoreRequest(["a", "b"], [["c", "d"], ["e"]]).locate("e")
+        ('refs', 1)
+        """
+        for field, items in (("cands", self.cands), ("refs", self.refs)):
+            for index, item in enumerate(items):
+                if text == item or (isinstance(item, list) and text in item):
+                    return field, index
+        return "cands", 0
+
     @property
     def chars(self) -> int:
         """Characters of text in the request (references counted as often as given)."""
@@ -129,6 +141,9 @@ class RequestScorer:
         self.idf = scorer.idf
         self.encoded_batches = 0
         """Shared encoder passes run so far (one per batch with texts to encode)."""
+        self.max_whole_chars: int | None = None
+        """Most characters of one text a large request's work has the tokenizer read whole
+        (None: no limit; the server sets its ``--max-whole-chars``)."""
 
     @property
     def encoder_seconds(self) -> float | None:
@@ -175,12 +190,16 @@ class RequestScorer:
             tokens.memo = None
 
     def plan(self, request: ScoreRequest) -> bool:
-        """Whether ``request`` is large: more than :data:`SLICE_CHARS` characters, or more than
-        :data:`SLICE_ROWS` token rows to encode (counted, or bounded by bytes: :mod:`.rows`);
+        """Whether ``request`` is large: more than :data:`SLICE_CHARS` characters, a text longer
+        than :attr:`max_whole_chars`, or more than :data:`SLICE_ROWS` token rows to encode
+        (counted, or bounded by bytes: :mod:`.rows`);
         a large request is worked in slices (:mod:`~rust_bertscore.integrations.server.slices`),
         a small one in a batch."""
         if request.chars > SLICE_CHARS:
             return True
+        limit = self.max_whole_chars
+        if limit is not None and any(len(t) > limit for t in request.texts()):
+            return True  # the slices' tokenising holds it to the limit
         most = request.most_rows(self.scorer.pipeline.tokens)
         return sum(most[t] for t in self.uncached(request.texts())) > SLICE_ROWS
 

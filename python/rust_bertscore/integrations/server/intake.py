@@ -16,7 +16,7 @@ from .admission import Admission, text_bytes
 from .batching import ScoreRequest
 from .requests import RequestError, parse_score_body
 from .rows import RowBounds
-from .slices import SLICE_CHARS, least_rows_of
+from .slices import SLICE_CHARS, least_rows_of, read_whole, whole_text_error
 
 DRAIN_BYTES = 64 * 1024 * 1024
 """Bytes of an oversized body read and discarded before its 413, so that the client, done
@@ -31,13 +31,29 @@ class Refused(Exception):
         self.status = status
 
 
+def check_whole_texts(request: ScoreRequest, tokens: ScoredTokens, max_whole: int) -> None:
+    """:class:`RequestError` 413 for a text longer than ``max_whole`` characters that the
+    tokenizer would read whole (:func:`~.slices.read_whole`), naming its field and index."""
+    for field, texts in (("cands", request.cands), ("refs", request.refs)):
+        for index, item in enumerate(texts):
+            for text in item if isinstance(item, list) else [item]:
+                if len(text) > max_whole and read_whole(tokens, text):
+                    where = f"{field}[{index}] has "
+                    raise RequestError(
+                        413, where + whole_text_error(len(text), max_whole), field, index
+                    )
+
+
 def parse_request(
-    body: bytearray, max_pairs: int | None, tokens: ScoredTokens
+    body: bytearray, max_pairs: int | None, tokens: ScoredTokens, max_whole: int | None = None
 ) -> tuple[ScoreRequest, int]:
     """The request (with a lower bound of its texts' token rows) and the bytes its texts
-    hold: the work of a request before the worker, run off the event loop."""
+    hold: the work of a request before the worker, run off the event loop. ``max_whole``:
+    most characters of a text the tokenizer may read whole (413 past it; None: no limit)."""
     parsed = parse_score_body(body, max_pairs)  # type: ignore[arg-type]  # bytes-like
     body.clear()  # the body's memory goes now, not when the answer is sent
+    if max_whole is not None:
+        check_whole_texts(parsed, tokens, max_whole)
     flat = [t for r in parsed.refs for t in (r if isinstance(r, list) else [r])]
     nbytes = text_bytes(parsed.cands) + text_bytes(flat)
     texts = parsed.cands + flat

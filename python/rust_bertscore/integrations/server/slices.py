@@ -52,6 +52,20 @@ _PUNCTUATION_END = re.compile(r"[!-&(-/:-@\[-`{-~](?=[A-Za-z0-9])")
 """ASCII punctuation but the apostrophe (GPT-2 keeps ``'s``, ``'ll`` whole), before a letter
 or digit: a word boundary for :data:`PUNCTUATION_PRETOKENIZERS`."""
 _TRUNCATION = "longer than the model's maximum of"
+DEFAULT_WHOLE_CHARS = SLICE_CHARS
+"""Most characters of one text the server has the tokenizer read at once, whole or as a
+prefix (256 Ki; the tokenizer takes 200 to 600 bytes a character: 1 Mi CJK characters took
+616 MiB and 3.8 s, and held the worker that long; 8 Mi of ALBERT's ``"a."``, 11 s and
+1.6 GiB)."""
+
+
+class WholeTextTooLong(ValueError):
+    """A text the tokenizer would have to read whole (or by prefixes longer than the limit),
+    longer than the server reads at once (the server answers 413 naming it)."""
+
+    def __init__(self, text: str, limit: int) -> None:
+        super().__init__(whole_text_error(len(text), limit))
+        self.text = text
 
 
 def _pre_tokenizer(tokens: ScoredTokens) -> str | None:
@@ -79,6 +93,44 @@ def prefix_length(tokens: ScoredTokens) -> int | None:
     return max(limit * PREFIX_CHARS, 1024)
 
 
+def read_whole(tokens: ScoredTokens, text: str) -> bool:
+    """Whether :func:`fill_tokens` would tokenise ``text`` whole: a text of at most twice
+    :func:`prefix_length` characters, any text where prefixes do not apply (windows, no
+    maximum length, a tokenizer that does not split at whitespace first), or one without a
+    place to cut before its first prefix's end (``Metaspace`` without whitespace). Stateless:
+    the parsing thread asks it while the worker tokenises.
+
+    >>> from rust_bertscore import BERTScorer
+    >>> tokens = BERTScorer().pipeline.tokens
+    >>> read_whole(tokens, "a cat"), read_whole(tokens, "a." * 1_000_000)
+    (True, False)
+    >>> read_whole(tokens, "a" * 1_000_000)  # no whitespace and no punctuation
+    True
+    """
+    long_at = prefix_length(tokens)
+    if long_at is None or len(text) <= 2 * long_at:
+        return True
+    punctuation = _pre_tokenizer(tokens) in PUNCTUATION_PRETOKENIZERS
+    return _cut_at_word_end(text, long_at, punctuation) is None
+
+
+def whole_text_error(chars: int, limit: int) -> str:
+    """The message of a text too long to read whole.
+
+    >>> print(whole_text_error(300000, 262144))  # doctest: +NORMALIZE_WHITESPACE
+    300000 characters that the model's tokenizer must read whole (no whitespace to cut it at
+    where only its first tokens count, too few tokens in its first 262144 characters, or
+    windows); the server reads at most 262144 characters of one text at once (its
+    --max-whole-chars)
+    """
+    return (
+        f"{chars} characters that the model's tokenizer must read whole (no whitespace to cut "
+        f"it at where only its first tokens count, too few tokens in its first {limit} "
+        f"characters, or windows); the server reads at most {limit} characters of one text "
+        "at once (its --max-whole-chars)"
+    )
+
+
 def _cut_at_word_end(text: str, at: int, punctuation: bool) -> int | None:
     """The end of the last word before ``at`` that whitespace follows, or (``punctuation``)
     failing that, the last ASCII punctuation before a letter or digit (a text without
@@ -93,10 +145,13 @@ def _cut_at_word_end(text: str, at: int, punctuation: bool) -> int | None:
     return None
 
 
-def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
+def _prefix_entry(
+    tokens: ScoredTokens, text: str, first: int, most: int | None = None
+) -> Any | None:
     """The memo entry of ``text`` from a prefix (None when no prefix settles it): two
     prefixes cut at whitespace, each past the model's maximum by :data:`PREFIX_MARGIN` tokens,
-    must agree on those tokens."""
+    must agree on those tokens. ``most``: the longest prefix tried (None: up to the text): a
+    text of words thousands of characters long needed prefixes of millions of characters."""
     limit = tokens.tokenizer.max_length
     assert limit is not None
     need = limit + PREFIX_MARGIN
@@ -107,6 +162,8 @@ def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
         while at < len(text):
             cut = _cut_at_word_end(text, at, punctuation)
             if cut is None:
+                return None
+            if most is not None and cut > most:
                 return None
             prefix = text[:cut]
             content = tokens.tokenizer.encode_content([prefix])[0] or []
@@ -122,9 +179,21 @@ def _prefix_entry(tokens: ScoredTokens, text: str, first: int) -> Any | None:
         tokens.memo = saved
 
 
-def fill_tokens(tokens: ScoredTokens, texts: Sequence[str], memo: dict[str, Any]) -> None:
+def fill_tokens(
+    tokens: ScoredTokens,
+    texts: Sequence[str],
+    memo: dict[str, Any],
+    max_whole: int | None = None,
+) -> None:
     """Tokenise ``texts`` into ``memo`` (as ``ScoredTokens.memo`` holds them): long texts by
     prefixes where that gives the same tokens (see the module's note), the others whole.
+
+    Raises
+    ------
+    WholeTextTooLong
+        A text of more than ``max_whole`` characters (None: no limit) that would be read whole,
+        or whose prefixes up to ``max_whole`` characters do not settle it (checked before the
+        tokenizer sees more than ``max_whole`` characters of it).
 
     >>> from rust_bertscore import BERTScorer
     >>> tokens = BERTScorer().pipeline.tokens
@@ -140,10 +209,12 @@ def fill_tokens(tokens: ScoredTokens, texts: Sequence[str], memo: dict[str, Any]
         if text in memo:
             continue
         if long_at is not None and len(text) > 2 * long_at:
-            entry = _prefix_entry(tokens, text, long_at)
+            entry = _prefix_entry(tokens, text, long_at, max_whole)
             if entry is not None:
                 memo[text] = entry
                 continue
+        if max_whole is not None and len(text) > max_whole:
+            raise WholeTextTooLong(text, max_whole)
         whole.append(text)
     if whole:
         saved = tokens.memo
@@ -271,7 +342,7 @@ class Chunked:
             text = self.todo[take]
             if take and chars + min(len(text), SLICE_CHARS) > SLICE_CHARS:
                 break
-            fill_tokens(tokens, [text], self.memo)
+            fill_tokens(tokens, [text], self.memo, rs.max_whole_chars)
             n = len(self.memo[text][0])
             if take and rows + n > SLICE_ROWS:
                 break
@@ -291,7 +362,7 @@ class Chunked:
         rs = self.scorer
         part = self.part()
         texts = part.texts()
-        fill_tokens(rs.scorer.pipeline.tokens, texts, self.memo)
+        fill_tokens(rs.scorer.pipeline.tokens, texts, self.memo, rs.max_whole_chars)
         self.cut.update(t for t in texts if self.memo[t][1])
         idf_refs = None
         if rs.idf and len(self.bounds) > 1:

@@ -88,7 +88,8 @@ def collect_added_tokens(
             if token is not None:
                 found[token.content] = token
     added_json = model_dir / "added_tokens.json"
-    if added_json.is_file():
+    # transformers 4.57 reads added_tokens.json only without added_tokens_decoder (legacy).
+    if "added_tokens_decoder" not in tok_config and added_json.is_file():
         data = read_json_object(added_json, error=InputValueError)
         if isinstance(data, dict):
             for text, token_id in data.items():

@@ -28,6 +28,7 @@ from ...catalog.configs import full_attention_limit, max_positions
 from ...errors import InputValueError
 from ...support.boundary import foreign_call
 from ...support.inputs import read_json_object
+from ...support.read_record import recording
 from ..text import prepare_text
 from .added_tokens import AddedToken, collect_added_tokens
 from .byte_level import ByteIds
@@ -113,6 +114,17 @@ def _read_json(path: Path) -> dict:
     return read_json_object(path, error=InputValueError)
 
 
+def saved_special_tokens(model_dir: Path, tok_config: dict) -> dict:
+    """``special_tokens_map.json`` as transformers 4.57 reads it
+    (``PreTrainedTokenizerBase._from_pretrained``): only for a ``tokenizer_config.json``
+    without ``added_tokens_decoder`` (the legacy layout), where its names then override
+    ``tokenizer_config.json``'s; with ``added_tokens_decoder`` it is not read at all ({}), and
+    neither is ``added_tokens.json`` (:func:`.added_tokens.collect_added_tokens`)."""
+    if "added_tokens_decoder" in tok_config:
+        return {}
+    return _read_json(model_dir / "special_tokens_map.json")
+
+
 class TextTokenizer:
     """A model's tokenizer, set up to encode exactly as bert_score's ``sent_encode``.
 
@@ -143,10 +155,18 @@ class TextTokenizer:
     """
 
     def __init__(self, model_dir: str | Path, config: dict, *, fast: bool = False) -> None:
-        self.model_dir = Path(model_dir)
+        with recording(model_dir) as record:
+            self._load(Path(model_dir), config, fast)
+        self.files_read: dict[str, str] = dict(sorted(record.files.items()))
+        """Every file the loader read (its name in the model's folder: the digest of its
+        bytes, JSON by value): what :func:`~rust_bertscore.models.identity.tokenizer_digest`
+        names, recorded at load (:mod:`rust_bertscore.support.read_record`)."""
+
+    def _load(self, model_dir: Path, config: dict, fast: bool) -> None:
+        self.model_dir = model_dir
         self.fast = fast
         tok_config = _read_json(self.model_dir / "tokenizer_config.json")
-        special_map = _read_json(self.model_dir / "special_tokens_map.json")
+        special_map = saved_special_tokens(self.model_dir, tok_config)
         self.tokenizer_class: TokenizerClass = tokenizer_class(tok_config, config)
         tok_config = {**self.tokenizer_class.defaults, **tok_config}
         self._source: _IdSource
@@ -435,13 +455,17 @@ def _declares_no_limit(tok_config: dict) -> bool:
 def _max_length(tok_config: dict, config: dict) -> int | None:
     """The tokenizer's ``model_max_length``, bounded by what the position table can hold.
 
-    None (no truncation) when the tokenizer declares no limit and the model has no position
-    table (T5's relative positions), as bert_score then truncates nothing.
+    None (no truncation) when the tokenizer declares no limit (transformers 4.57 then gives
+    ``int(1e30)``: it keeps no table of lengths per checkpoint) and the model takes any length
+    (T5's relative positions, ProphetNet's clamped ones, ...), as bert_score then truncates
+    nothing. Where the position table is shorter than the text, bert_score's model fails on
+    it; here the text is truncated to the table, with the truncation warning.
     """
     try:
         positions: int | None = max_positions(config)
+        known = True
     except ValueError:  # no usable position table size in config.json
-        positions = None
+        positions, known = None, False
     declared = tok_config.get("model_max_length")
     if isinstance(declared, (int, float)) and 0 < declared < _NO_LIMIT:
         limit = int(declared)
@@ -449,7 +473,8 @@ def _max_length(tok_config: dict, config: dict) -> int | None:
     if positions:
         return positions
     if (
-        config.get("model_type") in ("t5", "mt5", "xlnet")
+        known
+        or config.get("model_type") in ("t5", "mt5", "xlnet")
         or "relative_attention_num_buckets" in config
     ):
         return None

@@ -1,0 +1,72 @@
+"""Make ``precedence_refs.json``: the token ids transformers 4.57.6 gives (bert_score 0.3.13's
+``sent_encode`` call, slow and fast tokenizers) where a checkpoint's files disagree (issue 59):
+``special_tokens_map.json`` against ``tokenizer_config.json`` with and without
+``added_tokens_decoder``, and ``added_tokens.json`` beside it. Each case is a copy of a tiny
+checkpoint with the edits listed in the JSON (the test makes the same copy).
+
+Run in a venv with transformers 4.57 (no torch needed), from the repository root:
+``python tests/data/make_precedence_refs.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import transformers
+from make_length_refs import sent_encode
+from precedence_cases import make_case
+from transformers import AutoTokenizer
+
+HERE = Path(__file__).resolve().parent
+TEXTS = ["the cat sat on the mat", "A new <extra> token, and [MASK] here.", ""]
+
+CASES = {
+    # special_tokens_map.json names another SEP; tokenizer_config.json has added_tokens_decoder
+    "bert/map-sep-with-decoder": ["bert", {"special_tokens_map.json": {"sep_token": "[MASK]"}}, []],
+    # the same without added_tokens_decoder: the legacy layout, where the map overrides
+    "bert/map-sep-legacy": [
+        "bert",
+        {"special_tokens_map.json": {"sep_token": "[MASK]"}},
+        ["added_tokens_decoder"],
+    ],
+    "roberta/map-cls-with-decoder": [
+        "roberta",
+        {"special_tokens_map.json": {"cls_token": "</s>"}},
+        [],
+    ],
+    "roberta/map-cls-legacy": [
+        "roberta",
+        {"special_tokens_map.json": {"cls_token": "</s>"}},
+        ["added_tokens_decoder"],
+    ],
+    # added_tokens.json beside added_tokens_decoder: not read; without it: read
+    "bert/added-json-with-decoder": ["bert", {"added_tokens.json": {"<extra>": 1500}}, []],
+    "bert/added-json-legacy": [
+        "bert",
+        {"added_tokens.json": {"<extra>": 1500}},
+        ["added_tokens_decoder"],
+    ],
+}
+
+
+def main() -> None:
+    out = {
+        "origin": f"tests/data/make_precedence_refs.py, transformers {transformers.__version__}",
+        "texts": TEXTS,
+        "cases": {},
+    }
+    for name, (family, edits, drop) in CASES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = make_case(Path(tmp), family, edits, drop)
+            ids = {}
+            for fast in (False, True):
+                tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=fast)
+                ids["fast" if fast else "slow"] = [sent_encode(tokenizer, t) for t in TEXTS]
+            out["cases"][name] = {"family": family, "edits": edits, "drop": drop, "ids": ids}
+    (HERE / "precedence_refs.json").write_text(json.dumps(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
