@@ -32,6 +32,9 @@ class Recorder:
     def plan(self, request: ScoreRequest) -> None:
         return None  # every request small: scored in batches
 
+    def rows_of(self, request: ScoreRequest) -> int:
+        return len(request.cands)  # a few rows each: the batches are bounded by max_batch
+
     def score_batch(self, requests: list[ScoreRequest]) -> list[Any]:
         self.started.set()
         self.release.wait(30)
@@ -160,3 +163,25 @@ def test_each_text_is_tokenised_once_per_batch() -> None:
     for request, result in zip((a, b), results):
         assert isinstance(result, ScoreResult)
         np.testing.assert_array_equal(result.F, score(request.cands, request.refs)[2])
+
+
+def test_a_fault_in_choosing_a_batch_answers_its_requests_and_the_worker_goes_on() -> None:
+    """A scorer double without ``rows_of`` made the worker thread die on its first batch, and
+    every request waited for its timeout: now those requests get the error, and the next one
+    is served."""
+    rec = Recorder()
+    rec.release.set()
+    rows_of = Recorder.rows_of
+    try:
+        Recorder.rows_of = None  # type: ignore[assignment,method-assign]  # calling it fails
+        batcher = Batcher(rec, max_batch=8, max_wait=0.0)  # type: ignore[arg-type]
+        batcher.start()
+        failed = batcher.submit(_request(1)).future
+        with pytest.raises(TypeError):
+            failed.result(30)
+    finally:
+        Recorder.rows_of = rows_of  # type: ignore[method-assign]
+    try:
+        assert batcher.submit(_request(2)).future.result(30).P[0] == 2
+    finally:
+        batcher.stop(30)

@@ -112,8 +112,6 @@ LONG = [
 LONG_IDS = ["words", "punctuation", "unicode", "one word", "no space", "apostrophes", "tail"]
 
 
-@pytest.mark.parametrize("model", ["default", "roberta"])
-@pytest.mark.parametrize("text", LONG, ids=LONG_IDS)
 def _count_given(tokens: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The lengths of the texts the tokenizer is given from now on (``encode_content``)."""
     given: list[int] = []
@@ -127,6 +125,8 @@ def _count_given(tokens: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return given
 
 
+@pytest.mark.parametrize("model", ["default", "roberta"])
+@pytest.mark.parametrize("text", LONG, ids=LONG_IDS)
 def test_long_texts_by_prefix_give_the_tokens_of_the_whole_text(text: str, model: str) -> None:
     """The same ids as the whole text, with BERT's WordPiece and with GPT-2's byte-level BPE."""
     if model == "default":
@@ -357,9 +357,7 @@ def test_a_batch_of_small_requests_holds_at_most_one_slice() -> None:
     real = scorer.score_batch
 
     def recorded(requests: list[ScoreRequest]) -> list:
-        sizes.append(
-            sum(sum(r.most_rows(scorer.scorer.pipeline.tokens).values()) for r in requests)
-        )
+        sizes.append(sum(scorer.rows_of(r) for r in requests))
         return real(requests)
 
     scorer.score_batch = recorded  # type: ignore[method-assign]

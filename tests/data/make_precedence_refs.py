@@ -48,6 +48,71 @@ CASES = {
         {"added_tokens.json": {"<extra>": 1500}},
         ["added_tokens_decoder"],
     ],
+    # tokenizer.json's post-processor: the fast tokenizer's frame (the slow one builds its own)
+    "bert/post-processor-two-seps": [
+        "bert",
+        {
+            "tokenizer.json": {
+                "post_processor": {
+                    "type": "TemplateProcessing",
+                    "single": [
+                        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                    ],
+                    "pair": [
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                        {"Sequence": {"id": "B", "type_id": 1}},
+                    ],
+                    "special_tokens": {
+                        "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                        "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]},
+                    },
+                }
+            }
+        },
+        [],
+    ],
+    "modernbert/post-processor-swapped": [
+        "modernbert",
+        {
+            "tokenizer.json": {
+                "post_processor": {
+                    "type": "TemplateProcessing",
+                    "single": [
+                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                    ],
+                    "pair": [
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                        {"Sequence": {"id": "B", "type_id": 1}},
+                    ],
+                    "special_tokens": {
+                        "[CLS]": {"id": "[CLS]", "ids": [1], "tokens": ["[CLS]"]},
+                        "[SEP]": {"id": "[SEP]", "ids": [2], "tokens": ["[SEP]"]},
+                    },
+                }
+            }
+        },
+        [],
+    ],
+    "roberta/post-processor-cls": [
+        "roberta",
+        {
+            "tokenizer.json": {
+                "post_processor": {
+                    "type": "RobertaProcessing",
+                    "sep": ["</s>", 2],
+                    "cls": ["</s>", 2],
+                    "trim_offsets": True,
+                    "add_prefix_space": False,
+                }
+            }
+        },
+        [],
+    ],
 }
 
 

@@ -72,8 +72,11 @@ __all__ = [
     "tokenizer_digest",
 ]
 
-IDENTITY_VERSION = "2"
-"""The recipe of :func:`config_digest` and :func:`tokenizer_digest` (hashed first)."""
+IDENTITY_VERSION = "1"
+"""The recipe of :func:`config_digest` (hashed first)."""
+TOKENIZER_DIGEST_VERSION = "2"
+"""The recipe of :func:`tokenizer_digest` (hashed first): 2 digests the files the loader read
+(1 digested a fixed list of names)."""
 
 GRAPH_DIGEST_PREFIX = "onnx-"
 """Marks the digest of a graph's initializers (not of a checkpoint's weights)."""
@@ -264,7 +267,7 @@ def tokenizer_digest(tokenizer: TextTokenizer) -> str:
     >>> slow == tokenizer_digest(BERTScorer(use_fast_tokenizer=True).tokenizer)
     False
     """
-    digest = _sha256(f"rust-bertscore tokenizer files {IDENTITY_VERSION}")
+    digest = _sha256(f"rust-bertscore tokenizer files {TOKENIZER_DIGEST_VERSION}")
     for name, content in sorted(tokenizer.files_read.items()):
         digest.update(name.encode() + b"\0" + bytes.fromhex(content))
     settings = {

@@ -203,6 +203,11 @@ class RequestScorer:
         most = request.most_rows(self.scorer.pipeline.tokens)
         return sum(most[t] for t in self.uncached(request.texts())) > SLICE_ROWS
 
+    def rows_of(self, request: ScoreRequest) -> int:
+        """Token rows ``request`` takes to encode, from above (its texts' rows, counted or
+        bounded: :meth:`ScoreRequest.most_rows`)."""
+        return sum(request.most_rows(self.scorer.pipeline.tokens).values())
+
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """Those of ``texts`` whose vectors are not in the cache (all of them without one)."""
         cache = self.scorer.pipeline.cache

@@ -1,15 +1,28 @@
-"""``GET /metrics`` of a :class:`~rust_bertscore.integrations.server.app.ScoringApp`: its
-counters and gauges gathered into :class:`~.metrics.Metrics`' exposition."""
+"""``GET /metrics`` of a server (a :class:`~rust_bertscore.integrations.server.app.ScoringApp`):
+its counters and gauges gathered into :class:`~.metrics.Metrics`' exposition."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .app import ScoringApp
+from .metrics import Metrics
 
 
-def exposition(app: ScoringApp) -> str:
+class ServerState(Protocol):
+    """What :func:`exposition` reads of a server (a ``ScoringApp`` has it)."""
+
+    admission: Any
+    batcher: Any
+    scorer: Any
+    metrics: Metrics
+    timed_out: int
+    cut: int
+    refused_at_stop: int
+
+    def ready(self) -> bool: ...
+
+
+def exposition(app: ServerState) -> str:
     """The Prometheus text of ``app``'s state: refusals by reason, the queue, the budget and
     the clients holding it, the cache, the encoder's rate, readiness."""
     a, b, s = app.admission, app.batcher, app.scorer

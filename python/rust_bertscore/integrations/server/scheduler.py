@@ -229,11 +229,10 @@ class Batcher:
         waits behind at most one slice and the texts tokenised at once stay bounded."""
         batch: list[Job] = []
         rows = chars = 0
-        tokens = self.scorer.scorer.pipeline.tokens
         now, per_s = time.monotonic(), self.rate or AGEING_ROWS
 
         def size(job: Job) -> tuple[int, int]:
-            return sum(job.request.most_rows(tokens).values()), job.request.chars
+            return self.scorer.rows_of(job.request), job.request.chars
 
         while self._small and len(batch) < self.max_batch:
             heads = {client: size(jobs[0]) for client, jobs in self._small.items()}
@@ -268,6 +267,15 @@ class Batcher:
                 break
         return batch
 
+    def _fail_small(self, error: Exception) -> list[Job]:
+        """Answer every waiting small request with ``error`` (the worker goes on); none left."""
+        for pending in self._small.values():
+            for job in pending:
+                job.finish(error)
+        self._small.clear()
+        self._small_waiting = 0
+        return []
+
     def _measured(self, rows: int, seconds: float) -> None:
         """A sample of the encoder's rate: the fastest seen is kept."""
         if rows >= RATE_SAMPLE_ROWS and seconds > 0:
@@ -299,7 +307,10 @@ class Batcher:
                         self._large.append(job)
                 else:
                     self._queue_small(job)
-            small = self._small_batch()
+            try:
+                small = self._small_batch()
+            except Exception as e:  # a fault in choosing: its requests hear of it, not a hang
+                small = self._fail_small(e)
             if small:
                 self._run(small, self._score_small, small)
             if self._large:

@@ -406,3 +406,36 @@ def wordpiece_unknown_as_added_token(tokenizer: Tokenizer) -> None:
         max_input_chars_per_word=model.max_input_chars_per_word,
         continuing_subword_prefix=model.continuing_subword_prefix,
     )
+
+
+TEMPLATE_REBUILT_CLASSES = frozenset(
+    {"GemmaTokenizer", "LlamaTokenizer", "MBartTokenizer", "MBart50Tokenizer"}
+)
+"""Classes whose fast tokenizer replaces ``tokenizer.json``'s post-processor when it loads
+(transformers 4.57's ``update_post_processor`` and the language-code templates): their frame
+is the class's own, not the file's."""
+
+
+def template_frame(tokenizer: Tokenizer) -> tuple[list[int], list[int]] | None:
+    """The special ids ``tokenizer``'s post-processor puts before and after one text (what
+    transformers' fast tokenizer adds with ``add_special_tokens=True``), found by
+    post-processing a probe; None without a post-processor or when the probe does not show
+    them (no token for it, or its ids not kept together).
+
+    >>> from rust_bertscore import BERTScorer
+    >>> tok = BERTScorer(use_fast_tokenizer=True).tokenizer
+    >>> template_frame(tok._tokenizer)
+    ([101], [102])
+    """
+    if tokenizer.post_processor is None:
+        return None
+    with foreign_call("the tokenizer's post-processor", InputValueError):
+        probe = tokenizer.encode("a", add_special_tokens=False)
+        if not probe.ids:
+            return None
+        framed = tokenizer.post_process(probe, None, True)
+    content = [i for i, special in enumerate(framed.special_tokens_mask) if not special]
+    if not content or content != list(range(content[0], content[0] + len(probe.ids))):
+        return None
+    ids = list(framed.ids)
+    return ids[: content[0]], ids[content[-1] + 1 :]

@@ -48,10 +48,12 @@ from .classes import (
 )
 from .fast import (
     SLOW_ONLY_CLASSES,
+    TEMPLATE_REBUILT_CLASSES,
     FastIds,
     entry_text,
     load_fast_tokenizer,
     load_use_fast_tokenizer,
+    template_frame,
 )
 from .sentencepiece import SentencePieceIds
 
@@ -202,6 +204,19 @@ class TextTokenizer:
             self.cls_id = self._special_id("cls_token", [*names["cls_token"], "[CLS]", "<s>"])
             self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
         self._prefix, self._suffix = self._frame(tok_config, names)
+        self._empty = [] if self.tokenizer_class.bare_empty else self._prefix + self._suffix
+        # A fast tokenizer loaded from tokenizer.json adds what its post-processor says to a
+        # text (an empty text gets the class's build_inputs_with_special_tokens, above).
+        from_file = uses_fast or self.tokenizer_class.name == "PreTrainedTokenizerFast"
+        if (
+            from_file
+            and self._tokenizer is not None
+            and (self.model_dir / "tokenizer.json").is_file()
+            and self.tokenizer_class.name not in TEMPLATE_REBUILT_CLASSES
+        ):
+            framed = template_frame(self._tokenizer)
+            if framed is not None:
+                self._prefix, self._suffix = framed
         # T5's slow tokenizer does not double a final </s>; its fast template always adds one.
         self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS and not uses_fast
         self.max_length = _max_length(tok_config, config)
@@ -268,9 +283,7 @@ class TextTokenizer:
     def empty_ids(self) -> list[int]:
         """What an empty (or all-whitespace) text encodes to: the special tokens only (none
         for ``PreTrainedTokenizerFast``, see :attr:`TokenizerClass.bare_empty`)."""
-        if self.tokenizer_class.bare_empty:
-            return []
-        return self._prefix + self._suffix
+        return list(self._empty)
 
     @property
     def prefix_ids(self) -> list[int]:
