@@ -150,7 +150,9 @@ def test_reads_are_bounded_by_the_files_real_size(tmp_path: Path) -> None:
 
 
 def with_tokenizer_json(tmp_path: Path, change: dict) -> Path:
+    """The tiny BERT with ``change`` in tokenizer.json, which decides without vocab.txt."""
     model = copy_model(tmp_path)
+    (model / "vocab.txt").unlink()
     spec = json.loads((model / "tokenizer.json").read_text(encoding="utf-8"))
     spec.update(change)
     (model / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")

@@ -23,8 +23,6 @@ from precedence_cases import make_case  # the references' own copies
 
 REFS = json.loads((DATA / "precedence_refs.json").read_text())
 NOT_YET = {
-    ("bert/added-json-legacy", "slow"): "the slow path reads tokenizer.json, not vocab.txt with "
-    "added_tokens.json as transformers' slow BertTokenizer does",
     ("bert/added-json-legacy", "fast"): "added_tokens.json beside tokenizer.json (legacy layout)",
     ("roberta/map-cls-legacy", "fast"): "RobertaTokenizerFast frames an empty text with its "
     "bos and eos tokens, the slow class with cls and sep",

@@ -95,13 +95,24 @@ def lowercase_normaliser(data: dict) -> None:
     data["normalizer"] = {"type": "Lowercase"}
 
 
-def rename_the(data: dict) -> None:
-    vocab = data["model"]["vocab"]
-    vocab["thx"] = vocab.pop("the")
+def edit_lines(name: str, change: Callable[[list[str]], None]) -> Callable[[Path], None]:
+    """Edit the lines of a text file of the checkpoint (vocab.txt, merges.txt)."""
+
+    def apply(model_dir: Path) -> None:
+        path = model_dir / name
+        lines = path.read_text(encoding="utf-8").split("\n")
+        change(lines)
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+    return apply
 
 
-def drop_a_merge(data: dict) -> None:
-    data["model"]["merges"].remove(["h", "e"])
+def rename_the_line(lines: list[str]) -> None:
+    lines[lines.index("the")] = "thx"
+
+
+def drop_the_h_e_merge(lines: list[str]) -> None:
+    lines.remove("h e")
 
 
 # (family, what changes, how): every field here changes the tiny model's scores.
@@ -152,8 +163,9 @@ SCORING_MUTATIONS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("bert", "model_max_length", tok_config("model_max_length", 16)),
     ("roberta", "model_max_length", tok_config("model_max_length", 16)),
     ("bert", "sep_token", tok_config("sep_token", "[MASK]")),
-    ("bert", "tokenizer.json vocab", tokenizer_json(rename_the)),
-    ("roberta", "tokenizer.json merges", tokenizer_json(drop_a_merge)),
+    # the slow tokenizer reads vocab.txt / vocab.json + merges.txt, as transformers' does
+    ("bert", "vocab.txt", edit_lines("vocab.txt", rename_the_line)),
+    ("roberta", "merges.txt", edit_lines("merges.txt", drop_the_h_e_merge)),
     ("modernbert", "tokenizer.json normalizer", tokenizer_json(lowercase_normaliser)),
     ("xlm", "vocab.json", swap_ids("vocab.json", "the</w>", "of</w>")),
 ]  # fmt: skip

@@ -99,6 +99,16 @@ def load_fast_tokenizer(
         if qwen2 is not None:
             add_special_tokens(qwen2, collect_added_tokens(model_dir, tok_config, special_map, {}))
             return qwen2
+    # A slow class reads its vocabulary files (vocab.txt, or vocab.json + merges.txt), as
+    # transformers' slow tokenizer does, tokenizer.json only without them; a checkpoint of
+    # PreTrainedTokenizerFast has no slow files to read.
+    if cls.name != "PreTrainedTokenizerFast":
+        from_vocab = from_vocabulary_files(model_dir, tok_config)
+        if from_vocab is not None:
+            added = collect_added_tokens(model_dir, tok_config, special_map, {})
+            add_special_tokens(from_vocab, added)
+            wordpiece_unknown_as_added_token(from_vocab)
+            return from_vocab
     tokenizer_json = model_dir / "tokenizer.json"
     if tokenizer_json.is_file():
         tokenizer = read_tokenizer_json(tokenizer_json)
@@ -107,11 +117,6 @@ def load_fast_tokenizer(
         wordpiece_unknown_as_added_token(tokenizer)
         wordpiece_case_from_config(tokenizer, tok_config)
         return tokenizer
-    from_vocab = from_vocabulary_files(model_dir, tok_config)
-    if from_vocab is not None:
-        add_special_tokens(from_vocab, collect_added_tokens(model_dir, tok_config, special_map, {}))
-        wordpiece_unknown_as_added_token(from_vocab)
-        return from_vocab
     wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
     if cls.model_files:
         wanted = f"{' or '.join(cls.model_files)} ({cls.name}), or {wanted}"
@@ -229,9 +234,21 @@ def read_bpe_files(vocab_json: Path, merges: Path) -> tuple[dict, list]:
         return models.BPE.read_file(vocab, merged)
 
 
+def strip_accents_of(tok_config: dict) -> bool | None:
+    """``tokenizer_config.json``'s ``strip_accents`` (None: as ``do_lower_case``);
+    InputValueError naming it for anything but true, false or null."""
+    strip_accents = tok_config.get("strip_accents")
+    if strip_accents is not None and not isinstance(strip_accents, bool):
+        raise InputValueError(
+            f"tokenizer_config.json strip_accents must be true, false or null, got "
+            f"{strip_accents!r:.40}"
+        )
+    return strip_accents
+
+
 def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None:
     """WordPiece from ``vocab.txt`` or byte-level BPE from ``vocab.json`` + ``merges.txt``."""
-    from tokenizers import models, normalizers, pre_tokenizers
+    from tokenizers import decoders, models, normalizers, pre_tokenizers
 
     vocab_txt = model_dir / "vocab.txt"
     if not vocab_txt.is_file():  # ProphetNetTokenizer's WordPiece vocabulary
@@ -247,16 +264,17 @@ def from_vocabulary_files(model_dir: Path, tok_config: dict) -> Tokenizer | None
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True,
             handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
-            strip_accents=tok_config.get("strip_accents"),
+            strip_accents=strip_accents_of(tok_config),
             lowercase=bool(tok_config.get("do_lower_case", True)),
         )
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece(prefix="##")  # as transformers' BertConverter
         return tokenizer
     vocab_json, merges = model_dir / "vocab.json", model_dir / "merges.txt"
     if not (vocab_json.is_file() and merges.is_file()):
         return None
     # GPT-2's byte-level BPE, as tokenizers' ByteLevelBPETokenizer(vocab, merges) builds it.
-    from tokenizers import decoders, processors
+    from tokenizers import processors
 
     vocab, merge_list = read_bpe_files(vocab_json, merges)
     with foreign_call(f"cannot load {vocab_json} and {merges}", InputValueError):
@@ -360,13 +378,8 @@ def wordpiece_case_from_config(tokenizer: Tokenizer, tok_config: dict) -> None:
         return
     state = json.loads(normalizer.__getstate__())
     lowercase = bool(tok_config.get("do_lower_case", True))
-    strip_accents = tok_config.get("strip_accents")
+    strip_accents = strip_accents_of(tok_config)
     chinese = bool(tok_config.get("tokenize_chinese_chars", True))
-    if strip_accents is not None and not isinstance(strip_accents, bool):
-        raise InputValueError(
-            f"tokenizer_config.json strip_accents must be true, false or null, got "
-            f"{strip_accents!r:.40}"
-        )
     wanted = {
         "lowercase": lowercase,
         "strip_accents": strip_accents,
