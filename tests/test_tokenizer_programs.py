@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from test_boundary import with_tokenizer_json as tokenizer_json
 
 import rust_bertscore as rb
 from conftest import TINY
@@ -81,18 +82,6 @@ REFUSED = {
 def test_unbounded_constructs_are_refused_naming_them(pattern: str) -> None:
     with pytest.raises(PatternError, match=REFUSED[pattern]):
         check_pattern(pattern)
-
-
-def tokenizer_json(tmp_path: Path, change: dict) -> Path:
-    """The tiny BERT with ``change`` in its tokenizer.json, and no vocab.txt (a slow tokenizer
-    reads its vocab.txt first, as transformers' does: without it, tokenizer.json decides)."""
-    model = tmp_path / "bert"
-    shutil.copytree(TINY / "bert", model)
-    (model / "vocab.txt").unlink()
-    spec = json.loads((model / "tokenizer.json").read_text(encoding="utf-8"))
-    spec.update(change)
-    (model / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
-    return model
 
 
 @pytest.mark.parametrize("part", ["pre_tokenizer", "normalizer"])

@@ -22,6 +22,23 @@ from transformers import AutoTokenizer
 HERE = Path(__file__).resolve().parent
 TEXTS = ["the cat sat on the mat", "A new <extra> token, and [MASK] here.", ""]
 
+
+def template(single: list[str], ids: dict[str, int]) -> dict:
+    """A ``TemplateProcessing`` post-processor framing one text (``$A``) with ``single``'s
+    special tokens (of ``ids``)."""
+    return {
+        "type": "TemplateProcessing",
+        "single": [
+            {"Sequence": {"id": "A", "type_id": 0}}
+            if piece == "$A"
+            else {"SpecialToken": {"id": piece, "type_id": 0}}
+            for piece in single
+        ],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {t: {"id": t, "ids": [i], "tokens": [t]} for t, i in ids.items()},
+    }
+
+
 CASES = {
     # special_tokens_map.json names another SEP; tokenizer_config.json has added_tokens_decoder
     "bert/map-sep-with-decoder": ["bert", {"special_tokens_map.json": {"sep_token": "[MASK]"}}, []],
@@ -53,23 +70,9 @@ CASES = {
         "bert",
         {
             "tokenizer.json": {
-                "post_processor": {
-                    "type": "TemplateProcessing",
-                    "single": [
-                        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                        {"Sequence": {"id": "A", "type_id": 0}},
-                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                    ],
-                    "pair": [
-                        {"Sequence": {"id": "A", "type_id": 0}},
-                        {"Sequence": {"id": "B", "type_id": 1}},
-                    ],
-                    "special_tokens": {
-                        "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
-                        "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]},
-                    },
-                }
+                "post_processor": template(
+                    ["[CLS]", "$A", "[SEP]", "[SEP]"], {"[CLS]": 2, "[SEP]": 3}
+                )
             }
         },
         [],
@@ -78,22 +81,7 @@ CASES = {
         "modernbert",
         {
             "tokenizer.json": {
-                "post_processor": {
-                    "type": "TemplateProcessing",
-                    "single": [
-                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                        {"Sequence": {"id": "A", "type_id": 0}},
-                        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                    ],
-                    "pair": [
-                        {"Sequence": {"id": "A", "type_id": 0}},
-                        {"Sequence": {"id": "B", "type_id": 1}},
-                    ],
-                    "special_tokens": {
-                        "[CLS]": {"id": "[CLS]", "ids": [1], "tokens": ["[CLS]"]},
-                        "[SEP]": {"id": "[SEP]", "ids": [2], "tokens": ["[SEP]"]},
-                    },
-                }
+                "post_processor": template(["[SEP]", "$A", "[CLS]"], {"[CLS]": 1, "[SEP]": 2})
             }
         },
         [],

@@ -116,10 +116,9 @@ class ScoringApp:
     ) -> None:
         self.scorer = scorer
         self.batcher = Batcher(RequestScorer(scorer), max_batch, max_wait)
-        self.batcher.scorer.max_whole_chars = max_whole_chars
+        self.batcher.scorer.max_whole_chars = max_whole_chars  # the one place it is held
         self.metrics = Metrics()
         self.batcher.metrics = self.metrics
-        self.max_whole_chars = max_whole_chars
         if max_queued_tokens is None:
             max_queued_tokens = default_queued_tokens(max_body)
         self.admission = Admission(max_queued_tokens, max_client_share)
@@ -309,7 +308,7 @@ class ScoringApp:
                     body,
                     self.max_pairs,
                     self.scorer.pipeline.tokens,
-                    self.max_whole_chars,
+                    self.batcher.scorer.max_whole_chars,
                 )
             finally:
                 self.metrics.observe("parse", time.monotonic() - read_at)

@@ -73,17 +73,26 @@ class ScoreRequest:
             return self.rows
         return RowBounds.of(tokens).counted(tokens, texts)
 
+    def placed(self) -> Iterator[tuple[str, int, str]]:
+        """``(field, index, text)`` of every text, in order (a candidate's references share
+        its index).
+
+        >>> list(ScoreRequest(["a"], [["c", "d"]]).placed())
+        [('cands', 0, 'a'), ('refs', 0, 'c'), ('refs', 0, 'd')]
+        """
+        for field, items in (("cands", self.cands), ("refs", self.refs)):
+            for index, item in enumerate(items):
+                for text in item if isinstance(item, list) else [item]:
+                    yield field, index, text
+
     def locate(self, text: str) -> tuple[str, int]:
         """The field and index where ``text`` first appears (``("cands", 0)`` if nowhere).
 
         >>> ScoreRequest(["a", "b"], [["c", "d"], ["e"]]).locate("e")
         ('refs', 1)
         """
-        for field, items in (("cands", self.cands), ("refs", self.refs)):
-            for index, item in enumerate(items):
-                if text == item or (isinstance(item, list) and text in item):
-                    return field, index
-        return "cands", 0
+        found = next(((f, i) for f, i, t in self.placed() if t == text), None)
+        return found or ("cands", 0)
 
     @property
     def chars(self) -> int:

@@ -34,14 +34,10 @@ class Refused(Exception):
 def check_whole_texts(request: ScoreRequest, tokens: ScoredTokens, max_whole: int) -> None:
     """:class:`RequestError` 413 for a text longer than ``max_whole`` characters that the
     tokenizer would read whole (:func:`~.slices.read_whole`), naming its field and index."""
-    for field, texts in (("cands", request.cands), ("refs", request.refs)):
-        for index, item in enumerate(texts):
-            for text in item if isinstance(item, list) else [item]:
-                if len(text) > max_whole and read_whole(tokens, text):
-                    where = f"{field}[{index}] has "
-                    raise RequestError(
-                        413, where + whole_text_error(len(text), max_whole), field, index
-                    )
+    for field, index, text in request.placed():
+        if len(text) > max_whole and read_whole(tokens, text):
+            message = f"{field}[{index}] has {whole_text_error(len(text), max_whole)}"
+            raise RequestError(413, message, field, index)
 
 
 def parse_request(

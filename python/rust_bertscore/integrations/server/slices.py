@@ -75,6 +75,12 @@ def _pre_tokenizer(tokens: ScoredTokens) -> str | None:
     return None if pre is None else type(pre).__name__
 
 
+def _cuts_at_punctuation(tokens: ScoredTokens) -> bool:
+    """Whether a text without whitespace may be cut after punctuation (see
+    :data:`PUNCTUATION_PRETOKENIZERS`)."""
+    return _pre_tokenizer(tokens) in PUNCTUATION_PRETOKENIZERS
+
+
 def _splits_at_whitespace(tokens: ScoredTokens) -> bool:
     return _pre_tokenizer(tokens) in PREFIX_PRETOKENIZERS
 
@@ -110,8 +116,7 @@ def read_whole(tokens: ScoredTokens, text: str) -> bool:
     long_at = prefix_length(tokens)
     if long_at is None or len(text) <= 2 * long_at:
         return True
-    punctuation = _pre_tokenizer(tokens) in PUNCTUATION_PRETOKENIZERS
-    return _cut_at_word_end(text, long_at, punctuation) is None
+    return _cut_at_word_end(text, long_at, _cuts_at_punctuation(tokens)) is None
 
 
 def whole_text_error(chars: int, limit: int) -> str:
@@ -156,7 +161,7 @@ def _prefix_entry(
     assert limit is not None
     need = limit + PREFIX_MARGIN
     at, previous = first, None
-    punctuation = _pre_tokenizer(tokens) in PUNCTUATION_PRETOKENIZERS
+    punctuation = _cuts_at_punctuation(tokens)
     saved, tokens.memo = tokens.memo, None
     try:
         while at < len(text):
