@@ -49,6 +49,7 @@ from benches.common import (
 from benches.gemm_limits import gemm_rates, isa_flags
 from benches.precision_paths import CALIBRATION_LINES, PATHS, make_path
 from benches.stage_shares import STAGES, ceiling_fraction, stage_times
+from rust_bertscore.models.fast_path import DECIDING_FLAGS
 
 WMT_LINES = 3004
 
@@ -176,14 +177,6 @@ def print_shares(r: dict, gemm: dict[str, float], texts: list[str]) -> None:
     header = (*("path", *STAGES), "encoder GFLOP/s", "ceiling", "fraction")
     print_table(header, rows, right=tuple(range(1, len(header))))
 
-
-DECIDING_FLAGS = {
-    "bf16": ("amx_bf16", "avx512_bf16"),
-    "int8": ("amx_int8", "avx512_vnni", "avx_vnni"),
-}
-"""The ``lscpu`` flags that decide whether a precision is fast: bf16 GEMMs run on AMX tiles
-(``amx_bf16``) or AVX512-BF16's dot product (``avx512_bf16``); int8 GEMMs on AMX
-(``amx_int8``) or VNNI (``avx512_vnni``, ``avx_vnni``)."""
 
 ACCURACY = {"bf16": 1e-3, "int8": 0.003}
 """The mean |dF| against fp32 a precision may cost to be recommended (issue 41's targets)."""

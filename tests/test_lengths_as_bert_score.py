@@ -41,3 +41,33 @@ def test_a_long_prophetnet_text_is_scored_whole() -> None:
         warnings.simplefilter("error")  # no truncation warning
         _, _, F = scorer.score([text], [REFS["texts"][0]])
     assert np.isfinite(F).all()
+
+
+@pytest.mark.parametrize("family", ["modernbert", "qwen3", "gemma3"])
+def test_a_rotary_model_runs_past_max_position_embeddings(family: str, tmp_path) -> None:
+    """transformers computes ModernBERT's, Qwen3's and Gemma3's rotary angles from the position
+    ids, whatever ``max_position_embeddings`` says, and bert_score truncates at the tokenizer's
+    ``model_max_length`` only: a checkpoint declaring 16 positions scores a 150-word text whole,
+    with the vectors of the same checkpoint declaring its usual table (F 0.088 apart when it was
+    cut at 16 tokens)."""
+    import shutil
+
+    from conftest import TINY
+
+    changed = tmp_path / family
+    shutil.copytree(TINY / family, changed)
+    config = json.loads((changed / "config.json").read_text())
+    config["max_position_embeddings"] = 16
+    (changed / "config.json").write_text(json.dumps(config))
+    long_text, other = REFS["texts"][0], "the committee said again"
+    whole = BERTScorer(model_type=str(TINY / family), num_layers=2)
+    short = BERTScorer(model_type=str(changed), num_layers=2)
+    ids = short.pipeline.encode_ids([long_text])[0]
+    assert len(ids) > 128 and ids == whole.pipeline.encode_ids([long_text])[0]
+    got = short.pipeline.text_vectors([long_text], [ids], 8)[0]
+    want = whole.pipeline.text_vectors([long_text], [ids], 8)[0]
+    assert got.shape == want.shape and np.abs(got - want).max() < 1e-5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no truncation warning
+        scores = short.score([long_text], [other])
+    assert np.allclose(scores, whole.score([long_text], [other]), atol=1e-6)

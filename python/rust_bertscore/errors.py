@@ -109,6 +109,39 @@ class ModelLoadError(RustBertScoreError, ValueError):
     """
 
 
+class EncoderMemoryError(RustBertScoreError, MemoryError):
+    """The encoder ran out of memory on a batch: the message names the batch (texts, tokens)
+    and what to change (a smaller ``batch_size``, or, for one long text, a shorter text or
+    ``long_texts="window"``).
+
+    Examples
+    --------
+    >>> from rust_bertscore import EncoderMemoryError as E, RustBertScoreError
+    >>> issubclass(E, MemoryError), issubclass(E, RustBertScoreError)
+    (True, True)
+    """
+
+
+def out_of_memory(rows: int, width: int, detail: str = "") -> EncoderMemoryError:
+    """The :class:`EncoderMemoryError` of a batch of ``rows`` texts of up to ``width`` tokens.
+
+    >>> from rust_bertscore.errors import out_of_memory
+    >>> print(out_of_memory(1, 20005))  # doctest: +ELLIPSIS
+    out of memory encoding one text of 20005 tokens: shorten it, or ...
+    """
+    if rows == 1:
+        advice = (
+            f"out of memory encoding one text of {width} tokens: shorten it, or score it with "
+            "long_texts='window' (windows of the model's length)"
+        )
+    else:
+        advice = (
+            f"out of memory encoding a batch of {rows} texts of up to {width} tokens: use a "
+            "smaller batch_size"
+        )
+    return EncoderMemoryError(f"{advice} ({detail})" if detail else advice)
+
+
 class CheckpointError(RustBertScoreError, ValueError):
     """A checkpoint that cannot be converted: unreadable, corrupt, incomplete or inconsistent.
 
@@ -214,6 +247,7 @@ __all__ = [
     "CheckpointError",
     "DeviceNotAvailableError",
     "DistributedInputError",
+    "EncoderMemoryError",
     "InputTypeError",
     "InputValueError",
     "KernelError",

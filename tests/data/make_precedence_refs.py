@@ -16,7 +16,7 @@ from pathlib import Path
 
 import transformers
 from make_length_refs import sent_encode
-from precedence_cases import make_case
+from precedence_cases import TINY, make_case
 from transformers import AutoTokenizer
 
 HERE = Path(__file__).resolve().parent
@@ -39,6 +39,21 @@ def template(single: list[str], ids: dict[str, int]) -> dict:
     }
 
 
+def with_added(family: str, content: str, token_id: int) -> dict:
+    """The tiny ``family``'s ``added_tokens_decoder`` with ``content`` added at ``token_id``."""
+    config = json.loads((TINY / family / "tokenizer_config.json").read_text())
+    decoder = dict(config["added_tokens_decoder"])
+    decoder[str(token_id)] = {
+        "content": content,
+        "lstrip": False,
+        "normalized": False,
+        "rstrip": False,
+        "single_word": False,
+        "special": False,
+    }
+    return decoder
+
+
 CASES = {
     # special_tokens_map.json names another SEP; tokenizer_config.json has added_tokens_decoder
     "bert/map-sep-with-decoder": ["bert", {"special_tokens_map.json": {"sep_token": "[MASK]"}}, []],
@@ -58,12 +73,75 @@ CASES = {
         {"special_tokens_map.json": {"cls_token": "</s>"}},
         ["added_tokens_decoder"],
     ],
+    # the fast classes of RoBERTa, BART and MPNet frame an empty text with bos and eos
+    "bart/map-cls-legacy": [
+        "bart",
+        {"special_tokens_map.json": {"cls_token": "</s>"}},
+        ["added_tokens_decoder"],
+    ],
+    "mpnet/map-cls-legacy": [
+        "mpnet",
+        {"special_tokens_map.json": {"cls_token": "</s>"}},
+        ["added_tokens_decoder"],
+    ],
     # added_tokens.json beside added_tokens_decoder: not read; without it: read
+    # (config.json's vocab_size: an embedding table with rows for the added ids, as a model
+    # resized for them has; the tokenizer refuses a text with an id past the table)
     "bert/added-json-with-decoder": ["bert", {"added_tokens.json": {"<extra>": 1500}}, []],
     "bert/added-json-legacy": [
         "bert",
-        {"added_tokens.json": {"<extra>": 1500}},
+        {"added_tokens.json": {"<extra>": 1500}, "config.json": {"vocab_size": 1512}},
         ["added_tokens_decoder"],
+    ],
+    # an added token saved with an id past the vocabulary (1,500 lines of vocab.txt): the slow
+    # class keeps the saved id, a fast one converted from vocab.txt appends it (1500), a fast
+    # one from tokenizer.json too
+    "bert/added-past-vocabulary": [
+        "bert",
+        {
+            "tokenizer_config.json": {"added_tokens_decoder": with_added("bert", "<extra>", 1507)},
+            "config.json": {"vocab_size": 1512},
+        },
+        [],
+    ],
+    "bert/added-past-vocabulary-no-json": [
+        "bert",
+        {
+            "tokenizer_config.json": {"added_tokens_decoder": with_added("bert", "<extra>", 1507)},
+            "tokenizer.json": None,
+            "config.json": {"vocab_size": 1512},
+        },
+        [],
+    ],
+    # the same past a SentencePiece model's pieces: the slow classes keep the saved id (this
+    # package gave the unknown piece's id, silently), the fast conversion appends (1000)
+    "t5/added-past-pieces": [
+        "t5",
+        {
+            "tokenizer_config.json": {"added_tokens_decoder": with_added("t5", "<extra>", 1002)},
+            "config.json": {"vocab_size": 1010},
+        },
+        [],
+    ],
+    "deberta-v3/added-past-pieces": [
+        "deberta-v3",
+        {
+            "tokenizer_config.json": {
+                "added_tokens_decoder": with_added("deberta-v3", "<extra>", 1002)
+            },
+            "config.json": {"vocab_size": 1010},
+        },
+        [],
+    ],
+    "albert/added-past-pieces": [
+        "albert",
+        {
+            "tokenizer_config.json": {
+                "added_tokens_decoder": with_added("albert", "<extra>", 1002)
+            },
+            "config.json": {"vocab_size": 1010},
+        },
+        [],
     ],
     # tokenizer.json's post-processor: the fast tokenizer's frame (the slow one builds its own)
     "bert/post-processor-two-seps": [

@@ -11,12 +11,16 @@ TINY = Path(__file__).resolve().parent / "reference" / "tiny"
 
 
 def make_case(root: Path, family: str, edits: dict, drop: list[str]) -> Path:
-    """A copy of the tiny ``family`` with ``edits`` (file: keys set) and tokenizer_config.json
-    keys ``drop``ped (the rest as the tiny checkpoint has it, ``tokenizer.json`` included)."""
+    """A copy of the tiny ``family`` with ``edits`` (file: keys set; file: None removes the
+    file) and tokenizer_config.json keys ``drop``ped (the rest as the tiny checkpoint has it,
+    ``tokenizer.json`` included)."""
     folder = root / family
     shutil.copytree(TINY / family, folder, ignore=shutil.ignore_patterns("*.npz", "*.safetensors"))
     for name, values in edits.items():
         path = folder / name
+        if values is None:
+            path.unlink()
+            continue
         data = json.loads(path.read_text()) if path.exists() else {}
         data.update(values)
         path.write_text(json.dumps(data))

@@ -397,7 +397,9 @@ def max_positions(config: dict[str, Any]) -> int | None:
     RoBERTa-family position ids start after ``pad_token_id`` (``cumsum(mask) + padding_idx``), so
     514 position embeddings hold 512 tokens; the other families use positions ``0..T-1``. T5 and
     XLNet have no position table (relative positions work at any length), nor have GTE's
-    rotary ``new`` models (new-impl grows its tables with the input), and ProphetNet clamps its
+    rotary ``new`` models (new-impl grows its tables with the input) and ModernBERT, Qwen3 and
+    Gemma3 (transformers computes their rotary angles from the position ids, whatever
+    ``max_position_embeddings`` says), and ProphetNet clamps its
     position ids to the table's last row: None, the tokenizer's ``model_max_length`` alone
     limits the input.
 
@@ -428,6 +430,8 @@ def max_positions(config: dict[str, Any]) -> int | None:
     if family == "new" and rope:  # new-impl grows its rotary tables with the input
         return None
     if family == "prophetnet":  # position ids clamped to the table's last row: any length
+        return None
+    if family in ("modernbert", "qwen3", "gemma3"):  # rotary angles from the positions
         return None
     if family == "nomic_bert":  # a GPT2Config: n_positions (8,192 for nomic-embed-text)
         return int_field(config, "n_positions", "max_position_embeddings")

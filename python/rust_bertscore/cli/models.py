@@ -41,8 +41,43 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="also list the models this version converts beyond bert_score's table "
         "(ModernBERT, Qwen3-Embedding, EmbeddingGemma, nomic-embed-text)",
     )
+    explain = p.add_argument_group("the fast path (precision='fast')")
+    explain.add_argument(
+        "--explain",
+        action="store_true",
+        help="instead of the listing: the CPU's deciding flags and, for --model, the path "
+        "precision='fast' runs on this host with each path's measured speed against fp32 and "
+        "mean |dF| (measured now unless cached: seconds)",
+    )
+    explain.add_argument(
+        "-m", "--model", default=None, help="the model for --explain (default: the default model)"
+    )
+    explain.add_argument(
+        "--num_layers", type=int, default=None, help="its layer (default: its tuned layer)"
+    )
     add_common_flags(p)
     p.set_defaults(run=run)
+
+
+def explain(args: argparse.Namespace) -> int:
+    """Print the host's deciding flags and the fast path of ``args.model``."""
+    from ..models.fast_path import DECIDING_FLAGS, read_host, slowdown_warning
+    from ..scoring.fast_measure import choose_fast_path
+    from ..scoring.scorer import BERTScorer
+
+    host = read_host()
+    out = sys.stdout
+    out.write(f"CPU: {host.model}, {host.cpus} CPUs\n")
+    for precision, flags in DECIDING_FLAGS.items():
+        has = ", ".join(f"{f} {'yes' if f in host.flags else 'no'}" for f in flags)
+        note = slowdown_warning(precision, host)
+        out.write(f"{precision}: {has}{'' if note is None else ' (likely slower than fp32)'}\n")
+    model = args.model or DEFAULT_MODEL
+    choice = choose_fast_path(model, args.num_layers, BERTScorer)
+    out.write(f"precision='fast' for {model} (layer {args.num_layers or 'tuned'}):\n")
+    for line in choice.explain():
+        out.write(f"  {line}\n")
+    return 0
 
 
 def _count_line(models: list[ModelInfo]) -> str:
@@ -53,7 +88,9 @@ def _count_line(models: list[ModelInfo]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the listing in ``args.format``."""
+    """Print the listing in ``args.format`` (or, with ``--explain``, the fast path)."""
+    if args.explain:
+        return explain(args)
     models = supported_models(beyond_table=args.beyond_table)
     shown = [DEFAULT_ROW, *(m for m in models if m.convertible or not args.convertible)]
     offline = {m.name: offline_source(m.name) is not None for m in shown}

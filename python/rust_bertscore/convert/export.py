@@ -12,7 +12,7 @@ from .checkpoint import float32_bytes
 from .graph import streaming_weights
 from .registry import build_model
 
-CONVERTER_VERSION = "2"
+CONVERTER_VERSION = "3"
 """Version of the graphs written here; bump it whenever they change (part of the cache key)."""
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..errors import InputValueError
+from .fast_path import read_host
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8", "bf16")
 """A scorer's ``precision``: float32 (on CUDA without TF32), float32 with CUDA's TF32 GEMMs
@@ -32,7 +33,9 @@ def auto_backend(
     """What ``runtime="auto"`` runs: ONNX Runtime for fp32, tf32 and fp16 (bert_score's numbers;
     CUDA), and for any precision on CUDA; OpenVINO for ``"int8"`` and ``"bf16"`` on the CPU when
     it is installed (with NNCF, for int8) and its CPU plugin reports the capability (``INT8``,
-    ``BF16``); else ONNX Runtime's int8, or, for bf16, an error saying what is missing.
+    ``BF16``); else ONNX Runtime's int8, or, for bf16, an error saying what is missing. On a
+    CPU without VNNI or AMX, int8 runs on ONNX Runtime (OpenVINO's measured slower than fp32
+    there too, and costs a quantisation; the scorer warns either way).
 
     ``device=None`` counts as the CPU unless ONNX Runtime offers CUDA (it would pick it).
     ``openvino_problem`` stands in for
@@ -57,6 +60,10 @@ def auto_backend(
         on_cpu = CUDA_PROVIDER not in onnxruntime().get_available_providers()
     if not on_cpu:
         return "onnxruntime"  # check_backend then says what CUDA runs
+    if precision == "int8" and not read_host().has("int8"):
+        # without VNNI or AMX both runtimes' int8 ran slower than fp32 (the scorer warns);
+        # ONNX Runtime's graph at least costs no NNCF quantisation
+        return "onnxruntime"
     if openvino_problem is False:
         from ..stages.openvino_encoder import openvino_problem as probe
 

@@ -381,9 +381,10 @@ def _load_runtime(
 
 
 def check_vocabulary(tokenizer: TextTokenizer, config: dict) -> None:
-    """``ModelLoadError`` when the tokenizer has ids past the model's embedding table (a
-    tokenizer from another model: its ids would index rows that do not exist), or the padding
-    id is (it would fail only when a batch runs, in ONNX Runtime's words)."""
+    """``ModelLoadError`` when the tokenizer's vocabulary has ids past the model's embedding
+    table (a tokenizer from another model: its ids would index rows that do not exist), or the
+    padding id is (it would fail only when a batch runs, in ONNX Runtime's words). Added tokens
+    past the table are refused in the text that gives one (``TextTokenizer.embedding_rows``)."""
     rows = config.get("vocab_size")
     if isinstance(rows, int) and rows > 0 and tokenizer.base_vocab_size > rows:
         raise ModelLoadError(

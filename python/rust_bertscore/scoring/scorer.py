@@ -29,6 +29,7 @@ from ..engine.settings import (
     check_flag,
 )
 from ..errors import InputValueError, ModelNotFoundError, warn_user
+from ..models.fast_path import FastChoice, read_host, slowdown_warning
 from ..models.runtime import check_backend, check_precision, load_runtime
 from ..stages.embeddings import EmbeddingCache
 from ..stages.options import ScoringOptions
@@ -36,6 +37,7 @@ from ..stages.rescale import packaged_baseline, rescale
 from ..stages.scored_tokens import warn_truncated
 from ..stages.text import pair_texts
 from ..store import StoreArg, open_store
+from .fast_measure import choose_fast_path
 from .methods import ScorerAnalyses
 from .properties import ScorerProperties
 
@@ -89,7 +91,7 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         mT5, mBART, XLNet, DeBERTa-v3's SentencePiece models); where transformers has no fast
         class (XLM, Bertweet, ByT5, ProphetNet) bert_score gets the slow tokenizer, and so does
         this package. BlenderbotSmall raises :class:`~rust_bertscore.errors.InputValueError`.
-    precision : {"fp32", "tf32", "fp16", "int8"}
+    precision : {"fp32", "tf32", "fp16", "int8", "bf16", "fast"}
         ``"fp32"`` is float32 on every device (on CUDA with TF32 off: bert_score's numbers).
         ``"tf32"`` lets CUDA run float32 GEMMs in TF32 (faster, F within about 1e-2 of fp32 on
         small models; the CPU has no TF32 and computes fp32). ``"fp16"`` runs a float16 graph
@@ -101,6 +103,13 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         about 0.003 of fp32 on average (Pearson r 0.9997 over WMT pairs; docs/performance.md).
         Use it to rank systems or filter data; keep fp32 to report numbers comparable with
         bert_score. ``"bf16"``: bfloat16, with ``runtime="openvino"`` on a CPU with BF16 only.
+        On a CPU without the instructions that make them fast (VNNI or AMX for int8, AVX512-BF16
+        or AMX for bf16) asking for int8 warns: it measured slower than fp32 there.
+        ``"fast"``: the fastest CPU path of this host whose mean |dF| against fp32 is within
+        0.002 on built-in pairs and that measures at least 1.1x fp32, chosen by a measurement
+        of a few seconds at first use and cached per host and model (fp32 where nothing
+        qualifies); :attr:`fast_choice` holds the figures, and the signature the precision
+        and runtime that ran (:mod:`rust_bertscore.models.fast_path`).
     cache_bytes : int
         Bound, in bytes, of the LRU cache of encoded texts kept across :meth:`score` calls
         (default 512 MiB; 0 disables it; :meth:`close` empties it). Scoring a second system
@@ -218,9 +227,23 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
         self.nthreads = nthreads
         self.revision = revision
         self._model_type = choose_model(model_type, lang)
+        fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
+        self.fast_choice: FastChoice | None = None
+        """With ``precision="fast"``: the path chosen for this host and model, with the
+        figures behind it (``fast_choice.explain()``); None otherwise."""
+        if precision == "fast":
+            self.fast_choice = choose_fast_path(
+                self._model_type,
+                num_layers,
+                type(self),
+                runtime=runtime,
+                device=device,
+                use_fast_tokenizer=fast,
+                revision=revision,
+            )
+            precision, runtime = self.fast_choice.precision, self.fast_choice.runtime
         check_precision(precision)
         check_backend(runtime, precision, device)
-        fast = check_flag("use_fast_tokenizer", use_fast_tokenizer)
         try:
             loaded = load_runtime(
                 self._model_type,
@@ -241,6 +264,10 @@ class BERTScorer(ScorerProperties, ScorerAnalyses):
                 f"another model, pass it with lang: lang={lang!r}, model_type=...)"
             ) from e
         self.device = loaded.encoder.device
+        if self.fast_choice is None and self.device == "cpu":
+            slow = slowdown_warning(precision, read_host())
+            if slow is not None:
+                warn_user(slow)
         self._own_store = None if opened is store else opened  # opened from a path: ours
         self._open_pipeline = ScoringPipeline(
             loaded, EmbeddingCache(cache_bytes), opened, self.options

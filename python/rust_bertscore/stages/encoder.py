@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _core
-from ..errors import InputValueError, ModelLoadError, ModelNotFoundError, RustBertScoreError
+from ..errors import (
+    InputValueError,
+    ModelLoadError,
+    ModelNotFoundError,
+    RustBertScoreError,
+    out_of_memory,
+)
 from ..support.boundary import foreign_call, library_path
 from ..support.inputs import MAX_GRAPH_BYTES
 from . import devices
@@ -251,16 +257,10 @@ class Encoder:
             feeds = {"input_ids": input_ids, "attention_mask": mask}
             (out,) = self.session.run([self.output_name], feeds)
         except MemoryError:
-            raise MemoryError(
-                f"out of memory encoding a batch of {rows} texts of up to {width} tokens: "
-                "use a smaller batch_size"
-            ) from None
+            raise out_of_memory(rows, width) from None
         except Exception as e:
             if "alloc" in str(e).lower() or "memory" in str(e).lower():
-                raise MemoryError(
-                    f"out of memory encoding a batch of {rows} texts of up to {width} "
-                    f"tokens: use a smaller batch_size ({e})"
-                ) from e
+                raise out_of_memory(rows, width, str(e)[:300]) from e
             raise RustBertScoreError(f"{self.runtime_label} failed on a batch: {e}") from e
         return out
 

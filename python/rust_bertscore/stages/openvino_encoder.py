@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InputValueError, ModelLoadError, RustBertScoreError
+from ..errors import InputValueError, ModelLoadError, RustBertScoreError, out_of_memory
 from ..support.boundary import foreign_call, library_path
 from ..support.inputs import MAX_GRAPH_BYTES
 from .devices import default_max_tokens
@@ -382,10 +382,7 @@ class OpenVINOEncoder(Encoder):
         try:
             (out,) = session.run([self.output_name], feeds, share=reuse)
         except MemoryError:
-            raise MemoryError(
-                f"out of memory encoding a batch of {rows} texts of up to {width} tokens: "
-                "use a smaller batch_size"
-            ) from None
+            raise out_of_memory(rows, width) from None
         except Exception as e:  # OpenVINO raises its own untyped errors
             raise RustBertScoreError(f"{self.runtime_label} failed on a batch: {e}") from e
         if self.all_layers:

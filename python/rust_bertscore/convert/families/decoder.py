@@ -50,7 +50,6 @@ class DecoderSizes:
     head_dim: int
     intermediate: int
     vocab: int
-    n_positions: int
     eps: float
     attention_bias: bool
 
@@ -233,7 +232,6 @@ def decoder_sizes(config: dict, *, eps_default: float = 1e-6) -> DecoderSizes:
         head_dim=head_dim,
         intermediate=int_field(config, "intermediate_size"),
         vocab=int_field(config, "vocab_size"),
-        n_positions=int_field(config, "max_position_embeddings"),
         eps=float_field(config, "rms_norm_eps", eps_default),
         attention_bias=bias,
     )
@@ -352,7 +350,7 @@ def decoder_layers(
     """
     w = request.weights
     states = [x]
-    rope = Rotary(g, sizes.head_dim, sizes.n_positions)
+    rope = Rotary(g, sizes.head_dim)
     padding = mask_bias(g) if request.n_build else ""
     biases: dict[str, str] = {}
 

@@ -9,7 +9,8 @@ Facts from that code (the padded path; ``unpad_inputs`` with xformers computes t
   > 0; the ids are ``position_ids * 0``) + ``position_embeddings[0..T-1]`` only when
   ``position_embedding_type`` is "absolute"; then ``embeddings.LayerNorm`` (``layer_norm_eps``).
 - Rotary (``position_embedding_type`` "rope", the default): head-sized, GPT-NeoX halves,
-  ``inv_freq = 1 / rope_theta^(2i / head_dim)`` in float32, positions ``0..T-1`` per row.
+  ``inv_freq = 1 / rope_theta^(2i / head_dim)`` in float32 (torch's ``pow``: ``torch_math``),
+  positions ``0..T-1`` per row.
   ``rope_scaling`` ``{"type": "ntk", "factor": f}`` (fixed NTK, whatever the length): the base
   becomes ``rope_theta * f`` and ``inv_freq /= f^(2 / head_dim)``; with ``mixed_b`` the base stays
   and ``inv_freq /= exp(a * k^mixed_b)``, ``a = log(f) / (head_dim / 2)^mixed_b``,
@@ -38,6 +39,7 @@ from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
 from .rope import heads_attention, rotate
+from .torch_math import exp_float32, log_float32, torch_pow, torch_pow_scalar
 
 GTE_FFN_OUT = "encoder.layer.{i}.mlp.down_proj"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -88,22 +90,32 @@ def gte_inv_freq(theta: float, head_dim: int, scaling: dict[str, Any] | None) ->
     """
     exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
     if not scaling:
-        return (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
+        return (np.float32(1.0) / torch_pow(theta, exponents)).astype(np.float32)
     kind, factor = scaling.get("type"), scaling.get("factor")
     if kind != "ntk" or isinstance(factor, bool) or not isinstance(factor, (int, float)):
         raise CheckpointError(
             f"rope_scaling {scaling!r} is not converted (only new-impl's {{'type': 'ntk', "
             "'factor': f}, with or without mixed_b)"
         )
+    if not factor >= 1:
+        raise CheckpointError(
+            f"rope_scaling factor {factor!r} below 1 is not converted (new-impl's tables would "
+            "depend on the input's length)"
+        )
     mixed_b = scaling.get("mixed_b")
+    if mixed_b is not None and (isinstance(mixed_b, bool) or not isinstance(mixed_b, (int, float))):
+        raise CheckpointError(f"rope_scaling mixed_b must be a number, got {mixed_b!r}")
+    # new-impl: `1.0 / (base ** (arange(0, dim, 2).float() / dim))`, torch's float32 pow
     base = theta * (factor if mixed_b is None else 1)
-    inv = np.float32(1.0) / np.power(np.float32(base), exponents)
-    if mixed_b is None:
+    inv = np.float32(1.0) / torch_pow(base, exponents)
+    if mixed_b is None:  # `inv_freq / factor ** (2 / dim)`: a Python float, rounded to float32
         return (inv / np.float32(factor ** (2 / head_dim))).astype(np.float32)
-    a = np.log(np.float32(factor)) / np.float32((head_dim / 2) ** float(mixed_b))
+    # `a = tensor(factor).log() / (dim / 2) ** mixed_b`,
+    # `lambda_1_m = (a * arange(1, dim // 2 + 1).float() ** mixed_b).exp()`
+    a = log_float32(factor) / np.float32((head_dim / 2) ** mixed_b)
     k = np.arange(1, head_dim // 2 + 1, dtype=np.int64).astype(np.float32)
-    lam = np.exp(np.float32(a) * np.power(k, np.float32(mixed_b)))
-    return (inv / lam.astype(np.float32)).astype(np.float32)
+    lam = exp_float32(a * torch_pow_scalar(k, mixed_b))
+    return (inv / lam).astype(np.float32)
 
 
 NEW_CONFIG_DEFAULTS: dict[str, Any] = {

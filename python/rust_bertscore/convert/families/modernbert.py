@@ -55,7 +55,6 @@ class ModernBertSpec:
     heads: int
     intermediate: int
     vocab: int
-    n_positions: int
     eps: float
     norm_bias: bool
     attention_bias: bool
@@ -101,7 +100,6 @@ def modernbert_spec(config: dict[str, Any]) -> ModernBertSpec:
         heads=heads,
         intermediate=int_field(config, "intermediate_size"),
         vocab=int_field(config, "vocab_size"),
-        n_positions=int_field(config, "max_position_embeddings"),
         eps=float_field(full, "norm_eps", 1e-5),
         norm_bias=_flag(config, "norm_bias"),
         attention_bias=_flag(config, "attention_bias"),
@@ -211,7 +209,7 @@ def build_modernbert(request: BuildRequest) -> onnx.ModelProto:
     x = norm(g.op("Gather", [table, INPUT_IDS], "embeddings/tokens", axis=0), "embeddings.norm")
     states = [x]
     if request.n_build:
-        rope = Rotary(g, spec.head_dim, spec.n_positions)
+        rope = Rotary(g, spec.head_dim)
         global_bias = mask_bias(g)
         local_bias: str | None = None
         for i in range(request.n_build):

@@ -21,10 +21,10 @@ CPU float32 run takes (``scaled_dot_product_attention``, no flash-attn):
 - ``rotary_scaling_factor`` (nomic-embed-text-v1.5's long-context setting) selects the dynamic NTK
   rotary: for a sequence of ``n > max_trained_positions`` tokens the base becomes
   ``base * (f * n / max_trained_positions - (f - 1)) ** (dim / (dim - 2))`` (Python floats), the
-  inverse frequencies ``1 / base'^(2i / dim)`` in float32. The remote module keeps that base and
-  its cos/sin cache between calls (what a call gets depends on the calls before it); the graph
-  gives every text what a freshly loaded model gives it alone, ``n`` its own length, so padding
-  in a batch never changes a token's state.
+  inverse frequencies ``1 / base'^(2i / dim)`` in float32 (torch's ``pow``: ``torch_math``). The
+  remote module keeps that base and its cos/sin cache between calls (what a call gets depends on
+  the calls before it); the graph gives every text what a freshly loaded model gives it alone,
+  ``n`` its own length, so padding in a batch never changes a token's state.
 - No final norm: hidden state ``L`` is the output of layer ``L`` (``0``: ``emb_ln``'s output).
 - ``attn_pdrop``: the remote code passes it to ``scaled_dot_product_attention`` as
   ``dropout_p`` even in eval mode, so a config with ``attn_pdrop > 0`` (``GPT2Config``'s default
@@ -45,6 +45,7 @@ from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS, CheckpointError, float_field, int_field
 from ..graph import GraphBuilder
 from .rope import heads_attention, rope_tables
+from .torch_math import torch_pow
 
 NOMIC_FFN_OUT = "encoder.layers.{i}.mlp.fc2"
 """The FFN output projection of layer ``i`` (node ``.../MatMul``; the int8 policy's name)."""
@@ -165,7 +166,8 @@ def nomic_spec(config: dict[str, Any], weights: WeightStore) -> NomicSpec:
 def ntk_inv_freq(spec: NomicSpec) -> np.ndarray:
     """``[n_positions + 1, rotary_dim / 2]``: row ``n`` the inverse frequencies the remote dynamic
     NTK rotary uses for a sequence of ``n`` tokens (the base rescaled past
-    ``max_trained_positions``), computed as it does: the base in float64, the powers in float32.
+    ``max_trained_positions``), computed as it does: the base in float64, the powers in float32
+    as torch's ``pow`` computes them (:func:`~.torch_math.torch_pow`).
 
     Examples
     --------
@@ -178,13 +180,15 @@ def ntk_inv_freq(spec: NomicSpec) -> np.ndarray:
     """
     dim, factor = float(spec.rotary_dim), spec.scaling_factor or 1.0
     exponents = np.arange(0, spec.rotary_dim, 2, dtype=np.float32) / np.float32(dim)
-    rows = []
+    bases = []
     for n in range(spec.n_positions + 1):
         base = spec.base
         if spec.scaling_factor and n > spec.max_trained:
             base = spec.base * (factor * n / spec.max_trained - (factor - 1)) ** (dim / (dim - 2))
-        rows.append(np.float32(1.0) / np.power(np.float32(base), exponents))
-    return np.stack(rows).astype(np.float32)
+        bases.append(base)
+    # `1.0 / (base ** exponents)`: the base rounded to float32, torch's pow (SLEEF), one division
+    powers = torch_pow(np.asarray(bases, dtype=np.float64)[:, None], exponents[None, :])
+    return (np.float32(1.0) / powers).astype(np.float32)
 
 
 class _Rotary:

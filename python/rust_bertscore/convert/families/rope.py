@@ -11,9 +11,24 @@ than none or ``"default"`` is not converted (its families refuse it).
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
 from ..blocks import seq_len
 from ..graph import GraphBuilder
+from .torch_math import torch_pow
+
+
+def inverse_frequencies(theta: float, head_dim: int) -> np.ndarray:
+    """``inv_freq = 1 / theta^(2i / head_dim)`` ``[head_dim / 2]`` in float32, as transformers'
+    default RoPE computes it (``theta ** (arange(0, d, 2).float() / d)``).
+
+    >>> from rust_bertscore.convert.families.rope import inverse_frequencies
+    >>> inverse_frequencies(10000.0, 4).tolist()
+    [1.0, 0.009999999776482582]
+    """
+    exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
+    # torch's float32 pow (SLEEF's powf), not NumPy's (2 float32 steps off on some): issue 59
+    return (np.float32(1.0) / torch_pow(theta, exponents)).astype(np.float32)
 
 
 def rope_tables(theta: float, head_dim: int, n_positions: int) -> tuple[np.ndarray, np.ndarray]:
@@ -27,16 +42,20 @@ def rope_tables(theta: float, head_dim: int, n_positions: int) -> tuple[np.ndarr
     >>> cos.shape, float(cos[0, 0]), float(sin[0, 0])
     ((3, 4), 1.0, 0.0)
     """
-    exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
-    inv_freq = (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
+    inv_freq = inverse_frequencies(theta, head_dim)
     angles = np.arange(n_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # float32
     angles = np.concatenate([angles, angles], axis=1).astype(np.float64)
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
 class Rotary:
-    """Per-theta ``cos``/``sin`` rows ``0..T-1`` of one graph, built once, broadcast over batch
-    and heads.
+    """Per-theta ``cos``/``sin`` rows ``0..T-1`` of one graph, computed in the graph from the
+    input's length (no table: any length runs, as transformers' rotary classes compute the
+    angles from the position ids), built once per theta, broadcast over batch and heads.
+
+    The angles are ``float32(position) * inv_freq`` in float32, transformers' own product
+    (``inv_freq @ position_ids`` in float32: one product per element), then ``Cos`` and ``Sin``
+    in float32 as torch takes them.
 
     Parameters
     ----------
@@ -44,33 +63,42 @@ class Rotary:
         The graph.
     head_dim
         The size of one attention head (even).
-    n_positions
-        The rows of the tables: the longest input the graph accepts.
 
     Examples
     --------
     >>> from rust_bertscore.convert.blocks import new_graph
     >>> from rust_bertscore.convert.families.rope import Rotary
     >>> g = new_graph()
-    >>> rope = Rotary(g, head_dim=4, n_positions=8)
-    >>> rope.rows(10000.0) == rope.rows(10000.0)  # one pair of tables per theta
+    >>> rope = Rotary(g, head_dim=4)
+    >>> rope.rows(10000.0) == rope.rows(10000.0)  # one pair of rows per theta
     True
     """
 
-    def __init__(self, g: GraphBuilder, head_dim: int, n_positions: int) -> None:
-        self.g, self.head_dim, self.n_positions = g, head_dim, n_positions
+    def __init__(self, g: GraphBuilder, head_dim: int) -> None:
+        self.g, self.head_dim = g, head_dim
         self._rows: dict[float, tuple[str, str]] = {}
+        self._positions: str | None = None
+
+    def positions(self) -> str:
+        """``[T, 1]`` float32 positions ``0..T-1`` of the input (one node per graph)."""
+        if self._positions is None:
+            g = self.g
+            t = g.op("Squeeze", [seq_len(g), g.ints("axis0", [0])], "rope/t")
+            pos = g.op("Range", [g.scalar(0, "int64"), t, g.scalar(1, "int64")], "rope/pos")
+            pos = g.op("Cast", [pos], "rope/pos_f", to=onnx.TensorProto.FLOAT)
+            self._positions = g.op("Unsqueeze", [pos, g.ints("axis1", [1])], "rope/pos_col")
+        return self._positions
 
     def rows(self, theta: float) -> tuple[str, str]:
         """The names of ``cos`` and ``sin`` rows ``0..T-1`` (``[T, head_dim]``) for ``theta``."""
         if theta not in self._rows:
-            g = self.g
-            cos, sin = rope_tables(theta, self.head_dim, self.n_positions)
-            start, axis0 = g.ints("rope/start", [0]), g.ints("axis0", [0])
-            t = seq_len(g)
+            g, tag = self.g, f"{theta:g}"
+            inv = g.weight(f"rope/inv_freq_{tag}", inverse_frequencies(theta, self.head_dim))
+            angles = g.op("Mul", [self.positions(), inv], f"rope/angles_{tag}")
+            angles = g.op("Concat", [angles, angles], f"rope/angles2_{tag}", axis=-1)
             self._rows[theta] = (
-                g.op("Slice", [g.weight(f"rope/cos_{theta:g}", cos), start, t, axis0], "rope/cos"),
-                g.op("Slice", [g.weight(f"rope/sin_{theta:g}", sin), start, t, axis0], "rope/sin"),
+                g.op("Cos", [angles], f"rope/cos_{tag}"),
+                g.op("Sin", [angles], f"rope/sin_{tag}"),
             )
         return self._rows[theta]
 

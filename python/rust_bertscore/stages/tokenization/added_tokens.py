@@ -31,18 +31,30 @@ class AddedToken:
     """Matched in the normalised text (a fast tokenizer's flag; the slow ones ignore it)."""
 
 
+def _flag_of(value: dict, key: str, default: bool) -> bool:
+    """An added token's flag: true or false (transformers refuses anything else at load, where
+    ``bool("false")`` would have been True here)."""
+    flag = value.get(key, default)
+    if not isinstance(flag, bool):
+        raise InputValueError(
+            f"the added token {str(value.get('content'))[:60]!r}: {key} must be true or false, "
+            f"got {flag!r:.40}"
+        )
+    return flag
+
+
 def _entry(value: object, token_id: int | None = None) -> AddedToken | None:
     if isinstance(value, str):
         return AddedToken(value, id=token_id)
     if isinstance(value, dict) and isinstance(value.get("content"), str):
-        special = bool(value.get("special", True))
+        special = _flag_of(value, "special", True)
         return AddedToken(
             value["content"],
-            lstrip=bool(value.get("lstrip", False)),
-            rstrip=bool(value.get("rstrip", False)),
+            lstrip=_flag_of(value, "lstrip", False),
+            rstrip=_flag_of(value, "rstrip", False),
             special=special,
             id=token_id,
-            normalized=bool(value.get("normalized", not special)),
+            normalized=_flag_of(value, "normalized", not special),
         )
     return None
 

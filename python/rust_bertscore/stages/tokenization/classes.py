@@ -126,6 +126,11 @@ class TokenizerClass:
         True when an empty text encodes to no token at all: bert_score encodes it with
         ``build_inputs_with_special_tokens([])``, which ``PreTrainedTokenizerFast`` (a checkpoint
         with only a ``tokenizer.json``, such as ModernBERT) leaves empty.
+    fast_empty_bos_eos : bool
+        True when the class's fast counterpart frames an empty text with ``bos`` and ``eos``
+        (``RobertaTokenizerFast``, BART's, LED's, Longformer's and MPNet's
+        ``build_inputs_with_special_tokens``) where the slow class takes ``cls`` and ``sep``:
+        the same ids unless the files name other tokens.
     """
 
     name: str
@@ -137,13 +142,14 @@ class TokenizerClass:
     language_codes: tuple[str, ...] = ()
     defaults: dict[str, object] = field(default_factory=dict)
     bare_empty: bool = False
+    fast_empty_bos_eos: bool = False
 
 
 _CLASSES = [
     # The generic fast class: bert_score gets it even with use_fast=False (there is no slow
     # one); its template (tokenizer.json's post-processor) frames a text, an empty text gets none.
     TokenizerClass("PreTrainedTokenizerFast", bare_empty=True),
-    TokenizerClass("RobertaTokenizer", prefix_space=True),
+    TokenizerClass("RobertaTokenizer", prefix_space=True, fast_empty_bos_eos=True),
     # Qwen2's byte-level BPE (Qwen3, Qwen3-Embedding): no special tokens at all, an empty text is
     # no tokens; pre-tokenised by its own pattern after NFC (fast.qwen2_tokenizer)
     TokenizerClass("Qwen2Tokenizer", layout=LAYOUT_BARE, has_cls_sep=False, bare_empty=True),
@@ -163,12 +169,12 @@ _CLASSES = [
         },
     ),
     TokenizerClass("GPT2Tokenizer", prefix_space=True),
-    TokenizerClass("BartTokenizer"),
+    TokenizerClass("BartTokenizer", fast_empty_bos_eos=True),
     TokenizerClass("DebertaTokenizer"),
-    TokenizerClass("LongformerTokenizer"),
-    TokenizerClass("LEDTokenizer"),
+    TokenizerClass("LongformerTokenizer", fast_empty_bos_eos=True),
+    TokenizerClass("LEDTokenizer", fast_empty_bos_eos=True),
     TokenizerClass("BertTokenizer"),
-    TokenizerClass("MPNetTokenizer"),
+    TokenizerClass("MPNetTokenizer", fast_empty_bos_eos=True),
     TokenizerClass(
         "AlbertTokenizer", sentencepiece="albert", model_files=("spiece.model", "spm.model")
     ),

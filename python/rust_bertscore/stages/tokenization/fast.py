@@ -15,7 +15,8 @@ from tokenizers import Tokenizer
 from ...errors import InputValueError, ModelNotFoundError
 from ...support.boundary import KEEP, foreign_call, library_path
 from ...support.inputs import MAX_TOKENIZER_BYTES, read_bytes
-from .added_tokens import AddedToken, collect_added_tokens
+from .added_ids import add_missing_tokens, add_special_tokens
+from .added_tokens import collect_added_tokens
 from .classes import TokenizerClass
 from .programs import check_tokenizer, check_tokenizer_json_charsmaps
 from .sentencepiece_fast import sentencepiece_fast_tokenizer
@@ -53,8 +54,17 @@ class FastIds:
         self.source = source
         tokenizer.no_padding()
         tokenizer.no_truncation()
-        self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
-        self.base_vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=False))
+        # One past the largest id: added tokens may sit past the vocabulary, with ids between
+        # unused (add_special_tokens), where the count of tokens would be smaller.
+        count = int(tokenizer.get_vocab_size(with_added_tokens=True))
+        added_ids = tokenizer.get_added_tokens_decoder()
+        self.vocab_size = max(count, max(added_ids, default=-1) + 1)
+        model_count = int(tokenizer.get_vocab_size(with_added_tokens=False))
+        # the vocabulary files' own tokens: not those placed past them (place_past_vocabulary)
+        placed = [
+            i for i in added_ids if i >= model_count and tokenizer.model.id_to_token(i) is not None
+        ]
+        self.base_vocab_size = model_count - len(placed)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         try:
@@ -116,6 +126,7 @@ def load_fast_tokenizer(
         no_builtin_prefix_space(tokenizer)
         wordpiece_unknown_as_added_token(tokenizer)
         wordpiece_case_from_config(tokenizer, tok_config)
+        add_missing_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
         return tokenizer
     wanted = "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
     if cls.model_files:
@@ -195,6 +206,7 @@ def load_use_fast_tokenizer(
         tokenizer = read_tokenizer_json(tokenizer_json)
         no_dropout(tokenizer)
         wordpiece_case_from_config(tokenizer, tok_config)
+        add_missing_tokens(tokenizer, collect_added_tokens(model_dir, tok_config, special_map, {}))
     elif cls.sentencepiece is not None:
         found = [model_dir / n for n in cls.model_files if (model_dir / n).is_file()]
         if not found:
@@ -212,7 +224,8 @@ def load_use_fast_tokenizer(
                 f"no fast tokenizer in {model_dir}: use_fast_tokenizer=True expected "
                 "tokenizer.json, vocab.txt, or vocab.json with merges.txt"
             )
-        add_special_tokens(built, collect_added_tokens(model_dir, tok_config, special_map, {}))
+        added = collect_added_tokens(model_dir, tok_config, special_map, {})
+        add_special_tokens(built, added, saved_ids=False)  # transformers' conversion appends
         tokenizer = built
     pre = tokenizer.pre_tokenizer
     byte_level = pre is not None and type(pre).__name__ == "ByteLevel"
@@ -320,27 +333,6 @@ def qwen2_tokenizer(model_dir: Path) -> Tokenizer | None:
     )
     tokenizer.decoder = decoders.ByteLevel()
     return tokenizer
-
-
-def add_special_tokens(tokenizer: Tokenizer, added: dict[str, AddedToken]) -> None:
-    """Keep the checkpoint's added tokens whole, as the slow tokenizer does."""
-    from tokenizers import AddedToken as RustAddedToken
-
-    by_id = sorted(added.values(), key=lambda t: (t.id is None, t.id or 0))
-    for token in by_id:
-        tokenizer.add_special_tokens(
-            [
-                RustAddedToken(
-                    token.content, lstrip=token.lstrip, rstrip=token.rstrip, normalized=False
-                )
-            ]
-        )
-        got = tokenizer.token_to_id(token.content)
-        if token.id is not None and got != token.id:
-            raise InputValueError(
-                f"{token.content!r} gets id {got} from the vocabulary files but {token.id} from "
-                "the tokenizer's saved configuration: the tokenizer files do not agree"
-            )
 
 
 def no_builtin_prefix_space(tokenizer: Tokenizer) -> None:

@@ -193,13 +193,22 @@ class SentencePieceIds:
             self._fairseq_extra = len(language_codes) + 2
         for i in range(sentinel_count):
             self._added_ids[f"<extra_id_{i}>"] = self.piece_count - 1 + sentinel_count - i
-        for text in added:
-            if text not in self._added_ids:
-                piece_id = self._piece_id(text)
-                if piece_id is not None:
-                    self._added_ids[text] = piece_id
-        # an added token without an id (not in the vocabulary) is not split out: transformers
-        # would give it a new id past the embedding table
+        # As transformers' slow classes number added tokens: the id saved for it
+        # (added_tokens_decoder, added_tokens.json), past the model's pieces too; else the
+        # piece's own; else (a named special token the model lacks) the next free id, in order.
+        pending = []
+        for text, token in added.items():
+            if text in self._added_ids:
+                continue
+            piece_id = self._piece_id(text)
+            if token.id is not None and token.id >= 0:
+                self._added_ids[text] = token.id
+            elif piece_id is not None:
+                self._added_ids[text] = piece_id
+            elif text:
+                pending.append(text)
+        for text in pending:
+            self._added_ids[text] = self.vocab_size
         self._splitter = AddedTokenSplitter(
             {k: v for k, v in added.items() if k in self._added_ids}
         )
@@ -228,8 +237,8 @@ class SentencePieceIds:
         if self.convention == "pegasus":
             known = self._sp.IdToPiece(sp_id) == piece  # type: ignore[attr-defined]
             return sp_id + self._offset if known else None
-        if sp_id == 0 and self._sp.IdToPiece(0) != piece:  # type: ignore[attr-defined]
-            return None  # PieceToId answers 0 (the unknown piece) for pieces it lacks
+        if self._sp.IdToPiece(sp_id) != piece:  # type: ignore[attr-defined]
+            return None  # PieceToId answers the unknown piece's id for pieces it lacks
         if self.convention == "fairseq":
             return sp_id + 1 if sp_id else None
         if self.convention == "xlm-prophetnet":

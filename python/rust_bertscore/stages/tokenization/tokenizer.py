@@ -24,7 +24,7 @@ from typing import Protocol
 
 from tokenizers import Tokenizer
 
-from ...catalog.configs import full_attention_limit, max_positions
+from ...catalog.configs import full_attention_limit
 from ...errors import InputValueError
 from ...support.boundary import foreign_call
 from ...support.inputs import read_json_object
@@ -55,6 +55,7 @@ from .fast import (
     load_use_fast_tokenizer,
     template_frame,
 )
+from .lengths import declares_no_limit, max_length_of
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -77,10 +78,6 @@ _OWN_PREFIX_SPACE_CLASSES = frozenset(
 LOAD_KEEPS = (FileNotFoundError, ImportError)
 """What a tokenizer load lets through from the libraries (the missing file, the missing
 package); anything else they raise or panic with is an ``InputValueError`` naming the folder."""
-
-# transformers' placeholder for "no limit" (int(1e30)); anything this large is not a real limit.
-
-_NO_LIMIT = 10**12
 
 TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
@@ -205,6 +202,11 @@ class TextTokenizer:
             self.sep_id = self._special_id("sep_token", [*names["sep_token"], "[SEP]", "</s>"])
         self._prefix, self._suffix = self._frame(tok_config, names)
         self._empty = [] if self.tokenizer_class.bare_empty else self._prefix + self._suffix
+        if uses_fast and self.tokenizer_class.fast_empty_bos_eos:
+            self._empty = [
+                self._special_id("bos_token", [*names["bos_token"], "<s>"]),
+                self._special_id("eos_token", [*names["eos_token"], "</s>"]),
+            ]
         # A fast tokenizer loaded from tokenizer.json adds what its post-processor says to a
         # text (an empty text gets the class's build_inputs_with_special_tokens, above).
         from_file = uses_fast or self.tokenizer_class.name == "PreTrainedTokenizerFast"
@@ -219,12 +221,29 @@ class TextTokenizer:
                 self._prefix, self._suffix = framed
         # T5's slow tokenizer does not double a final </s>; its fast template always adds one.
         self._eos_if_absent = self.tokenizer_class.layout == LAYOUT_EOS and not uses_fast
-        self.max_length = _max_length(tok_config, config)
+        self.max_length = max_length_of(tok_config, config)
         # transformers' fast tokenizer cannot truncate to "no limit" (int(1e30)): bert_score's
         # fast path raises OverflowError on every non-empty text of such a checkpoint
-        self._fast_unbounded = uses_fast and _declares_no_limit(tok_config)
+        self._fast_unbounded = uses_fast and declares_no_limit(tok_config)
         self.full_attention_limit = full_attention_limit(config)
         self.vocab_size = int(self._source.vocab_size)
+        self.embedding_rows: int | None = None
+        """The model's embedding rows (``config.json``'s ``vocab_size``) when the tokenizer has
+        ids past them (added tokens saved past the table): :meth:`encode_content` then refuses
+        a text that gives one, and :attr:`vocab_size` (what tables by token id are sized by)
+        stops at the table, however large a saved id is."""
+        rows = config.get("vocab_size")
+        if isinstance(rows, int) and not isinstance(rows, bool) and 0 < rows < self.vocab_size:
+            self.embedding_rows = self.vocab_size = rows
+            framing = [*self._prefix, *self._suffix, *self._empty]
+            if framing and max(framing) >= rows:
+                token_id = max(framing)
+                raise InputValueError(
+                    f"the tokenizer of {self.model_dir} frames every text with "
+                    f"{self._source.id_to_token(token_id)!r} (id {token_id}), past the {rows} rows "
+                    "of the model's embedding table (config.json vocab_size): the special token "
+                    "files name a token the model has no vector for"
+                )
         self.base_vocab_size = int(self._source.base_vocab_size)
 
     def _special_id(self, key: str, names: list[str | None]) -> int:
@@ -311,9 +330,21 @@ class TextTokenizer:
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
             encoded = self._source.encode_batch([prepared[i] for i in todo])
+            rows = self.embedding_rows
             for i, ids in zip(todo, encoded):
                 out[i] = list(ids)
+                if rows is not None and ids and max(ids) >= rows:
+                    self._past_the_table(texts, i, max(ids), rows)
         return out
+
+    def _past_the_table(self, texts: Sequence[str], i: int, token_id: int, rows: int) -> None:
+        token = self._source.id_to_token(token_id)
+        raise InputValueError(
+            f"text {i} ({texts[i].strip()[:40]!r}...) has the added token {token!r} (id "
+            f"{token_id}), past the {rows} rows of the model's embedding table (config.json "
+            f"vocab_size of {self.model_dir}): the model has no vector for it (bert_score's "
+            "fails on it too)"
+        )
 
     def check_full_attention(self, texts: Sequence[str], ids: list[list[int]]) -> None:
         """``ValueError`` for a text longer than a block-sparse BigBird's full-attention limit."""
@@ -454,41 +485,3 @@ def _wants_prefix_space(tok_config: dict, config: dict) -> bool:
             return bool(tok_config.get("add_prefix_space", False))
         return cls in PREFIX_SPACE_CLASSES
     return str(config.get("model_type", "")) in PREFIX_SPACE_MODEL_TYPES
-
-
-def _declares_no_limit(tok_config: dict) -> bool:
-    """True when ``model_max_length`` is absent (transformers then takes ``int(1e30)``) or does
-    not fit the 64-bit length the ``tokenizers`` library truncates to."""
-    declared = tok_config.get("model_max_length")
-    if isinstance(declared, bool) or not isinstance(declared, (int, float)):
-        return True
-    return declared >= 2**64
-
-
-def _max_length(tok_config: dict, config: dict) -> int | None:
-    """The tokenizer's ``model_max_length``, bounded by what the position table can hold.
-
-    None (no truncation) when the tokenizer declares no limit (transformers 4.57 then gives
-    ``int(1e30)``: it keeps no table of lengths per checkpoint) and the model takes any length
-    (T5's relative positions, ProphetNet's clamped ones, ...), as bert_score then truncates
-    nothing. Where the position table is shorter than the text, bert_score's model fails on
-    it; here the text is truncated to the table, with the truncation warning.
-    """
-    try:
-        positions: int | None = max_positions(config)
-        known = True
-    except ValueError:  # no usable position table size in config.json
-        positions, known = None, False
-    declared = tok_config.get("model_max_length")
-    if isinstance(declared, (int, float)) and 0 < declared < _NO_LIMIT:
-        limit = int(declared)
-        return min(limit, positions) if positions else limit
-    if positions:
-        return positions
-    if (
-        known
-        or config.get("model_type") in ("t5", "mt5", "xlnet")
-        or "relative_attention_num_buckets" in config
-    ):
-        return None
-    return 512
