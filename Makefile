@@ -107,7 +107,7 @@ test-browser: deps ## The HTML report in headless Chromium (installs chromium, c
 		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 	$(PIP) install --quiet "selenium>=4.11"
 	@$(PY) -c "import rust_bertscore._core" 2>/dev/null || $(MAKE) install
-	$(PY) -m pytest -q -rs tests/test_report_browser.py
+	$(PY) -m pytest -q -rs tests/test_report_browser.py tests/test_report_page.py tests/test_report_attacks.py
 
 demo: install ## Install, then score the example texts with the default model
 	$(PY) -m rust_bertscore.cli.demo
@@ -153,6 +153,10 @@ bench-dry-run: install ## 10^6 rows through the distributed path with a tiny mod
 
 bench-store: install ## Embedding store reads: os.pread against lseek + read (the path without pread)
 	$(PY) -m benches.store_reads $(BENCH_OPTS)
+
+.PHONY: bench-report-browser
+bench-report-browser: install ## The HTML report in headless Chromium: time to ready and JS heap at 3,004 x 3 (WMT), 30,000 x 3 and 200,000 x 5
+	$(PY) -m benches.report_browser $(BENCH_OPTS)
 
 .PHONY: bench-long-context
 bench-long-context: install ## 2,000-token documents whole on nomic-embed-text-v1.5's shape against MiniLM windows (skips without WMT)

@@ -92,7 +92,8 @@ def test_text_table_layout(files: Path, expected: BERTScorer) -> None:
     assert out[8].startswith("mixed.txt ") and "p = " in out[9]
     assert set(out[10]) == {"-"}
     assert out[11].startswith(" - each system: mean [95% bootstrap interval]")
-    assert "one-sided p-value" in out[12]
+    assert "two-sided p-value" in out[12]
+    assert "(*) better than the baseline" in out[13] and "(!) worse than the baseline" in out[14]
     assert out == table.format_text().splitlines()
 
 
@@ -148,6 +149,28 @@ def test_paired_ar_text_and_options(files: Path) -> None:
     assert "two-sided p-value" in proc.stdout
 
 
+def test_a_worse_system_is_marked_worse(files: Path) -> None:
+    """Issue 60: a significantly worse system showed p = 1.0 under paired-bs, and under paired-ar
+    the same star as a better one; now both tests say "worse", with its own mark."""
+    # the references themselves (F = 1) against unrelated words: worse on every segment
+    (files / "noise.txt").write_text("zq xv kj\n" * len(REFS), encoding="utf-8")
+    for test in ("--paired-bs", "--paired-ar"):
+        args = ("-r", "refs.txt", "-c", "refs.txt", "-c", "noise.txt", "-m", BERT, test)
+        doc = json.loads(ok(*args, "-n", "2000", "--format", "json", cwd=files).stdout)
+        f = doc["systems"][1]["F1"]
+        assert f["delta"] < 0 and f["p_value"] < 0.05 and f["verdict"] == "worse", f
+        text = ok(*args, "-n", "2000", cwd=files).stdout
+        assert f"{f['delta']:+.4f} (p = {f['p_value']:.4f})!" in text
+        rows = [r.split("\t") for r in ok(*args, "-n", "2000", "--format", "tsv", cwd=files)
+                .stdout.splitlines()]  # fmt: skip
+        assert rows[2][rows[0].index("F1_verdict")] == "worse"
+
+
+def test_source_file_is_accepted(files: Path) -> None:
+    proc = ok(*SYSTEMS, "-s", "good.txt", "-m", BERT, "--format", "tsv", cwd=files)
+    assert proc.stdout == ok(*SYSTEMS, "-m", BERT, "--format", "tsv", cwd=files).stdout
+
+
 def test_several_reference_files(files: Path, expected: BERTScorer) -> None:
     proc = ok(
         "-r", "refs.txt", "good.txt", "-c", "base.txt", "-c", "good.txt", "-m", BERT,
@@ -173,6 +196,9 @@ def test_several_reference_files(files: Path, expected: BERTScorer) -> None:
         (("-c", "base.txt", "-c", "good.txt", "--confidence", "1"), "strictly between 0 and 1"),
         (("-c", "base.txt", "-c", "good.txt", "--seed", "-1"), "expected a seed in [0, 2**64)"),
         (("-c", "base.txt", "-c", "good.txt", "--format", "xml"), "invalid choice: 'xml'"),
+        (("-c", "base.txt", "-c", "good.txt", "-s", "short.txt"), "--source short.txt has 5 "
+         "lines but the references (refs.txt) have 8"),
+        (("-c", "base.txt", "-c", "good.txt", "-s", "missing.txt"), "missing.txt: no such file"),
         (("-c", "base.txt", "-c", "good.txt", "--baseline_path", "nope.csv",
           "--rescale_with_baseline"), "baseline file nope.csv: no such file"),
     ],
@@ -208,5 +234,7 @@ def test_help_lists_compare() -> None:
     assert proc.returncode == 0 and "compare" in proc.stdout
     proc = cli("--help")
     assert proc.returncode == 0
-    for flag in ("--paired-bs", "--paired-ar", "--n-samples", "--format", "--idf", "--lang"):
+    for flag in (
+        "--paired-bs", "--paired-ar", "--n-samples", "--format", "--idf", "--lang", "--source"
+    ):  # fmt: skip
         assert flag in proc.stdout

@@ -75,7 +75,9 @@ def test_table_holds_the_statistics_of_every_metric() -> None:
     )
     assert table.segments == 200
     for m, metric in enumerate(("P", "R", "F")):
-        want = paired_bootstrap(base[m], {"new": new[m], "other": other[m]}, 1000, seed=77)
+        want = paired_bootstrap(
+            base[m], {"new": new[m], "other": other[m]}, 1000, seed=77, two_sided=True
+        )
         b = getattr(table["base"], metric)
         assert (b.mean, b.ci_low, b.ci_high) == (
             want["new"].mean_a,
@@ -115,8 +117,49 @@ def test_known_cases_through_the_table() -> None:
         {"base": base, "same": tuple(x.copy() for x in base), "up": tuple(x + 0.01 for x in base)}
     )
     assert table["same"].F.p_value == 1.0 and table["same"].F.delta == 0.0
-    assert table["up"].F.p_value == pytest.approx(1 / 1001)
+    assert table["up"].F.p_value == pytest.approx(2 / 1001)  # two-sided: twice the tail
     assert table["up"].F.delta == pytest.approx(0.01)
+    assert (table["same"].F.verdict, table["up"].F.verdict) == ("same", "better")
+
+
+@pytest.mark.parametrize("test", ["paired-bs", "paired-ar"])
+def test_a_worse_system_is_marked_worse(test: str) -> None:
+    """Issue 60: a significantly worse system had p = 1.0 (one-sided bootstrap) and, with
+    paired-ar, the same star as a better one."""
+    base = arrays(8)
+    systems = {
+        "base": base,
+        "worse": tuple(x - 0.06 for x in base),
+        "better": tuple(x + 0.03 for x in base),
+        "same": tuple(x.copy() for x in base),
+    }
+    table = compare_scores(systems, test=test, seed=2)
+    worse, better, same = table["worse"].F, table["better"].F, table["same"].F
+    assert worse.delta < 0 and worse.p_value < 0.01 and worse.verdict == "worse"
+    assert better.p_value < 0.01 and better.verdict == "better"
+    assert same.p_value == 1.0 and same.verdict == "same"
+    assert table["base"].F.verdict == "same"
+    doc = table.to_dict()
+    assert [s["F1"]["verdict"] for s in doc["systems"][1:]] == ["worse", "better", "same"]
+    text = table.format_text().splitlines()
+    worse_row = text[text.index(next(t for t in text if t.startswith("worse"))) + 1]
+    better_row = text[text.index(next(t for t in text if t.startswith("better"))) + 1]
+    assert f"{worse.delta:+.4f} (p = {worse.p_value:.4f})!" in worse_row
+    assert f"{better.delta:+.4f} (p = {better.p_value:.4f})*" in better_row
+    footer = "\n".join(text[-5:])
+    assert "(*) better than the baseline" in footer and "(!) worse than the baseline" in footer
+    tsv = [row.split("\t") for row in table.format_tsv().splitlines()]
+    verdicts = {row[0]: row[tsv[0].index("F1_verdict")] for row in tsv[1:]}
+    assert verdicts == {"base": "", "worse": "worse", "better": "better", "same": "same"}
+
+
+def test_two_sided_bootstrap_p_is_twice_the_smaller_tail() -> None:
+    base, worse = arrays(9), arrays(9, shift=-0.002)
+    one = paired_bootstrap(base[2], worse[2], 1000, seed=4)
+    mirror = paired_bootstrap(worse[2], base[2], 1000, seed=4)  # "not worse": delta >= 0
+    two = paired_bootstrap(base[2], worse[2], 1000, seed=4, two_sided=True)
+    assert two.p_value == pytest.approx(min(1.0, 2 * min(one.p_value, mirror.p_value)))
+    assert (two.delta, two.ci_low, two.ci_high) == (one.delta, one.ci_low, one.ci_high)
 
 
 def test_same_seed_same_table() -> None:
@@ -140,7 +183,7 @@ def test_layouts() -> None:
     assert text[4].count("[") == 3 and text[6].count("p = ") == 3
     tsv = table.format_tsv().splitlines()
     header = tsv[0].split("\t")
-    assert header[:3] == ["system", "baseline", "P"] and len(header) == 2 + 3 * 7
+    assert header[:3] == ["system", "baseline", "P"] and len(header) == 2 + 3 * 8
     assert len(tsv) == 3 and all(len(row.split("\t")) == len(header) for row in tsv)
     base_row = dict(zip(header, tsv[1].split("\t")))
     assert base_row["F1_p_value"] == "" and base_row["baseline"] == "1"

@@ -290,19 +290,19 @@ def _side(
         weights = np.where(excluded, 0.0, weights)
     cosines = cosines.astype(np.float64)
     scored = np.maximum(cosines, 0.0) if floored else cosines
+    # Python numbers once per side (tolist), not per token: the report aligns every segment.
     tokens = tuple(
-        TokenMatch(
-            position=k,
-            token=names[token_id][0],
-            piece=names[token_id][1],
-            id=int(token_id),
-            weight=float(weights[k]),
-            match=int(best[k]),
-            cosine=float(cosines[k]),
-            scored=float(scored[k]),
-            excluded=bool(excluded[k]),
+        TokenMatch(k, *names[token_id], int(token_id), w, m, c, v, e)
+        for k, (token_id, w, m, c, v, e) in enumerate(
+            zip(
+                ids,
+                np.asarray(weights, np.float64).tolist(),
+                np.asarray(best, np.int64).tolist(),
+                cosines.tolist(),
+                scored.tolist(),
+                excluded.tolist(),
+            )
         )
-        for k, token_id in enumerate(ids)
     )
     return SideAlignment(text=text, tokens=tokens, floored=floored)
 
@@ -390,6 +390,7 @@ def align_pairs(
 
     out = []
     names: dict[int, tuple[str, str]] = {}
+    rescaled, settings = scorer.rescale_with_baseline, scorer.hash
     for k, (ci, ri) in enumerate(zip(cand_idx, ref_idx)):
         c, r = slice(co[k], co[k + 1]), slice(ro[k], ro[k + 1])
         out.append(
@@ -421,8 +422,8 @@ def align_pairs(
                 F=float(F[k]),
                 index=index[k],
                 ref_index=ref_index[k],
-                rescaled=scorer.rescale_with_baseline,
-                hash=scorer.hash,
+                rescaled=rescaled,
+                hash=settings,
             )
         )
     return out

@@ -25,9 +25,11 @@ from .comparison import (
     ALPHA,
     LABELS,
     METRICS,
+    VERDICTS,
     Comparison,
     MetricComparison,
     SystemComparison,
+    verdict,
 )
 from .stats import paired_bootstrap, paired_permutation
 
@@ -55,11 +57,13 @@ __all__ = [
     "LABELS",
     "METRICS",
     "TESTS",
+    "VERDICTS",
     "Comparison",
     "MetricComparison",
     "SystemComparison",
     "compare_scores",
     "compare_systems",
+    "verdict",
 ]
 
 
@@ -88,8 +92,9 @@ def compare_scores(
         Segment scores of every system over the same segments, baseline first (at least two
         systems; each array of shape (N,), N >= 2).
     test : {"paired-bs", "paired-ar"}
-        Paired bootstrap resampling (one-sided p of "not better") or approximate randomisation
-        (two-sided p of "the same").
+        Paired bootstrap resampling or approximate randomisation; both give the two-sided p of
+        "the system scores the same as the baseline", and each metric's ``verdict`` ("better",
+        "worse" or "same" at :data:`ALPHA`) follows from it and the sign of the difference.
     n_samples : int, optional
         Resamples (paired-bs, default 1000) or trials (paired-ar, default 10000).
     seed : int, optional
@@ -167,7 +172,7 @@ def compare_scores(
     for m, metric in enumerate(METRICS):
         a = arrays[base][m]
         b = {name: arrays[name][m] for name in others}
-        boot = paired_bootstrap(a, b, ci_resamples, seed, confidence)
+        boot = paired_bootstrap(a, b, ci_resamples, seed, confidence, two_sided=True)
         if test == "paired-ar":
             perm = paired_permutation(a, b, samples, seed)
             p_values = {name: perm[name].p_value for name in others}
@@ -177,8 +182,16 @@ def compare_scores(
         rows = {base: MetricComparison(first.mean_a, first.a_ci_low, first.a_ci_high)}
         for name in others:
             r = boot[name]
+            p = p_values[name]
             rows[name] = MetricComparison(
-                r.mean_b, r.b_ci_low, r.b_ci_high, r.delta, r.ci_low, r.ci_high, p_values[name]
+                r.mean_b,
+                r.b_ci_low,
+                r.b_ci_high,
+                r.delta,
+                r.ci_low,
+                r.ci_high,
+                p,
+                verdict(r.delta, p),
             )
         per_metric[metric] = rows
     systems = tuple(

@@ -12,7 +12,27 @@ from typing import Any
 METRICS = ("P", "R", "F")
 LABELS = {"P": "P", "R": "R", "F": "F1"}
 ALPHA = 0.05
-"""p-values below this are starred in the text table."""
+"""Significance level: a p-value below it makes a difference "better" or "worse"."""
+
+VERDICTS = ("better", "worse", "same")
+"""A system's verdict against the baseline on one metric (see :func:`verdict`)."""
+
+MARKS = {"better": "*", "worse": "!", "same": ""}
+"""The text table's mark after a p-value of each verdict."""
+
+
+def verdict(delta: float | None, p_value: float | None, alpha: float = ALPHA) -> str:
+    """``"better"`` or ``"worse"`` when the two-sided ``p_value`` is below ``alpha`` (the sign
+    of ``delta`` says which), else ``"same"`` (no significant difference; also for the
+    baseline, whose delta and p are None, and for a NaN p).
+
+    >>> from rust_bertscore.analyses.comparison import verdict
+    >>> verdict(0.02, 0.001), verdict(-0.06, 0.001), verdict(-0.06, 0.2), verdict(None, None)
+    ('better', 'worse', 'same', 'same')
+    """
+    if delta is None or p_value is None or not p_value < alpha or delta == 0:
+        return "same"
+    return "better" if delta > 0 else "worse"
 
 
 def _test_title(c: Comparison) -> str:
@@ -33,8 +53,8 @@ def _footer(c: Comparison) -> str:
     pct = f"{100 * c.confidence:g}%"
     if c.test == "paired-bs":
         what = (
-            "one-sided p-value of 'the system is not better than the baseline' (share of "
-            "resamples where it is not)"
+            "two-sided p-value of 'the system scores the same as the baseline' (twice the "
+            "smaller share of resamples where it is not better / not worse)"
         )
     else:
         what = (
@@ -46,7 +66,9 @@ def _footer(c: Comparison) -> str:
             f" - each system: mean [{pct} bootstrap interval]; below it: delta = system - "
             "baseline and p",
             f" - p: {what}",
-            f" - (*) p < {ALPHA:g}",
+            f" - ({MARKS['better']}) better than the baseline: p < {ALPHA:g} and delta > 0",
+            f" - ({MARKS['worse']}) worse than the baseline: p < {ALPHA:g} and delta < 0",
+            " - no mark: no significant difference",
         ]
     )
 
@@ -69,8 +91,7 @@ def comparison_text(c: Comparison) -> str:
             cells = []
             for m in METRICS:
                 x = getattr(s, m)
-                star = "*" if x.p_value is not None and x.p_value < ALPHA else ""
-                text = f"{x.delta:+.4f} (p = {x.p_value:.4f}){star}"
+                text = f"{x.delta:+.4f} (p = {x.p_value:.4f}){MARKS[x.verdict]}"
                 cells.append(f"  {text:<{cell}}")
             rows.append((" " * name_width + "".join(cells)).rstrip())
     width = max(len(line) for line in [header.rstrip(), *rows])
@@ -81,18 +102,30 @@ def comparison_text(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _num(x: float | None) -> str:
+def _num(x: float | str | None) -> str:
+    if isinstance(x, str):
+        return x
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
     return f"{x:.6f}"
 
 
-TSV_FIELDS = ("mean", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high", "p_value")
+TSV_FIELDS = (
+    "mean",
+    "ci_low",
+    "ci_high",
+    "delta",
+    "delta_ci_low",
+    "delta_ci_high",
+    "p_value",
+    "verdict",
+)
 
 
 def comparison_tsv(c: Comparison) -> str:
     """A header (``system``, ``baseline``, then ``<metric>_<field>`` for P, R, F1) and one row per
-    system; the baseline's delta and p-value cells are empty."""
+    system; the baseline's delta, p-value and verdict cells are empty, another system's verdict
+    is ``better``, ``worse`` or ``same``."""
     header = ["system", "baseline"] + [
         f"{LABELS[m]}_{f}" if f != "mean" else LABELS[m] for m in METRICS for f in TSV_FIELDS
     ]
@@ -101,7 +134,9 @@ def comparison_tsv(c: Comparison) -> str:
         cells = [s.name.replace("\t", " "), "1" if s.is_baseline else "0"]
         for m in METRICS:
             x = getattr(s, m)
-            cells += [_num(getattr(x, f)) for f in TSV_FIELDS]
+            cells += [
+                "" if s.is_baseline and f == "verdict" else _num(getattr(x, f)) for f in TSV_FIELDS
+            ]
         rows.append("\t".join(cells))
     return "\n".join(rows) + "\n"
 
@@ -121,9 +156,12 @@ class MetricComparison:
     delta_ci_low, delta_ci_high : float or None
         Paired bootstrap interval of ``delta`` (None for the baseline).
     p_value : float or None
-        paired-bs: one-sided p-value of "the system is not better than the baseline";
-        paired-ar: two-sided p-value of "the system and the baseline score the same".
-        None for the baseline.
+        Two-sided p-value of "the system and the baseline score the same" (paired-bs: twice
+        the smaller tail of the paired bootstrap; paired-ar: approximate randomisation). None
+        for the baseline.
+    verdict : {"better", "worse", "same"}
+        ``"better"`` / ``"worse"`` when ``p_value < ALPHA`` (by the sign of ``delta``), else
+        ``"same"`` (no significant difference; always for the baseline).
 
     Examples
     --------
@@ -134,6 +172,8 @@ class MetricComparison:
     >>> f = table["new"].F
     >>> round(f.mean, 2), round(f.delta, 6), f.p_value < 0.01, table["base"].F.delta is None
     (0.78, 0.02, True, True)
+    >>> f.verdict, table["base"].F.verdict
+    ('better', 'same')
     """
 
     mean: float
@@ -143,6 +183,7 @@ class MetricComparison:
     delta_ci_low: float | None = None
     delta_ci_high: float | None = None
     p_value: float | None = None
+    verdict: str = "same"
 
 
 @dataclass(frozen=True)
@@ -232,7 +273,8 @@ class Comparison:
         raise KeyError(f"no system {name!r} in the comparison (systems: {known})")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (for JSON): the settings and a list of systems, metrics keyed P, R, F1."""
+        """Plain data (for JSON): the settings and a list of systems, metrics keyed P, R, F1
+        (each with its ``verdict``: "better", "worse" or "same")."""
         out: dict[str, Any] = {
             k: v for k, v in asdict(self).items() if k not in ("systems", "hash")
         }

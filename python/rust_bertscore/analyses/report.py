@@ -2,13 +2,17 @@
 token alignments of :func:`~rust_bertscore.analyses.align.align_pairs` (whose P, R and F are
 ``score()``'s for the same call), runs :func:`~rust_bertscore.analyses.compare.compare_scores`
 on them (the figures of ``compare``) and adds the per-segment views: wins, losses and ties,
-and buckets by reference length and by the baseline's F with paired bootstrap intervals.
+buckets by reference length and by the baseline's F with paired bootstrap intervals
+(:mod:`~rust_bertscore.analyses.report_buckets`), which reference gave each score, which texts
+were cut at the model's length, and the word-level analysis of
+:mod:`~rust_bertscore.analyses.report_words`.
 
-The vectors come once per distinct text: ``align_pairs`` reads them through the pipeline
-(the scorer's cache, store or encoder) and its ``score()`` call finds them in the cache, as
-``compare`` finds the references there system after system. No token vector is kept: only
-each token's best match and cosine (see :mod:`rust_bertscore.analyses.report_html` for the
-page).
+The segments go in chunks (of whole batches, so that bert_score's padding floor sees the batches
+``compare`` sees) whose token vectors take about the scorer's ``round_bytes`` (what one round of
+``score()`` holds; at least one batch), every system's candidates of a chunk against the same
+references: the token vectors of one chunk are held at a time (the references' found again in
+the scorer's cache system after system), and no token vector is kept: only each token's best
+match and cosine (see :mod:`rust_bertscore.analyses.report_html` for the page).
 
 >>> from rust_bertscore.analyses.report import length_bucket
 >>> length_bucket([3, 8, 12, 25, 31, 70]).tolist()
@@ -17,46 +21,88 @@ page).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputTypeError, InputValueError
+from ..engine.settings import batch_size_or
+from ..errors import InputTypeError, InputValueError, RustBertScoreWarning
+from ..stages.scored_tokens import warn_truncated
 from .align import Alignment, align_pairs, tokens_memo
 from .compare import DEFAULT_SEED, Comparison, compare_scores
-from .stats import paired_bootstrap
+from .report_buckets import (
+    LENGTH_CUTOFFS,
+    LENGTH_EDGES,
+    LENGTH_LABELS,
+    TIE,
+    BucketRow,
+    buckets,
+    check_cutoffs,
+    length_bucket,
+    length_labels,
+    score_labels,
+    win_loss_tie,
+)
+from .report_chunks import best_of_references, chunks_for
+from .report_words import (
+    WordBucket,
+    buckets_of_words,
+    count_tokens,
+    poorest_words,
+    reference_words,
+)
 
 if TYPE_CHECKING:
     from ..engine.settings import RefsArg
     from .seams import Scorer
 
 __all__ = [
+    "LENGTH_CUTOFFS",
+    "LENGTH_EDGES",
+    "LENGTH_LABELS",
     "TIE",
     "BucketRow",
     "Report",
     "SystemSegments",
+    "WordBucket",
     "buckets",
     "build_report",
     "length_bucket",
     "win_loss_tie",
 ]
 
-TIE = 1e-6
-"""Two F scores closer than this are a tie (equal at the table's six decimals)."""
 
-LENGTH_EDGES = (0, 11, 21, 31, 41, 61)
-"""Lower edges of the reference-length buckets (tokens, special tokens left out)."""
+def _no_ints() -> np.ndarray:
+    return np.zeros((0, 3), np.int64)
 
-LENGTH_LABELS = ("0-10", "11-20", "21-30", "31-40", "41-60", "61+")
-"""Labels of the reference-length buckets."""
+
+def _no_flags() -> np.ndarray:
+    return np.zeros(0, bool)
 
 
 @dataclass(frozen=True)
 class SystemSegments:
     """One system's segments: texts, scores as ``score()`` gives them, and the alignment of
     each candidate with its reference (with several references, the one of highest F).
+
+    Attributes
+    ----------
+    name : str
+    cands : list of str
+    P, R, F : numpy.ndarray
+        ``score()``'s scores (with several references, each the max over them, as bert_score).
+    alignments : sequence of Alignment
+        Per segment, the alignment with the reference of highest F (``ref_index``); a list
+        from :func:`build_report`.
+    best_ref : numpy.ndarray of int64, shape (n, 3)
+        Per segment, the index (within its references) of the reference that gave P, R and F:
+        bert_score maxes each over the references on its own, so they may differ; all 0 with
+        one reference per segment.
+    truncated : numpy.ndarray of bool, shape (n,)
+        The candidate was cut at the model's maximum length (``long_texts="truncate"``).
 
     Examples
     --------
@@ -68,6 +114,8 @@ class SystemSegments:
     >>> s = rep.segments["b"]
     >>> len(s.F), s.alignments[0].candidate.tokens[1].token
     (3, 'a')
+    >>> s.best_ref.shape, s.truncated.tolist()
+    ((3, 3), [False, False, False])
     """
 
     name: str
@@ -75,109 +123,9 @@ class SystemSegments:
     P: np.ndarray
     R: np.ndarray
     F: np.ndarray
-    alignments: list[Alignment]
-
-
-@dataclass(frozen=True)
-class BucketRow:
-    """One bucket: its label, its segments and, per system, the mean F with its interval; per
-    system but the baseline, ΔF with its paired interval and one-sided p ("not better").
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rust_bertscore.analyses.report import buckets
-    >>> base = np.linspace(0.5, 0.9, 10)
-    >>> rows = buckets({"a": base, "b": base + 0.01}, np.repeat([0, 1], 5), ["short", "long"], 1)
-    >>> rows[0].label, rows[0].n, round(rows[0].delta["b"][0], 6)
-    ('short', 5, 0.01)
-    """
-
-    label: str
-    n: int
-    mean: dict[str, tuple[float, float, float]]
-    delta: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data: label, n, mean {system: [mean, lo, hi]}, delta {system: [d, lo, hi, p]}."""
-        return {
-            "label": self.label,
-            "n": self.n,
-            "mean": {k: list(v) for k, v in self.mean.items()},
-            "delta": {k: list(v) for k, v in self.delta.items()},
-        }
-
-
-def length_bucket(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
-    """The bucket (index into :data:`LENGTH_LABELS`) of each length: 0-10, 11-20, 21-30,
-    31-40, 41-60, 61+ tokens.
-
-    >>> from rust_bertscore.analyses.report import LENGTH_LABELS, length_bucket
-    >>> [LENGTH_LABELS[k] for k in length_bucket([0, 10, 11, 60, 61])]
-    ['0-10', '0-10', '11-20', '41-60', '61+']
-    """
-    x = np.asarray(lengths, dtype=np.int64)
-    return np.searchsorted(np.asarray(LENGTH_EDGES), x, side="right") - 1
-
-
-def buckets(
-    f_by_system: Mapping[str, np.ndarray],
-    bucket_of: np.ndarray,
-    labels: Sequence[str],
-    seed: int,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-) -> list[BucketRow]:
-    """Mean F (and ΔF against the first system) of the segments in each bucket, with
-    bootstrap intervals (paired for ΔF, as ``compare``'s); ``bucket_of[i]`` is segment ``i``'s
-    bucket, an index into ``labels``. A bucket of one segment gets its mean and no interval
-    (NaN); an empty one is left out.
-
-    >>> import numpy as np
-    >>> from rust_bertscore.analyses.report import buckets
-    >>> f = np.array([0.6, 0.7, 0.8, 0.9])
-    >>> rows = buckets({"a": f, "b": f + 0.05}, np.array([0, 0, 2, 2]), ["x", "y", "z"], seed=1)
-    >>> [(r.label, r.n, round(r.delta["b"][0], 6)) for r in rows]
-    [('x', 2, 0.05), ('z', 2, 0.05)]
-    """
-    names = list(f_by_system)
-    base, others = names[0], names[1:]
-    rows = []
-    for k, label in enumerate(labels):
-        idx = np.flatnonzero(bucket_of == k)
-        if len(idx) == 0:
-            continue
-        f = {name: np.asarray(f_by_system[name], np.float64)[idx] for name in names}
-        if len(idx) < 2:
-            nan = float("nan")
-            mean = {name: (float(f[name][0]), nan, nan) for name in names}
-            delta = {name: (float(f[name][0] - f[base][0]), nan, nan, nan) for name in others}
-        else:
-            boot = paired_bootstrap(
-                f[base], {n: f[n] for n in others}, n_resamples, seed, confidence
-            )
-            first = boot[others[0]]
-            mean = {base: (first.mean_a, first.a_ci_low, first.a_ci_high)}
-            delta = {}
-            for name in others:
-                r = boot[name]
-                mean[name] = (r.mean_b, r.b_ci_low, r.b_ci_high)
-                delta[name] = (r.delta, r.ci_low, r.ci_high, r.p_value)
-        rows.append(BucketRow(label, len(idx), mean, delta))
-    return rows
-
-
-def win_loss_tie(base: np.ndarray, other: np.ndarray) -> tuple[int, int, int]:
-    """Segments where ``other``'s F is above, below and within :data:`TIE` of ``base``'s.
-
-    >>> import numpy as np
-    >>> from rust_bertscore.analyses.report import win_loss_tie
-    >>> win_loss_tie(np.array([0.5, 0.6, 0.7]), np.array([0.6, 0.6, 0.1]))
-    (1, 1, 1)
-    """
-    d = np.asarray(other, np.float64) - np.asarray(base, np.float64)
-    ties = np.abs(d) < TIE
-    return int(np.sum(~ties & (d > 0))), int(np.sum(~ties & (d < 0))), int(np.sum(ties))
+    alignments: Sequence[Alignment]
+    best_ref: np.ndarray = field(default_factory=_no_ints)
+    truncated: np.ndarray = field(default_factory=_no_flags)
 
 
 @dataclass(frozen=True)
@@ -197,7 +145,17 @@ class Report:
     wins : dict of name to (wins, losses, ties)
         Against the baseline, by F (every system but the baseline).
     length_buckets, f_buckets : list of BucketRow
-        By reference length, and by the baseline's F (quintiles).
+        By reference length, and by the baseline's F (quintiles, or the thresholds given).
+    sources : list of str or None
+        Each segment's source text, when given.
+    ref_truncated : numpy.ndarray of bool, shape (n,)
+        Some reference of the segment was cut at the model's maximum length.
+    words : dict of name to list of WordBucket
+        Per system, recall of the reference tokens by frequency bucket
+        (:func:`~rust_bertscore.analyses.report_words.word_buckets`).
+    poor_words : dict of name to list of (token, times, mean cosine)
+        Per system, the reference tokens most often matched poorly
+        (:func:`~rust_bertscore.analyses.report_words.poor_words`).
 
     Examples
     --------
@@ -208,6 +166,8 @@ class Report:
     >>> rep = build_report(BERTScorer(), systems, refs, n_samples=50)
     >>> rep.comparison.baseline.name, rep.wins["b"], rep.ref_lengths.tolist()
     ('a', (0, 3, 0), [3, 2, 3])
+    >>> rep.sources is None, [w.label for w in rep.words["b"]]
+    (True, ['1'])
     """
 
     comparison: Comparison
@@ -217,16 +177,43 @@ class Report:
     wins: dict[str, tuple[int, int, int]]
     length_buckets: list[BucketRow]
     f_buckets: list[BucketRow]
+    sources: list[str] | None = None
+    ref_truncated: np.ndarray = field(default_factory=_no_flags)
+    words: dict[str, list[WordBucket]] = field(default_factory=dict)
+    poor_words: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
 
 
-def _best_ref(records: list[Alignment], n: int) -> list[Alignment]:
-    """One record per candidate: with several references, the first of highest F."""
-    best: list[Alignment | None] = [None] * n
-    for r in records:
-        b = best[r.index]
-        if b is None or (r.F > b.F) or (np.isnan(b.F) and not np.isnan(r.F)):
-            best[r.index] = r
-    return [b for b in best if b is not None]
+def _check_sources(sources: Sequence[str] | None, n: int) -> list[str] | None:
+    if sources is None:
+        return None
+    if isinstance(sources, str) or not isinstance(sources, Sequence):
+        raise InputTypeError(
+            f"sources must be a list of str (one per segment), got {type(sources).__name__}"
+        )
+    out = list(sources)
+    if len(out) != n:
+        raise InputValueError(
+            f"sources has {len(out)} texts but there are {n} references: give one source "
+            "per segment"
+        )
+    for i, s in enumerate(out):
+        if not isinstance(s, str):
+            raise InputTypeError(f"sources[{i}] must be a str, got {type(s).__name__}")
+    return out
+
+
+def _score_buckets(
+    base_f: np.ndarray, score_cutoffs: Sequence[float] | None
+) -> tuple[np.ndarray, list[str]]:
+    """Each segment's bucket by the baseline's F and the labels: the thresholds given, else
+    the quintiles."""
+    if score_cutoffs is not None:
+        cuts = check_cutoffs(score_cutoffs, "score_cutoffs")
+        return np.searchsorted(np.asarray(cuts), base_f, side="right"), score_labels(cuts)
+    qs = np.quantile(base_f, [0.2, 0.4, 0.6, 0.8])
+    bounds = [float(np.min(base_f)), *qs.tolist(), float(np.max(base_f))]
+    labels = [f"Q{k + 1} {bounds[k]:.3f}-{bounds[k + 1]:.3f}" for k in range(5)]
+    return np.searchsorted(qs, base_f, side="right"), labels
 
 
 def build_report(
@@ -238,11 +225,29 @@ def build_report(
     seed: int | None = DEFAULT_SEED,
     confidence: float = 0.95,
     batch_size: int | None = None,
+    sources: Sequence[str] | None = None,
+    length_cutoffs: Sequence[int] | None = None,
+    score_cutoffs: Sequence[float] | None = None,
+    chunk_pairs: int | None = None,
 ) -> Report:
     """Score and align every system and compute what the report shows.
 
     Parameters are those of :func:`~rust_bertscore.analyses.compare.compare_systems`; the
-    systems table is the one it gives (same scores, same test, same seed).
+    systems table is the one it gives (same scores, same test, same seed). Besides:
+
+    sources : list of str, optional
+        Each segment's source text (shown with the segment).
+    length_cutoffs : list of int, optional
+        Ascending thresholds of the reference-length buckets, as compare-mt's
+        ``bucket_cutoffs`` (``[10, 20]``: 0-9, 10-19, 20+ tokens); default
+        :data:`LENGTH_CUTOFFS`.
+    score_cutoffs : list of float, optional
+        Ascending thresholds of the buckets by the baseline's F (``[0.8, 0.9]``: <0.8,
+        0.8-0.9, >=0.9); default: its quintiles.
+    chunk_pairs : int, optional
+        Align about this many pairs of a system at a time (rounded up to whole batches);
+        default: as many as hold about ``scorer.round_bytes`` of token vectors. Memory only:
+        the figures do not depend on it.
 
     Examples
     --------
@@ -253,6 +258,9 @@ def build_report(
     >>> rep = build_report(BERTScorer(), systems, refs, n_samples=50)
     >>> [row.label for row in rep.length_buckets], len(rep.f_buckets) <= 5
     (['0-10'], True)
+    >>> rep = build_report(BERTScorer(), systems, refs, n_samples=50, length_cutoffs=[3])
+    >>> [(row.label, row.n) for row in rep.length_buckets]
+    [('0-2', 1), ('3+', 2)]
     """
     if not isinstance(cands_by_system, Mapping):
         raise InputTypeError(
@@ -271,29 +279,71 @@ def build_report(
     if isinstance(refs, str):
         raise InputTypeError("refs must be a list of references (one per segment), not a str")
     n = len(refs)
-    ref_groups = [[r] if isinstance(r, str) else list(r) for r in refs]
+    source_list = _check_sources(sources, n)
+    cutoffs: tuple[int, ...] = (
+        LENGTH_CUTOFFS
+        if length_cutoffs is None
+        else tuple(int(c) for c in check_cutoffs(length_cutoffs, "length_cutoffs", integer=True))
+    )
+    if score_cutoffs is not None:
+        check_cutoffs(score_cutoffs, "score_cutoffs")
+    if chunk_pairs is not None and (
+        isinstance(chunk_pairs, bool) or not isinstance(chunk_pairs, int) or chunk_pairs < 1
+    ):
+        raise InputValueError(f"chunk_pairs must be an int >= 1, got {chunk_pairs!r}")
+    systems: dict[str, list[str]] = {}
+    for name, cands in cands_by_system.items():
+        if isinstance(cands, str) or len(cands) != n:
+            got = "a string" if isinstance(cands, str) else f"{len(cands)} candidates"
+            raise InputValueError(
+                f"system {name!r} has {got} but there are {n} references: every system "
+                "needs one candidate per reference"
+            )
+        systems[str(name)] = list(cands)
+    if len(systems) != len(cands_by_system):
+        raise InputValueError("system names must differ as strings (they name the table's rows)")
+    ref_list = list(refs)
+    single = all(isinstance(r, str) for r in ref_list)
+    ref_groups = [[r] if isinstance(r, str) else list(r) for r in ref_list]
+    batch = batch_size_or(scorer.batch_size, batch_size)
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray, list[Alignment]]]] = {
+        k: [] for k in systems
+    }
+    tokens = scorer.pipeline.tokens
+    # Each text tokenised once for all systems and their score() calls; the truncation warning
+    # once for the whole report (align_pairs' score() calls would give one per chunk).
+    with tokens_memo(scorer), warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*longer than the model's maximum", category=RustBertScoreWarning
+        )
+        for part in chunks_for(scorer, systems, ref_groups, batch, chunk_pairs):
+            chunk_refs = ref_list[part]
+            for name, cands in systems.items():
+                records = align_pairs(scorer, cands[part], chunk_refs, batch)
+                parts[name].append(best_of_references(records, part.start, part.stop - part.start))
+        flat_refs = [r for g in ref_groups for r in g]
+        ref_tokens = tokens.tokenize(flat_refs)
+        cand_cut = {k: tokens.tokenize(c).cut for k, c in systems.items()}
+    cut_texts = {flat_refs[i] for i in ref_tokens.cut}
+    for name, cut in cand_cut.items():
+        cut_texts.update(systems[name][i] for i in cut)
+    warn_truncated(len(cut_texts), scorer.tokenizer.max_length)
+    owner = np.repeat(np.arange(n), [len(g) for g in ref_groups])
+    ref_truncated = np.zeros(n, bool)
+    ref_truncated[owner[np.asarray(ref_tokens.cut, np.int64)]] = True
     segments: dict[str, SystemSegments] = {}
-    # Each text tokenised once for all systems and their score() calls.
-    with tokens_memo(scorer):
-        for name, cands in cands_by_system.items():
-            if isinstance(cands, str) or len(cands) != n:
-                got = "a string" if isinstance(cands, str) else f"{len(cands)} candidates"
-                raise InputValueError(
-                    f"system {name!r} has {got} but there are {n} references: every system "
-                    "needs one candidate per reference"
-                )
-            cands = list(cands)
-            records = align_pairs(scorer, cands, refs, batch_size)
-            if all(isinstance(r, str) for r in refs):
-                P = np.array([r.P for r in records])
-                R = np.array([r.R for r in records])
-                F = np.array([r.F for r in records])
-            else:  # the multi-reference max, as score() takes it (vectors from the cache)
-                P, R, F = (
-                    np.asarray(x, np.float64)
-                    for x in scorer.score(cands, refs, batch_size=batch_size)
-                )
-            segments[str(name)] = SystemSegments(str(name), cands, P, R, F, _best_ref(records, n))
+    for name, cands in systems.items():
+        prf = np.concatenate([p for p, _, _ in parts[name]]) if n else np.zeros((0, 3))
+        best = np.concatenate([b for _, b, _ in parts[name]]) if n else np.zeros((0, 3), np.int64)
+        kept = [a for _, _, al in parts[name] for a in al]
+        truncated = np.zeros(n, bool)
+        truncated[np.asarray(cand_cut[name], np.int64)] = True
+        if single:
+            best[:] = 0
+        segments[name] = SystemSegments(
+            name, cands, prf[:, 0], prf[:, 1], prf[:, 2], kept, best, truncated
+        )
+    del parts
     table = compare_scores(
         {k: (s.P, s.R, s.F) for k, s in segments.items()},
         test,
@@ -305,17 +355,43 @@ def build_report(
     names = list(segments)
     base = segments[names[0]]
     wins = {k: win_loss_tie(base.F, segments[k].F) for k in names[1:]}
-    special = scorer.tokenizer.special_ids
-    first_refs = scorer.tokenizer.encode([g[0] if g else "" for g in ref_groups])
+    tokenizer = scorer.tokenizer
+    special = tokenizer.special_ids
+    first_refs = tokenizer.encode([g[0] if g else "" for g in ref_groups])
     ref_lengths = np.array([sum(t not in special for t in ids) for ids in first_refs], np.int64)
     f_by_system = {k: s.F for k, s in segments.items()}
     used_seed = table.seed
     length_rows = buckets(
-        f_by_system, length_bucket(ref_lengths), LENGTH_LABELS, used_seed, confidence=confidence
+        f_by_system,
+        length_bucket(ref_lengths, cutoffs),
+        length_labels(cutoffs),
+        used_seed,
+        confidence=confidence,
     )
-    qs = np.quantile(base.F, [0.2, 0.4, 0.6, 0.8])
-    f_of = np.searchsorted(qs, base.F, side="right")
-    bounds = [float(np.min(base.F)), *qs.tolist(), float(np.max(base.F))]
-    f_labels = [f"Q{k + 1} {bounds[k]:.3f}-{bounds[k + 1]:.3f}" for k in range(5)]
+    f_of, f_labels = _score_buckets(base.F, score_cutoffs)
     f_rows = buckets(f_by_system, f_of, f_labels, used_seed, confidence=confidence)
-    return Report(table, segments, ref_groups, ref_lengths, wins, length_rows, f_rows)
+    text_of: dict[int, str] = {}
+    for ids in ref_tokens.ids:
+        for i in ids:
+            if i not in text_of:
+                text_of[i] = tokenizer.token_text(int(i))
+    frequency = count_tokens(ref_tokens.ids, text_of, special, ref_tokens.keep)
+    words: dict[str, list[WordBucket]] = {}
+    poor: dict[str, list[tuple[str, int, float]]] = {}
+    for k, seg in segments.items():
+        tokens_of, cosines = reference_words(seg.alignments, special)
+        words[k] = buckets_of_words(tokens_of, cosines, frequency)
+        poor[k] = poorest_words(tokens_of, cosines)
+    return Report(
+        table,
+        segments,
+        ref_groups,
+        ref_lengths,
+        wins,
+        length_rows,
+        f_rows,
+        source_list,
+        ref_truncated,
+        words,
+        poor,
+    )

@@ -1,171 +1,85 @@
 """The HTML comparison report: one self-contained file (data, script and styles inline) drawn
-from a :class:`~rust_bertscore.analyses.report.Report`.
+from a :class:`~rust_bertscore.analyses.report.Report`; the data's layout is
+:mod:`rust_bertscore.analyses.report_page`'s.
 
-The page makes no network request: its Content-Security-Policy allows nothing but its own
-inline script and styles. The data travel as gzip-compressed JSON in base64, unpacked in the
-page by the browser's ``DecompressionStream``. Layout of the JSON (``report_payload``):
+The page makes no network request and runs nothing but its own code: its
+Content-Security-Policy allows only its own script and style elements, by their SHA-256
+(computed here when the page is written), no inline handler or ``style`` attribute, no image,
+frame, font, connection or worker source (``default-src 'none'``), no ``<base>`` and no form
+target, and requires Trusted Types for every script sink (``innerHTML`` and the like throw). A
+meta CSP cannot forbid navigation (nor set ``frame-ancestors``, ``sandbox`` or a report URL):
+the page's script cancels any click on a link that is not its own (``#`` fragments and the
+``blob:`` downloads it made), and the referrer is never sent.
 
-- ``meta``: title, signature, date, version, inputs (role, path, lines), test, alpha;
-- ``systems``: names, the baseline first; ``table``: ``Comparison.to_dict()``'s systems;
-  ``wins``: {system: [wins, losses, ties]};
-- ``buckets``: ``length`` and ``baseF``, lists of ``BucketRow.to_dict()``;
-- ``vocab``: every token string once; ``specials``: the special tokens' vocab indices;
-- ``refs``: each segment's references; ``reftok``: per segment, per reference,
-  ``{"t": vocab indices, "w": weights}``;
-- ``seg``: per system ``{"cands", "P", "R", "F", "al"}``; ``al[i]`` the alignment of segment
-  ``i``: ``ri`` (reference), ``ct``/``cw`` (candidate tokens, weights), ``cm``/``cc`` (each
-  candidate token's best reference position and cosine x 10^4, rounded; -1/null when excluded),
-  ``rm``/``rc`` (the same for reference tokens), ``cf``/``rf`` (padding floor applied).
-
-No token vector is embedded: only best matches and their cosines.
-
->>> from rust_bertscore.analyses.report_html import ASSETS
->>> sorted(p.name for p in ASSETS.iterdir() if p.suffix in (".css", ".js"))
-['report.css', 'report.js']
+>>> from rust_bertscore.analyses.report_html import ASSETS, SCRIPTS
+>>> sorted(p.name for p in ASSETS.iterdir() if p.suffix == ".css"), len(SCRIPTS) > 1
+(['report.css'], True)
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
+import hashlib
 import html
-import json
-import math
 import re
-from collections.abc import Sequence
-from datetime import datetime, timezone
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..support.atomic import write_text_atomic
-from .align import SideAlignment
 from .comparison import ALPHA
-from .report import Report
+from .report_page import page_blocks, printable, report_payload
 
 ASSETS = Path(__file__).with_name("report_assets")
-"""The page's stylesheet and script, inlined into every report."""
+"""The page's stylesheet and scripts, inlined into every report."""
 
-__all__ = ["ASSETS", "report_html", "report_payload", "write_report"]
+SCRIPTS = (
+    "util.js",
+    "tables.js",
+    "charts.js",
+    "scatter.js",
+    "segments.js",
+    "detail.js",
+    "main.js",
+)
+"""The page's script files, in the order they are joined into its one script element."""
 
-
-def _num(x: float, digits: int = 6) -> float | None:
-    return None if x is None or math.isnan(x) else round(float(x), digits)
-
-
-def _nums(xs: Any, digits: int = 6) -> list[float | None]:
-    return [_num(float(x), digits) for x in xs]
-
-
-def _clean(value: Any) -> Any:
-    """NaN to None (JSON null), recursively."""
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _weight(w: float) -> float | int:
-    r = round(w, 3)
-    return int(r) if r == int(r) else r
+__all__ = [
+    "ASSETS",
+    "SCRIPTS",
+    "content_security_policy",
+    "report_html",
+    "report_payload",
+    "visible",
+    "write_report",
+]
 
 
-def _cos(side: SideAlignment) -> list[int | None]:
-    return [None if t.excluded or t.match < 0 else round(t.cosine * 1e4) for t in side.tokens]
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")  # boundary-exempt: the package's own asset
 
 
-def report_payload(
-    report: Report,
-    *,
-    title: str,
-    signature: str,
-    inputs: Sequence[tuple[str, str, int]],
-    special_tokens: Sequence[str],
-) -> dict[str, Any]:
-    """The page's data (see the module docstring); ``inputs``: (role, path, lines).
-
-    >>> from rust_bertscore import BERTScorer
-    >>> from rust_bertscore.analyses.report import build_report
-    >>> from rust_bertscore.analyses.report_html import report_payload
-    >>> refs = ["the cat sat", "it rains"]
-    >>> rep = build_report(BERTScorer(), {"a": refs, "b": ["a cat", "sun"]}, refs, n_samples=50)
-    >>> doc = report_payload(rep, title="t", signature="s", inputs=[], special_tokens=["[CLS]"])
-    >>> al = doc["seg"]["b"]["al"][0]  # "a cat" against "the cat sat"
-    >>> [doc["vocab"][t] for t in al["ct"]], doc["vocab"][doc["reftok"][0]["0"]["t"][al["cm"][2]]]
-    (['[CLS]', 'a', 'cat', '[SEP]'], 'cat')
-    """
-    vocab: dict[str, int] = {}
-
-    def ids(side: SideAlignment) -> list[int]:
-        return [vocab.setdefault(t.token, len(vocab)) for t in side.tokens]
-
-    c = report.comparison
-    names = list(report.segments)
-    reftok: list[dict[str, dict[str, list[Any]]]] = [{} for _ in report.refs]
-    seg: dict[str, Any] = {}
-    for name in names:
-        s = report.segments[name]
-        al = []
-        for i, a in enumerate(s.alignments):
-            ri = a.ref_index or 0
-            if str(ri) not in reftok[i]:
-                reftok[i][str(ri)] = {
-                    "t": ids(a.reference),
-                    "w": [_weight(t.weight) for t in a.reference.tokens],
-                }
-            al.append(
-                {
-                    "ri": ri,
-                    "ct": ids(a.candidate),
-                    "cw": [_weight(t.weight) for t in a.candidate.tokens],
-                    "cm": [t.match for t in a.candidate.tokens],
-                    "cc": _cos(a.candidate),
-                    "rm": [t.match for t in a.reference.tokens],
-                    "rc": _cos(a.reference),
-                    "cf": int(a.candidate.floored),
-                    "rf": int(a.reference.floored),
-                }
-            )
-        seg[name] = {"cands": s.cands, "P": _nums(s.P), "R": _nums(s.R), "F": _nums(s.F), "al": al}
-    pct = f"{100 * c.confidence:g}%"
-    test = (
-        f"Paired bootstrap resampling ({c.n_samples} resamples, seed {c.seed}): one-sided p of "
-        "'not better than the baseline'."
-        if c.test == "paired-bs"
-        else f"Paired approximate randomisation ({c.n_samples} trials, seed {c.seed}; intervals "
-        f"from {c.n_resamples} bootstrap resamples): two-sided p of 'scores the same'."
+def _sha256(text: str) -> str:
+    return (
+        "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
     )
-    meta = {
-        "title": title,
-        "signature": signature,
-        "hash": c.hash,
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "version": __version__,
-        "inputs": [{"role": r, "path": p, "lines": n} for r, p, n in inputs],
-        "test": c.test,
-        "test_title": f"{c.segments} segments, {pct} intervals. {test}",
-        "pct": pct,
-        "alpha": ALPHA,
-        "rescaled": any(a.rescaled for s in report.segments.values() for a in s.alignments[:1]),
-    }
-    return {
-        "meta": meta,
-        "systems": names,
-        "table": _clean(c.to_dict()),
-        "wins": {k: list(v) for k, v in report.wins.items()},
-        "buckets": {
-            "length": [_clean(b.to_dict()) for b in report.length_buckets],
-            "baseF": [_clean(b.to_dict()) for b in report.f_buckets],
-        },
-        "refs": report.refs,
-        "reftok": reftok,
-        "seg": seg,
-        "specials": [vocab[t] for t in special_tokens if t in vocab],
-        "vocab": list(vocab),
-    }
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """The page's policy: ``script`` and ``style`` (the exact text of its one script and one
+    style element) allowed by hash, nothing else loaded, no base, no form target, Trusted Types.
+
+    >>> from rust_bertscore.analyses.report_html import content_security_policy
+    >>> csp = content_security_policy("1", "")
+    >>> "'unsafe-inline'" in csp, "'sha256-a4ayc/80/OGda4BO/1o/V0etpOqiLx1JwB5S3beHW0s='" in csp
+    (False, True)
+    """
+    return (
+        f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
+        "img-src 'none'; base-uri 'none'; form-action 'none'; "
+        "require-trusted-types-for 'script'; trusted-types 'none'"
+    )
 
 
 PAGE = """<!DOCTYPE html>
@@ -173,19 +87,22 @@ PAGE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; \
-style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="@@CSP@@">
+<meta name="referrer" content="no-referrer">
 <meta name="generator" content="rust-bertscore @@VERSION@@">
 <title>@@TITLE@@</title>
-<style>
-@@CSS@@
-</style>
+<style>@@CSS@@</style>
 </head>
 <body>
+<div id="no-script" class="warn panel" role="alert">This page's script did not run (blocked or
+modified): the tables, charts and segments below need it. The page allows only its own script,
+by its hash, so a page whose script was changed after it was written shows nothing more; write
+the report again with <code>rust-bertscore report</code>, and open it in a browser with
+JavaScript on.</div>
 <a class="skip" href="#segments-section">Skip to the segments</a>
 <main>
 <header>
-<div class="toolbar noprint" style="justify-content: space-between">
+<div class="toolbar noprint spread">
 <h1 id="title">@@TITLE@@</h1>
 <button type="button" id="theme" title="switch light / dark colours">colours: auto</button>
 </div>
@@ -194,44 +111,103 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <section id="systems-section" aria-labelledby="h-systems">
 <h2 id="h-systems">Systems</h2>
 <p class="muted">Mean P, R and F1 of each system with its bootstrap interval; under each system
-but the baseline, its difference from the baseline with the paired interval and p
-(* p &lt; @@ALPHA@@). Wins, losses and ties: segments where the system's F1 is above, below or
-equal (within 10<sup>-6</sup>) to the baseline's.</p>
-<div id="systems-wrap"></div>
+but the baseline, its difference from the baseline with the paired interval and p, and the
+verdict of the two-sided test at p &lt; @@ALPHA@@:
+<span class="verdict verdict-better">▲ better</span>,
+<span class="verdict verdict-worse">▼ worse</span> or <span class="verdict verdict-same">●
+no significant difference</span>. Wins, losses and ties: segments where the system's F1 is
+above, below or equal (within 10<sup>-6</sup>) to the baseline's.</p>
+<div id="systems-wrap" class="fit"></div>
+<div class="charts" id="forest"></div>
 </section>
 <section aria-labelledby="h-dist">
 <h2 id="h-dist">Distributions</h2>
+<p class="muted">F1 per segment of each system; ΔF1 against the baseline with the exact ties
+(|ΔF1| &lt; 10<sup>-6</sup>) in a bar of their own at 0; each system's segment F1 against the
+baseline's (click a point, or a shaded cell when there are many, to open the nearest segment).</p>
 <div class="charts" id="dist"></div>
+<div class="charts" id="scatter"></div>
 </section>
 <section aria-labelledby="h-buckets">
 <h2 id="h-buckets">Buckets</h2>
 <p class="muted">Mean F1 and ΔF1 of the segments in each bucket, with bootstrap intervals
-(paired for ΔF1; p: one-sided paired bootstrap, "not better than the baseline"). Each bucket's
-p is a test of its own: with many buckets, expect some p &lt; @@ALPHA@@ by chance.</p>
+(paired for ΔF1, with the table's verdict rule). Bars start at 0. Each bucket's test is a test
+of its own: with many buckets, expect some p &lt; @@ALPHA@@ by chance.</p>
 <div id="buckets"></div>
+</section>
+<section id="words-section" aria-labelledby="h-words">
+<h2 id="h-words">Words</h2>
+<p class="muted">Reference words by how often they occur in the references, with the mean
+recall (best-match cosine) of their tokens in each system's candidates, and the words each
+system matches poorly most often.</p>
+<div id="words"></div>
 </section>
 <section id="segments-section" aria-labelledby="h-segments">
 <h2 id="h-segments">Segments</h2>
-<p class="muted noprint">Click a row, or focus it (Tab, ↑ ↓) and press Enter, to see its
-alignment; ← → turn pages; / searches; Esc goes back to the selected row.</p>
+<p class="muted noprint">Click a row, or focus it (Tab, ↑ ↓) and press Enter, to see its full
+texts and alignment; tick rows to see them side by side; Page Up / Down scroll; / searches;
+Esc goes back to the selected row. ✂ marks a text cut at the model's length.</p>
 <div class="toolbar" id="seg-controls"></div>
+<p id="seg-damaged" class="warn hidden" role="alert"></p>
+<p id="print-note" class="printonly"></p>
 <div id="segments-wrap"></div>
-<div class="pager" id="pager"></div>
+<p id="seg-info" class="muted" aria-live="polite"></p>
+</section>
+<section id="side-section" class="hidden" aria-labelledby="h-side">
+<h2 id="h-side">Side by side</h2>
+<div id="side"></div>
 </section>
 <section id="alignment-section" class="hidden" aria-labelledby="h-alignment">
-<h2 id="h-alignment">Alignment</h2>
+<h2 id="h-alignment">Segment</h2>
 <div id="alignment" aria-live="polite"></div>
 </section>
+<section id="export-section" class="hidden noprint" aria-labelledby="h-export">
+<h2 id="h-export">Export</h2>
+<p class="muted">The text below is the export (select and copy it), or save it:
+<a id="export-link" href="#export-section" download="export.txt">download</a>.</p>
+<textarea id="export-text" readonly rows="12" aria-labelledby="h-export"></textarea>
+</section>
 </main>
-<script type="application/octet-stream" id="report-data">
 @@DATA@@
-</script>
-<script>
-@@JS@@
-</script>
+<script>@@JS@@</script>
 </body>
 </html>
 """
+
+
+_DEFAULT_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): drawn as nothing."""
+
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _hidden(c: str) -> bool:
+    code = ord(c)
+    return (
+        unicodedata.category(c) in _HIDDEN_CATEGORIES
+        or bool(_DEFAULT_IGNORABLE.match(c))
+        or 0xFDD0 <= code <= 0xFDEF
+        or code & 0xFFFE == 0xFFFE  # the noncharacters U+FFFE, U+FFFF, U+1FFFE...
+    )
+
+
+def visible(name: str) -> str:
+    """``name`` with control, format (bidi, zero-width, tag...), separator and surrogate
+    characters, every default-ignorable code point (soft hyphen, variation selectors, Hangul
+    fillers...) and noncharacter (U+FFFF...) shown as ``⟨U+XXXX⟩``: the page's rule for names
+    and labels (its ``visibleName``); texts in cells stay literal.
+
+    >>> from rust_bertscore.analyses.report_html import visible
+    >>> visible("sys\u202etxt.lave\u202c.txt")
+    'sys⟨U+202E⟩txt.lave⟨U+202C⟩.txt'
+    >>> visible("ba\u00adse\ufe0f\U000e0041")
+    'ba⟨U+00AD⟩se⟨U+FE0F⟩⟨U+E0041⟩'
+    """
+    return "".join(f"⟨U+{ord(c):04X}⟩" if _hidden(c) else c for c in name)
 
 
 def report_html(payload: dict[str, Any]) -> str:
@@ -239,23 +215,23 @@ def report_html(payload: dict[str, Any]) -> str:
 
     >>> from rust_bertscore.analyses.report_html import report_html
     >>> page = report_html({"meta": {"title": "a <b>"}})
-    >>> "<title>a &lt;b&gt;</title>" in page, "connect-src" in page or "default-src 'none'" in page
+    >>> "<title>a &lt;b&gt;</title>" in page, "default-src 'none'" in page
     (True, True)
     """
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    data = base64.b64encode(gzip.compress(raw.encode("utf-8"), 9, mtime=0)).decode("ascii")
-    lines = "\n".join(data[i : i + 120] for i in range(0, len(data), 120))
+    css = _asset("report.css")
+    js = "(function () {\n'use strict';\n" + "\n".join(_asset(f) for f in SCRIPTS) + "\n})();\n"
+    data = "\n".join(
+        f'<script type="application/octet-stream" id="{key}">\n{text}\n</script>'
+        for key, text in page_blocks(payload)
+    )
     fields = {
+        "CSP": html.escape(content_security_policy(js, css), quote=False),
         "VERSION": html.escape(__version__),
-        "TITLE": html.escape(str(payload.get("meta", {}).get("title", ""))),
+        "TITLE": html.escape(visible(printable(str(payload.get("meta", {}).get("title", ""))))),
         "ALPHA": f"{ALPHA:g}",
-        "CSS": (ASSETS / "report.css").read_text(
-            encoding="utf-8"
-        ),  # boundary-exempt: the package's own asset
-        "JS": (ASSETS / "report.js").read_text(
-            encoding="utf-8"
-        ),  # boundary-exempt: the package's own asset
-        "DATA": lines,
+        "CSS": css,
+        "JS": js,
+        "DATA": data,
     }
     return re.sub(r"@@([A-Z]+)@@", lambda m: fields[m.group(1)], PAGE)
 

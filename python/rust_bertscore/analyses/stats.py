@@ -6,7 +6,8 @@ parallel, with the GIL released:
 * :func:`bootstrap_ci`: percentile bootstrap interval of a system's corpus mean.
 * :func:`paired_bootstrap`: Koehn's (2004) paired bootstrap resampling. Every resample draws the
   same segment indices for both systems; the p-value is the one-sided probability of "B is not
-  better than A" (the share of resamples whose mean difference B - A is <= 0).
+  better than A" (the share of resamples whose mean difference B - A is <= 0), or with
+  ``two_sided=True`` the two-sided p of "A and B score the same" (twice the smaller tail).
 * :func:`paired_permutation`: paired approximate randomisation (sacrebleu's ``--paired-ar``).
   Every trial swaps A's and B's score of each segment with probability 1/2; the p-value is
   two-sided: the share of trials whose absolute mean difference is at least the observed one.
@@ -88,6 +89,8 @@ class PairedBootstrap:
     p_value : float
         One-sided p-value of "B is not better than A": ``(#{resamples with delta <= 0} + 1) /
         (n_resamples + 1)``. Small: B is better. Near 1: B is not better (equal or worse).
+        With ``two_sided=True``: the two-sided p of "A and B score the same" (small when B is
+        better or worse; see :func:`paired_bootstrap`).
     a_ci_low, a_ci_high : float
         Percentile interval of A's own mean, from the same resamples.
     b_ci_low, b_ci_high : float
@@ -218,6 +221,7 @@ def paired_bootstrap(
     confidence: float = ...,
     *,
     num_threads: int | None = ...,
+    two_sided: bool = ...,
 ) -> dict[str, PairedBootstrap]: ...
 @overload
 def paired_bootstrap(
@@ -228,6 +232,7 @@ def paired_bootstrap(
     confidence: float = ...,
     *,
     num_threads: int | None = ...,
+    two_sided: bool = ...,
 ) -> PairedBootstrap | list[PairedBootstrap]: ...
 def paired_bootstrap(
     a: ScoresLike,
@@ -237,6 +242,7 @@ def paired_bootstrap(
     confidence: float = 0.95,
     *,
     num_threads: int | None = None,
+    two_sided: bool = False,
 ) -> PairedBootstrap | list[PairedBootstrap] | dict[str, PairedBootstrap]:
     """Koehn's paired bootstrap resampling of system(s) ``b`` against baseline ``a``.
 
@@ -254,6 +260,12 @@ def paired_bootstrap(
         Coverage of the intervals, in (0, 1).
     num_threads : int, optional
         At most this many threads of the shared pool.
+    two_sided : bool
+        False (default, Koehn's test): ``p_value`` is the one-sided p of "B is not better
+        than A". True: the two-sided p of "A and B score the same", ``min(1, 2 min(p_le,
+        p_ge))`` where ``p_le`` is the one-sided p above and ``p_ge`` its mirror ("B is not
+        worse": the share of the same resamples whose difference is >= 0); small when B is
+        better *or* worse (the sign of ``delta`` says which).
 
     Returns
     -------
@@ -270,13 +282,26 @@ def paired_bootstrap(
     >>> r = paired_bootstrap(a, {"better": a + 0.1, "same": a}, seed=1)
     >>> round(r["better"].delta, 6), r["better"].p_value < 0.01, r["same"].p_value > 0.5
     (0.1, True, True)
+
+    A worse system has a one-sided p near 1 but a small two-sided one:
+
+    >>> paired_bootstrap(a, a - 0.1, seed=1).p_value
+    1.0
+    >>> paired_bootstrap(a, a - 0.1, seed=1, two_sided=True).p_value < 0.01
+    True
     """
     x, ys, names, single = check_paired(a, b)
     conf, n, s = check_resampling(confidence, n_resamples, seed)
     (_, alo, ahi), rows = _core.paired_bootstrap(x, ys, conf, n, s, num_threads=num_threads)
+    p_values = [row[5] for row in rows]
+    if two_sided:
+        # The same resamples (same seed and N) of the negated scores: their one-sided p counts
+        # the resamples whose difference B - A is >= 0 (negation is exact in floating point).
+        _, mirrored = _core.paired_bootstrap(-x, -ys, conf, n, s, num_threads=num_threads)
+        p_values = [min(1.0, 2.0 * min(p, m[5])) for p, m in zip(p_values, mirrored)]
     out = [
         PairedBootstrap(ma, mb, d, lo, hi, p, alo, ahi, blo, bhi, conf, n, s)
-        for ma, mb, d, lo, hi, p, _, blo, bhi in rows
+        for (ma, mb, d, lo, hi, _, _, blo, bhi), p in zip(rows, p_values)
     ]
     return _as_given(out, names, single)
 

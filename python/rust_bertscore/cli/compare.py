@@ -34,12 +34,15 @@ examples:
 
 output (text): the test and its settings, the scorer's hash, then a row per system with the
   mean P, R and F1 and their bootstrap intervals; under every system but the first, its
-  difference from the first (the baseline) and the p-value, starred below 0.05.
-  --paired-bs (default): one-sided p of "not better than the baseline" (Koehn 2004);
-  --paired-ar: two-sided p of "scores the same as the baseline".
+  difference from the first (the baseline) and the two-sided p-value of "scores the same as
+  the baseline", marked * when the system is significantly better (p < 0.05, delta > 0) and
+  ! when it is significantly worse (p < 0.05, delta < 0); no mark: no significant difference.
+  --paired-bs (default): paired bootstrap resampling (Koehn 2004), p twice the smaller tail;
+  --paired-ar: paired approximate randomisation.
 json: {"hash", "model", ..., "test", "seed", "baseline", "systems": [{"name", "P": {"mean",
-  "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high", "p_value"}, "R", "F1"}]};
-tsv: a header and a row per system (the baseline's delta and p cells are empty).
+  "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high", "p_value", "verdict"}, "R",
+  "F1"}]}; verdict: "better", "worse" or "same";
+tsv: a header and a row per system (the baseline's delta, p and verdict cells are empty).
 """
 
 
@@ -78,6 +81,14 @@ def add_compare_flags(p: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="FILE",
         help="reference file(s); several give each candidate several references",
+    )
+    inputs.add_argument(
+        "-s",
+        "--source",
+        metavar="FILE",
+        default=None,
+        help="the source file, one line per segment (checked against the references; report "
+        "shows each segment's source)",
     )
     inputs.add_argument(
         "-c",
@@ -189,9 +200,23 @@ def read_inputs(
     return systems, refs
 
 
+def read_sources(path: str | None, ref_file: str, n: int) -> list[str] | None:
+    """The source file's lines (None when not given), checked: one per reference line."""
+    if path is None:
+        return None
+    lines = read_lines(Path(path))
+    if len(lines) != n:
+        raise CliError(
+            f"--source {path} has {len(lines)} lines but the references ({ref_file}) have {n}: "
+            "the source file needs one line per segment"
+        )
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Score the systems, run the test, write the table; returns the exit code."""
     systems, refs = read_inputs(args.cand, args.ref)
+    read_sources(args.source, args.ref[0], len(refs))
     check_baseline_path(args)
     flat_refs = [r for group in refs for r in ([group] if isinstance(group, str) else group)]
     start = time.perf_counter()
@@ -222,4 +247,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["Comparison", "add_compare_flags", "add_parser", "read_inputs", "run"]
+__all__ = ["Comparison", "add_compare_flags", "add_parser", "read_inputs", "read_sources", "run"]

@@ -190,13 +190,18 @@ class ScorerAnalyses:
         batch_size: int | None = None,
         title: str = "BERTScore comparison",
         inputs: Sequence[tuple[str, str, int]] | None = None,
+        sources: Sequence[str] | None = None,
+        length_cutoffs: Sequence[int] | None = None,
+        score_cutoffs: Sequence[float] | None = None,
     ) -> Report:
         """Write the HTML comparison report of the systems to ``path``: one self-contained
         page (no network request) with the systems table of :meth:`compare` (same arguments,
         same figures), distributions, buckets, a segment table and every segment's token
         alignment (:meth:`align_batch`'s). Returns the data drawn. ``inputs``: (role, file,
-        lines) rows for the header (default: one per system and the references). See
-        :mod:`rust_bertscore.analyses.report` and docs/report.md.
+        lines) rows for the header (default: one per system and the references);
+        ``sources``: each segment's source text; ``length_cutoffs`` / ``score_cutoffs``: the
+        buckets' ascending thresholds (see :func:`~rust_bertscore.analyses.report.build_report`).
+        See :mod:`rust_bertscore.analyses.report` and docs/report.md.
 
         >>> import os, tempfile
         >>> from rust_bertscore import BERTScorer
@@ -211,7 +216,17 @@ class ScorerAnalyses:
         """
         scorer = self._scorer()
         rep = build_report(
-            scorer, cands_by_system, refs, test, n_samples, seed, confidence, batch_size
+            scorer,
+            cands_by_system,
+            refs,
+            test,
+            n_samples,
+            seed,
+            confidence,
+            batch_size,
+            sources=sources,
+            length_cutoffs=length_cutoffs,
+            score_cutoffs=score_cutoffs,
         )
         if inputs is None:
             inputs = [("references", "(given)", len(refs))] + [
