@@ -187,3 +187,15 @@ def test_models_explain_prints_the_flags_and_the_choice(
     assert "int8: amx_int8 " in out and "bf16: amx_bf16 " in out
     assert "  onnxruntime/fp32: 1.00x fp32, mean |dF| 0.0e+00" in out
     assert "  chosen: onnxruntime/" in out
+
+
+def test_fast_on_an_exported_graph_is_refused(tmp_path: Path) -> None:
+    """An exported .onnx has no checkpoint to convert into other paths (it failed on its
+    missing weights file)."""
+    from rust_bertscore.errors import InputValueError
+    from rust_bertscore.models.export import export_model
+
+    out = tmp_path / "model.onnx"
+    export_model(BERT, out, num_layers=2)
+    with pytest.raises(InputValueError, match="is an exported graph"):
+        BERTScorer(model_type=str(out), precision="fast")

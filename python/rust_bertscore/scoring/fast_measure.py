@@ -116,6 +116,12 @@ def choose_fast_path(
         if runtime == "auto" or path[0] == runtime or path == ("onnxruntime", "fp32")
     ]
     files = resolve_model(model_type, revision)
+    if files.onnx_path is not None:
+        raise InputValueError(
+            f"precision='fast' chooses among the graphs this package converts; {files.onnx_path} "
+            "is an exported graph, which runs as it was exported: leave precision at its "
+            "default (or export another precision)"
+        )
     key = {
         "host": host.key(),
         "model": weights_fingerprint(files.model_dir),
