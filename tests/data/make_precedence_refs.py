@@ -20,7 +20,12 @@ from precedence_cases import TINY, make_case
 from transformers import AutoTokenizer
 
 HERE = Path(__file__).resolve().parent
-TEXTS = ["the cat sat on the mat", "A new <extra> token, and [MASK] here.", ""]
+TEXTS = [
+    "the cat sat on the mat",
+    "A new <extra> token, and [MASK] here.",
+    "",
+    "An <EXTRA> [mask] The CAT",
+]
 
 
 def template(single: list[str], ids: dict[str, int]) -> dict:
@@ -39,7 +44,7 @@ def template(single: list[str], ids: dict[str, int]) -> dict:
     }
 
 
-def with_added(family: str, content: str, token_id: int) -> dict:
+def with_added(family: str, content: str, token_id: int, special: bool = False) -> dict:
     """The tiny ``family``'s ``added_tokens_decoder`` with ``content`` added at ``token_id``."""
     config = json.loads((TINY / family / "tokenizer_config.json").read_text())
     decoder = dict(config["added_tokens_decoder"])
@@ -49,7 +54,7 @@ def with_added(family: str, content: str, token_id: int) -> dict:
         "normalized": False,
         "rstrip": False,
         "single_word": False,
-        "special": False,
+        "special": special,
     }
     return decoder
 
@@ -140,6 +145,34 @@ CASES = {
                 "added_tokens_decoder": with_added("albert", "<extra>", 1002)
             },
             "config.json": {"vocab_size": 1010},
+        },
+        [],
+    ],
+    # the slow BERT-style classes lower-case the text before splitting out added tokens: an
+    # added <extra> matches <EXTRA>, an added <EXTRA> (neither named nor normalized) never does
+    "bert/added-lowercased-first": [
+        "bert",
+        {
+            "tokenizer_config.json": {
+                "added_tokens_decoder": with_added("bert", "<extra>", 1507, special=True)
+            },
+            "config.json": {"vocab_size": 1512},
+        },
+        [],
+    ],
+    "bert/added-upper-content": [
+        "bert",
+        {
+            "tokenizer_config.json": {"added_tokens_decoder": with_added("bert", "<EXTRA>", 1507)},
+            "config.json": {"vocab_size": 1512},
+        },
+        [],
+    ],
+    "mpnet/added-lowercased-first": [
+        "mpnet",
+        {
+            "tokenizer_config.json": {"added_tokens_decoder": with_added("mpnet", "<extra>", 1507)},
+            "config.json": {"vocab_size": 1512},
         },
         [],
     ],

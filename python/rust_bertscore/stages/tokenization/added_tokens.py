@@ -104,9 +104,18 @@ def collect_added_tokens(
     if "added_tokens_decoder" not in tok_config and added_json.is_file():
         data = read_json_object(added_json, error=InputValueError)
         if isinstance(data, dict):
+            # as transformers builds them: special when a special token names them, and then
+            # not normalized; the others normalized (a fast tokenizer matches them lower-cased)
+            named = set(named_special_tokens(tok_config, special_map))
             for text, token_id in data.items():
                 if str(text) not in found:
-                    found[str(text)] = AddedToken(str(text), id=_int_or_none(token_id))
+                    special = str(text) in named
+                    found[str(text)] = AddedToken(
+                        str(text),
+                        special=special,
+                        id=_int_or_none(token_id),
+                        normalized=not special,
+                    )
     for source in (special_map, tok_config):
         for key in _SPECIAL_KEYS:
             token = _entry(source.get(key))
@@ -119,6 +128,19 @@ def collect_added_tokens(
                 if token is not None and token.content not in found:
                     found[token.content] = token
     return found
+
+
+def named_special_tokens(tok_config: dict, special_map: dict) -> list[str]:
+    """transformers' ``all_special_tokens``: the named special tokens (``cls_token``, ...; the
+    map's where it is read, else the config's) and ``additional_special_tokens``."""
+    names: list[str] = []
+    for key in (*_SPECIAL_KEYS, "additional_special_tokens"):
+        value = special_map.get(key, tok_config.get(key))
+        for item in value if isinstance(value, list) else [value]:
+            token = _entry(item)
+            if token is not None and token.content:
+                names.append(token.content)
+    return names
 
 
 class AddedTokenSplitter:

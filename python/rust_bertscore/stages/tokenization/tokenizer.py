@@ -30,7 +30,7 @@ from ...support.boundary import foreign_call
 from ...support.inputs import read_json_object
 from ...support.read_record import recording
 from ..text import prepare_text
-from .added_tokens import AddedToken, collect_added_tokens
+from .added_tokens import AddedToken, collect_added_tokens, named_special_tokens
 from .byte_level import ByteIds
 from .classes import (
     LAYOUT_BARE,
@@ -56,6 +56,7 @@ from .fast import (
     template_frame,
 )
 from .lengths import declares_no_limit, max_length_of
+from .lower_first import lower_first
 from .sentencepiece import SentencePieceIds
 
 # Tokenizer classes whose slow version bert_score calls with add_prefix_space=True
@@ -191,6 +192,12 @@ class TextTokenizer:
                 )
         # bert_score adds the prefix space itself for the slow RoBERTa/GPT-2 classes only.
         self.prefix_space = False if uses_fast else _wants_prefix_space(tok_config, config)
+        # the slow classes lower-case the text before they split out added tokens
+        self._lower_first = None
+        if not uses_fast:
+            added = collect_added_tokens(self.model_dir, tok_config, special_map, {})
+            named = named_special_tokens(tok_config, special_map)
+            self._lower_first = lower_first(self.tokenizer_class.name, tok_config, added, named)
         names = {
             key: [entry_text(special_map.get(key)), entry_text(tok_config.get(key))]
             for key in ("cls_token", "sep_token", "eos_token", "bos_token")
@@ -326,6 +333,8 @@ class TextTokenizer:
         without truncation; None for an empty (or all-whitespace) text, which :meth:`build`
         turns into :attr:`empty_ids`."""
         prepared = [prepare_text(t, self.prefix_space) for t in texts]
+        if self._lower_first is not None:
+            prepared = [self._lower_first(t) for t in prepared]
         out: list[list[int] | None] = [None for _ in prepared]
         todo = [i for i, t in enumerate(prepared) if t]
         if todo:
