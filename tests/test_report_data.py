@@ -152,8 +152,8 @@ def test_bucket_verdicts_say_worse() -> None:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "python"), str(root / "tests")]))
+    # the package the tests import (the installed one under make test), as test_cli_compare
+    env = dict(os.environ)
     return subprocess.run(
         [sys.executable, "-m", "rust_bertscore", "report", *args],
         capture_output=True,

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RustBertScoreError
+from ..errors import InputValueError, RustBertScoreError
 from ..support.atomic import write_text_atomic
 from ..support.inputs import read_bytes, read_memo
 
@@ -316,7 +316,7 @@ def choose_fast(
     ('fp32', 'no path measured at least 1.1x fp32 within mean |dF| 0.002')
     """
     if not figures or (figures[0].runtime, figures[0].precision) != ("onnxruntime", "fp32"):
-        raise ValueError("choose_fast needs ONNX Runtime's fp32 figure first")
+        raise InputValueError("choose_fast needs ONNX Runtime's fp32 figure first")
     base = figures[0]
     qualified = [
         f for f in figures[1:] if f.mean_dF <= bound and f.pairs_per_s >= margin * base.pairs_per_s

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import CheckpointError
+
 _F32 = np.float32
 TORCH_VECTOR_BLOCK = 32
 """Elements per step of torch's vectorised loop on AVX-512 (two vectors of 16 float32); the
@@ -156,7 +158,10 @@ def sleef_powf(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """
     x, y = np.broadcast_arrays(_f32(x), _f32(y))
     if not (np.all(np.isfinite(x)) and np.all(x > 0) and np.all(np.isfinite(y))):
-        raise ValueError("sleef_powf takes positive finite bases and finite exponents")
+        raise CheckpointError(
+            "a rotary base must be positive and finite (rope_theta / rotary_emb_base in "
+            f"config.json), got {x.ravel()[:4].tolist()} to the powers {y.ravel()[:4].tolist()}"
+        )
     with np.errstate(over="ignore", under="ignore"):
         logx = _logk(x)
         result = _expk(_mul_pf(logx, y))
