@@ -203,12 +203,11 @@ def _check_sources(sources: Sequence[str] | None, n: int) -> list[str] | None:
 
 
 def _score_buckets(
-    base_f: np.ndarray, score_cutoffs: Sequence[float] | None
+    base_f: np.ndarray, cuts: Sequence[float] | None
 ) -> tuple[np.ndarray, list[str]]:
-    """Each segment's bucket by the baseline's F and the labels: the thresholds given, else
-    the quintiles."""
-    if score_cutoffs is not None:
-        cuts = check_cutoffs(score_cutoffs, "score_cutoffs")
+    """Each segment's bucket by the baseline's F and the labels: the (checked) thresholds
+    given, else the quintiles."""
+    if cuts is not None:
         return np.searchsorted(np.asarray(cuts), base_f, side="right"), score_labels(cuts)
     qs = np.quantile(base_f, [0.2, 0.4, 0.6, 0.8])
     bounds = [float(np.min(base_f)), *qs.tolist(), float(np.max(base_f))]
@@ -285,8 +284,7 @@ def build_report(
         if length_cutoffs is None
         else tuple(int(c) for c in check_cutoffs(length_cutoffs, "length_cutoffs", integer=True))
     )
-    if score_cutoffs is not None:
-        check_cutoffs(score_cutoffs, "score_cutoffs")
+    score_cuts = None if score_cutoffs is None else check_cutoffs(score_cutoffs, "score_cutoffs")
     if chunk_pairs is not None and (
         isinstance(chunk_pairs, bool) or not isinstance(chunk_pairs, int) or chunk_pairs < 1
     ):
@@ -368,7 +366,7 @@ def build_report(
         used_seed,
         confidence=confidence,
     )
-    f_of, f_labels = _score_buckets(base.F, score_cutoffs)
+    f_of, f_labels = _score_buckets(base.F, score_cuts)
     f_rows = buckets(f_by_system, f_of, f_labels, used_seed, confidence=confidence)
     text_of: dict[int, str] = {}
     for ids in ref_tokens.ids:

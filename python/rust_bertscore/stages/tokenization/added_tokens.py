@@ -10,6 +10,7 @@ the pieces between them. This module reproduces that step for the tokenizers imp
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,30 +118,31 @@ def collect_added_tokens(
                         normalized=not special,
                     )
     for source in (special_map, tok_config):
-        for key in _SPECIAL_KEYS:
-            token = _entry(source.get(key))
-            if token is not None and token.content not in found:
+        for token in _named_entries(source):
+            if token.content not in found:
                 found[token.content] = token
-        extras = source.get("additional_special_tokens")
-        if isinstance(extras, list):
-            for value in extras:
-                token = _entry(value)
-                if token is not None and token.content not in found:
-                    found[token.content] = token
     return found
+
+
+def _named_entries(source: dict) -> Iterator[AddedToken]:
+    """The special tokens a configuration names: ``bos_token`` and its kin, then
+    ``additional_special_tokens``."""
+    for key in _SPECIAL_KEYS:
+        token = _entry(source.get(key))
+        if token is not None:
+            yield token
+    extras = source.get("additional_special_tokens")
+    if isinstance(extras, list):
+        for value in extras:
+            token = _entry(value)
+            if token is not None:
+                yield token
 
 
 def named_special_tokens(tok_config: dict, special_map: dict) -> list[str]:
     """transformers' ``all_special_tokens``: the named special tokens (``cls_token``, ...; the
     map's where it is read, else the config's) and ``additional_special_tokens``."""
-    names: list[str] = []
-    for key in (*_SPECIAL_KEYS, "additional_special_tokens"):
-        value = special_map.get(key, tok_config.get(key))
-        for item in value if isinstance(value, list) else [value]:
-            token = _entry(item)
-            if token is not None and token.content:
-                names.append(token.content)
-    return names
+    return [t.content for t in _named_entries({**tok_config, **special_map}) if t.content]
 
 
 class AddedTokenSplitter:

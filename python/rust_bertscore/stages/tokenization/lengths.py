@@ -44,10 +44,8 @@ def check_declared(declared: object) -> object:
 def declares_no_limit(tok_config: dict) -> bool:
     """True when ``model_max_length`` is absent (transformers then takes ``int(1e30)``) or does
     not fit the 64-bit length the ``tokenizers`` library truncates to."""
-    declared = tok_config.get("model_max_length")
-    if isinstance(declared, bool) or not isinstance(declared, (int, float)):
-        return True
-    return declared >= 2**64
+    declared = check_declared(tok_config.get("model_max_length"))
+    return declared is None or declared >= 2**64  # type: ignore[operator]
 
 
 def max_length_of(tok_config: dict, config: dict) -> int | None:
