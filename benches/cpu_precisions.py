@@ -11,18 +11,28 @@ fp32 within their accuracy budget, with the flags that decide them: ``amx_bf16``
 ``avx512_bf16``; ``amx_int8``, ``avx512_vnni``, ``avx_vnni``). Then the GEMM ceilings of
 ``benches/gemm_limits.py`` and the processor's ISA flags.
 
-Models: ``minilm`` (the default model, layer 6, ``--pairs`` WMT pairs) and ``roberta-large``
-(roberta-large's shape with random weights, layer 17, ``--large-pairs`` pairs; made once by
-``benches/shapes.py`` under ``--work-dir``). The pairs are taken from the start of the WMT
-files and stop before the calibration texts (the last 300 references), so no path is measured
-on the text it was calibrated on.
+Models: ``minilm`` (the default model, layer 6, ``--pairs`` WMT pairs), ``roberta-large``
+(roberta-large's shape with random weights, layer 17, bert_score's English default,
+``--large-pairs`` pairs) and ``deberta-xlarge`` (microsoft/deberta-xlarge-mnli's shape, layer 40,
+``--xlarge-pairs`` pairs); the large shapes are made once by ``benches/shapes.py`` under
+``--work-dir`` and run the shipped paths (:data:`LARGE_MODEL_PATHS`) unless ``--paths`` names
+others. The GEMM ceilings are measured first, and each model's scorers are dropped once its
+figures are printed, so the bench holds one model's graphs at a time. The pairs are taken
+from the start of the WMT files and stop before the calibration texts (the last 300
+references), so no path is measured on the text it was calibrated on.
+
+Per model it then times the first score of a model new to the machine
+(``benches/first_score.py``): from process start to one pair's F with a fresh cache (the
+conversion included), with a warm one, and bert_score's process (torch's import and the
+checkpoint's load included); ``--no-first-score`` skips it.
 
 A path this install cannot run (OpenVINO not installed, bf16 without BF16) is listed with the
 reason and skipped; without the WMT files the bench says so and exits 0.
 
-Usage: ``python -m benches.cpu_precisions [--paths a,b] [--models minilm,roberta-large]
-[--pairs N] [--large-pairs N] [--rounds N] [--threads N] [--bert-score-python PY]
-[--json PATH]``; ``make bench-cpu-precisions``.
+Usage: ``python -m benches.cpu_precisions [--paths a,b]
+[--models minilm,roberta-large,deberta-xlarge] [--pairs N] [--large-pairs N] [--xlarge-pairs N]
+[--rounds N] [--threads N] [--bert-score-python PY] [--no-first-score] [--json PATH]``;
+``make bench-cpu-precisions``.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from benches.common import (
     wmt_pairs,
     write_json,
 )
+from benches.first_score import first_score, summary
 from benches.gemm_limits import gemm_rates, isa_flags
 from benches.precision_paths import CALIBRATION_LINES, PATHS, make_path
 from benches.stage_shares import STAGES, ceiling_fraction, stage_times
@@ -53,9 +64,15 @@ from rust_bertscore.models.fast_path import DECIDING_FLAGS
 
 WMT_LINES = 3004
 
+LARGE_MODEL_PATHS = ("ort-fp32", "ort-int8", "ov-fp32", "ov-bf16", "ov-int8")
+"""The paths measured on the large shapes unless ``--paths`` says otherwise: the shipped ones
+(the bench-only static paths calibrate for minutes on these shapes, and every path's graph is
+held while the paths are timed in turns)."""
+
 
 def measure_model(
     name: str,
+    paths: list[str],
     model_dir: Path,
     layer: int,
     hyps: list[str],
@@ -67,7 +84,7 @@ def measure_model(
 ) -> dict:
     """Every path and bert_score on one model, in turns; best time of each."""
     scorers, skipped, loads_s = {}, {}, {}
-    for path in args.paths:
+    for path in paths:
         t0 = time.perf_counter()
         try:
             scorer = make_path(path, model_dir, layer, calibration, tmp, args.threads)
@@ -248,10 +265,16 @@ def recommend(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--paths", default=",".join(PATHS), help="comma-separated paths")
-    parser.add_argument("--models", default="minilm,roberta-large")
+    parser.add_argument(
+        "--paths",
+        help="comma-separated paths (default: every path for minilm, the shipped ones "
+        f"({','.join(LARGE_MODEL_PATHS)}) for the large shapes)",
+    )
+    parser.add_argument("--models", default="minilm,roberta-large,deberta-xlarge")
     parser.add_argument("--pairs", type=int, default=WMT_LINES - CALIBRATION_LINES - 4)
     parser.add_argument("--large-pairs", type=int, default=200, help="pairs for roberta-large")
+    parser.add_argument("--xlarge-pairs", type=int, default=60, help="pairs for deberta-xlarge")
+    parser.add_argument("--no-first-score", action="store_true", help="skip the first-score runs")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OpenVINO threads (default: all cores)")
     parser.add_argument("--bert-score-python", help="interpreter with torch and bert-score")
@@ -265,14 +288,12 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    unknown = [p for p in args.paths if p not in PATHS]
+    chosen = [p.strip() for p in args.paths.split(",") if p.strip()] if args.paths else None
+    unknown = [p for p in chosen or [] if p not in PATHS]
     if unknown:
         parser.error(f"unknown paths {unknown}: expected some of {', '.join(PATHS)}")
-    if "ort-fp32" not in args.paths:
-        args.paths.insert(0, "ort-fp32")  # every |dF| is against it
     limit = WMT_LINES - CALIBRATION_LINES
-    if max(args.pairs, args.large_pairs) > limit:
+    if max(args.pairs, args.large_pairs, args.xlarge_pairs) > limit:
         parser.error(f"at most {limit} pairs: the last {CALIBRATION_LINES} calibrate")
 
     pairs = wmt_pairs("cpu_precisions", WMT_LINES)
@@ -289,6 +310,11 @@ def main() -> int:
         "models": {},
     }
     print("ISA:", " ".join(k for k, v in flags.items() if v) or "(unknown)")
+    if not args.no_gemm:  # first: each model's scorers are dropped once its shares are printed
+        results["gemm_gflops"] = gemm_rates(args.threads)
+        print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")
+        for key, value in results["gemm_gflops"].items():
+            print(f"  {key:14s} {value:7.0f} GFLOP/s")
     with tempfile.TemporaryDirectory(prefix="rbs-precisions-") as tmp_name:
         tmp = Path(tmp_name)
         for name in (m.strip() for m in args.models.split(",") if m.strip()):
@@ -297,26 +323,33 @@ def main() -> int:
             elif name == "roberta-large":
                 model_dir = shapes.roberta_large_shape(args.work_dir, hyps + refs)
                 layer, n = shapes.ROBERTA_LARGE_LAYER, args.large_pairs
+            elif name == "deberta-xlarge":
+                model_dir = shapes.deberta_xlarge_shape(args.work_dir, hyps + refs)
+                layer, n = shapes.DEBERTA_XLARGE_LAYER, args.xlarge_pairs
             else:
-                parser.error(f"unknown model {name!r}: expected minilm or roberta-large")
+                parser.error(
+                    f"unknown model {name!r}: expected minilm, roberta-large or deberta-xlarge"
+                )
+            paths = chosen or (list(PATHS) if name == "minilm" else list(LARGE_MODEL_PATHS))
+            if "ort-fp32" not in paths:
+                paths.insert(0, "ort-fp32")  # every |dF| is against it
             r = measure_model(
-                name, model_dir, layer, hyps[:n], refs[:n], calibration, args, bs_python, tmp
+                name, paths, model_dir, layer, hyps[:n], refs[:n], calibration, args, bs_python, tmp
             )
             results["models"][name] = r
-            r["_texts"] = hyps[:n] + refs[:n]
             print_model(r)
+            # One model's scorers at a time: all of roberta-large's paths beside MiniLM's took
+            # 20 GB, and deberta-xlarge's graphs are twice roberta-large's.
+            print_shares(r, results.get("gemm_gflops", {}), hyps[:n] + refs[:n])
+            r.pop("_scorers")
             r["recommendation"] = recommend(r["pairs_per_s"], r["dF_vs_fp32"], flags)
             print(f"\nOn this host ({name}):")
             for line in r["recommendation"]:
                 print(f"  {line}")
-        if not args.no_gemm:
-            results["gemm_gflops"] = gemm_rates(args.threads)
-            print("\nGEMM ceilings (2048x1024 @ 1024x4096, best of 10):")
-            for key, value in results["gemm_gflops"].items():
-                print(f"  {key:14s} {value:7.0f} GFLOP/s")
-        for r in results["models"].values():
-            print_shares(r, results.get("gemm_gflops", {}), r.pop("_texts"))
-            r.pop("_scorers")
+            if not args.no_first_score:
+                r["first_score_s"] = first_score(model_dir, layer, bert_score_python=bs_python)
+                print(f"First score, process start to one pair's F ({name}): ", end="")
+                print(summary(r["first_score_s"]), flush=True)
     info = results["machine"]
     print(
         f"\nmachine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs; "

@@ -76,7 +76,7 @@ def test_full_disk_converts_in_memory(
 ) -> None:
     want = expected(model, tmp_path / "writable", precision)
 
-    def no_space(proto: object, path: Path, external: bool) -> None:
+    def no_space(proto: object, path: Path, external: bool, *held: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setattr(writer, "save_model", no_space)
@@ -90,7 +90,7 @@ def test_full_disk_converts_in_memory(
 
 
 def test_other_write_errors_are_raised(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def io_error(proto: object, path: Path, external: bool) -> None:
+    def io_error(proto: object, path: Path, external: bool, *held: object) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
 
     monkeypatch.setattr(writer, "save_model", io_error)

@@ -415,8 +415,10 @@ def test_failure_mid_write_leaves_nothing(
 ) -> None:
     real_save = writer.save_model
 
-    def failing_save(model: onnx.ModelProto, path: Path, external_data: bool) -> None:
-        real_save(model, path, external_data)
+    def failing_save(
+        model: onnx.ModelProto, path: Path, external_data: bool, *held: writer.HeldWeights
+    ) -> None:
+        real_save(model, path, external_data, *held)
         path.write_bytes(path.read_bytes()[:100])  # half written ...
         raise OSError("disk full")  # ... then the disk fills up
 

@@ -48,8 +48,8 @@ def test_interrupted_conversion_leaves_no_entry(fresh, monkeypatch: pytest.Monke
     cache, model = fresh
     real_save = writer.save_model
 
-    def save_half_then_interrupt(proto, path, external):
-        real_save(proto, path, external)
+    def save_half_then_interrupt(proto, path, external, *held):
+        real_save(proto, path, external, *held)
         with open(path, "r+b") as f:
             f.truncate(path.stat().st_size // 2)
         raise KeyboardInterrupt

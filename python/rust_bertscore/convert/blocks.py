@@ -277,10 +277,10 @@ def self_attention(
     scale = np.float32(1.0 / math.sqrt(d))
     wq, bq = wq * scale, bq * scale
     if fused:
-        packed_w = np.concatenate([wq.T, wk.T, wv.T], axis=1)
+        packed_w = np.concatenate([wq, wk, wv], axis=0).T  # rows stacked: a fast copy
         inputs = [
             x,
-            g.weight(f"{name}.qkv.weight_t", np.ascontiguousarray(packed_w)),
+            g.weight(f"{name}.qkv.weight_t", packed_w),
             g.weight(f"{name}.qkv.bias", np.concatenate([bq, bk, bv])),
             mask,
         ]

@@ -98,10 +98,14 @@ def export_onnx(
         else external_data
     )
     if not external:
-        model = build_model(
-            model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused, task=task
+        held = writer.HeldWeights()  # the weights written from the builder's arrays
+        with streaming_weights(held):
+            model = build_model(
+                model_dir, num_layers, all_layers=all_layers, doc=doc, fused=fused, task=task
+            )
+        return write_files_atomic(
+            out_path, lambda path: writer.save_model(model, path, False, held)
         )
-        return write_files_atomic(out_path, lambda path: writer.save_model(model, path, False))
 
     def write(path: Path) -> None:
         data = writer.ExternalDataFile(path.with_name(f"{path.name}.data"))

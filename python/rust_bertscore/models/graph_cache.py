@@ -29,6 +29,7 @@ import errno
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import convert
@@ -66,9 +67,9 @@ def cache_root() -> Path:
     return Path(base) / "rust-bertscore"
 
 
-def weights_fingerprint(model_dir: Path) -> str:
-    """A digest of the checkpoint's weight files (``convert.weights_fingerprint``: safetensors,
-    or PyTorch ``.bin`` files where there are none), memoised by their paths, sizes and mtimes."""
+def _fingerprint_memo(model_dir: Path) -> tuple[Path, list, str | None]:
+    """(memo path, stamp, memoised fingerprint or None) of the checkpoint's weight files, the
+    stamp being their paths, sizes and mtimes."""
     files = [model_dir / "config.json", *convert.weight_files(model_dir)]
     files += sorted(model_dir.glob("*.index.json"))
     stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
@@ -76,8 +77,20 @@ def weights_fingerprint(model_dir: Path) -> str:
     memo = cache_root() / "fingerprints" / f"{memo_key}.json"
     saved = read_memo(memo)
     if saved is not None and saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
-        return str(saved["digest"])
-    digest = convert.weights_fingerprint(model_dir)
+        return memo, stamp, str(saved["digest"])
+    return memo, stamp, None
+
+
+def weights_fingerprint(model_dir: Path) -> str:
+    """A digest of the checkpoint's weight files (``convert.weights_fingerprint``: safetensors,
+    or PyTorch ``.bin`` files where there are none), memoised by their paths, sizes and mtimes."""
+    memo, stamp, memoised = _fingerprint_memo(model_dir)
+    if memoised is not None:
+        return memoised
+    return _remember_fingerprint(memo, stamp, convert.weights_fingerprint(model_dir))
+
+
+def _remember_fingerprint(memo: Path, stamp: list, digest: str) -> str:
     with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
         write_text_atomic(memo, json.dumps({"stamp": stamp, "digest": digest}))
     return digest
@@ -101,7 +114,18 @@ def weights_key(model_dir: Path) -> str:
     >>> len(fingerprint), values[:16]
     (64, '7babd26b2c0cac2f')
     """
-    fingerprint = weights_fingerprint(model_dir)
+    stamp_memo, stamp, fingerprint = _fingerprint_memo(model_dir)
+    if fingerprint is None:
+        # Weights new to this cache: both digests are needed, so they are taken side by side
+        # (hashlib hashes without the GIL; on 2 cores roberta-large's two passes over 1.4 GB
+        # take the time of one).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            values = pool.submit(weights_digest, model_dir)
+            files_digest = convert.weights_fingerprint(model_dir)
+            digest = values.result()
+        fingerprint = _remember_fingerprint(stamp_memo, stamp, files_digest)
+        _remember_digest(fingerprint, digest)
+        return f"{fingerprint}|{digest}"
     memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
     saved = read_memo(memo) or {}  # damaged or replaced: digested again
     if (
@@ -111,10 +135,15 @@ def weights_key(model_dir: Path) -> str:
     ):
         return f"{fingerprint}|{saved['digest']}"
     digest = weights_digest(model_dir)
+    _remember_digest(fingerprint, digest)
+    return f"{fingerprint}|{digest}"
+
+
+def _remember_digest(fingerprint: str, digest: str) -> None:
+    memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
     record = {"fingerprint": fingerprint, "version": DIGEST_VERSION, "digest": digest}
     with contextlib.suppress(OSError):  # a read-only cache only costs a new digest next time
         write_text_atomic(memo, json.dumps(record))
-    return f"{fingerprint}|{digest}"
 
 
 GRAPH_VARIANT = "fused-attention"

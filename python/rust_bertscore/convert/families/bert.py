@@ -263,13 +263,13 @@ def bert_layer(
             params(names.key, h, h),
             params(names.value, h, h),
         ]
-        packed_w = np.concatenate([wt.T for wt, _ in qkv], axis=1)
+        packed_w = np.concatenate([wt for wt, _ in qkv], axis=0).T  # rows stacked: a fast copy
         packed_b = np.concatenate([b for _, b in qkv])
         ctx = g.op(
             "Attention",
             [
                 x,
-                g.weight(f"{pre}attention.qkv.weight_t", np.ascontiguousarray(packed_w)),
+                g.weight(f"{pre}attention.qkv.weight_t", packed_w),
                 g.weight(f"{pre}attention.qkv.bias", packed_b),
                 bias,
             ],

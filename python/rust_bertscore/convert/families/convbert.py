@@ -43,7 +43,7 @@ import onnx
 from ..blocks import BuildRequest, mask_bias, new_graph
 from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, CheckpointError, int_field
-from ..graph import GraphBuilder
+from ..graph import GraphBuilder, contiguous
 from .bert import BERT_LAYER, EncoderSpec, embeddings, encoder_spec
 
 CONVBERT_LAYER = BERT_LAYER
@@ -107,7 +107,7 @@ def grouped_dense(weight: np.ndarray) -> np.ndarray:
     dense = np.zeros((groups * n_in, groups * n_out), dtype=np.float32)
     for g in range(groups):
         dense[g * n_in : (g + 1) * n_in, g * n_out : (g + 1) * n_out] = weight[g]
-    return np.ascontiguousarray(dense.T)
+    return contiguous(dense.T)
 
 
 def _ffn_weight(w: WeightStore, name: str, n_out: int, n_in: int, groups: int) -> np.ndarray:

@@ -31,7 +31,7 @@ import onnx
 from ..blocks import BuildRequest, new_graph
 from ..checkpoint import WeightStore
 from ..contract import ATTENTION_MASK, INPUT_IDS
-from ..graph import FLOAT32_MIN, GraphBuilder
+from ..graph import FLOAT32_MIN, GraphBuilder, contiguous
 from .deberta_spec import (
     DEBERTA_MODEL_TYPES,
     DebertaSpec,
@@ -77,7 +77,7 @@ class _Builder:
         node = node or name
         if bias:
             return self.g.linear(x, weight, self.w.get(f"{name}.bias", (n_out,)), node)
-        w_t = self.g.weight(f"{name}.weight_t", np.ascontiguousarray(weight.T))
+        w_t = self.g.weight(f"{name}.weight_t", contiguous(weight.T))
         return self.g.op("MatMul", [x, w_t], f"{node}/MatMul")
 
     def norm(self, x: str, name: str, size: int) -> str:
@@ -194,7 +194,7 @@ class _Builder:
             per_head = packed.reshape(spec.heads, 3, d, h)
             q_w, k_w, v_w = (per_head[:, n].reshape(a, h) for n in range(3))
             q = g.linear(x, q_w, self.w.get(pre + "q_bias", (a,)), pre + "query")
-            k_t = g.weight(pre + "key.weight_t", np.ascontiguousarray(k_w.T))
+            k_t = g.weight(pre + "key.weight_t", contiguous(k_w.T))
             k = g.op("MatMul", [x, k_t], pre + "key/MatMul")
             v = g.linear(x, v_w, self.w.get(pre + "v_bias", (a,)), pre + "value")
         q = g.op("Div", [q, scale], pre + "query/scaled")

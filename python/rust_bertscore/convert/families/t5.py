@@ -24,7 +24,7 @@ import onnx
 from ..blocks import BuildRequest, mask_bias, mask_index, new_graph
 from ..checkpoint import WeightStore
 from ..contract import INPUT_IDS, CheckpointError, float_field, model_depth
-from ..graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder
+from ..graph import FLOAT32_MIN, MS_DOMAIN, GraphBuilder, contiguous
 
 T5_BLOCK = "encoder.block.{i}."
 """Prefix of block ``i``'s tensors in a T5 checkpoint."""
@@ -209,7 +209,7 @@ def _rms_norm(g: GraphBuilder, x: str, weight: np.ndarray, eps: float, name: str
 
 def _matmul(g: GraphBuilder, x: str, weight: np.ndarray, name: str) -> str:
     """``x W^T`` for a bias-free PyTorch Linear weight ``(out, in)``."""
-    w = g.weight(f"{name}.weight_t", np.ascontiguousarray(weight.T))
+    w = g.weight(f"{name}.weight_t", contiguous(weight.T))
     return g.op("MatMul", [x, w], f"{name}/MatMul")
 
 
@@ -272,12 +272,12 @@ def _attention(
     att = f"{pre}{_ATTN}"
     q, k, v = (w.get(f"{att}.{p}.weight", (n, h)) for p in ("q", "k", "v"))
     if fused:
-        packed = np.concatenate([q.T, k.T, v.T], axis=1)
+        packed = np.concatenate([q, k, v], axis=0).T  # rows stacked: a fast copy
         return g.op(
             "Attention",
             [
                 x,
-                g.weight(f"{att}.qkv.weight_t", np.ascontiguousarray(packed)),
+                g.weight(f"{att}.qkv.weight_t", packed),
                 g.weight(f"{att}.qkv.bias", np.zeros(3 * n, dtype=np.float32)),
                 bias,
                 "",

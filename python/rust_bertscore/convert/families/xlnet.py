@@ -34,7 +34,7 @@ import onnx
 from ..blocks import BuildRequest, hidden_and_heads, mask_bias, new_graph, seq_len
 from ..checkpoint import TransformerPrefixed
 from ..contract import INPUT_IDS, CheckpointError, float_field, int_field
-from ..graph import GraphBuilder
+from ..graph import GraphBuilder, contiguous
 
 XLNET_LAYER = "layer.{i}."
 """Prefix of layer ``i``'s tensors (and of its graph nodes)."""
@@ -187,7 +187,7 @@ def xlnet_layer(
     ctx = g.op("MatMul", [probs, v], f"{att}context")
     ctx = g.op("Transpose", [ctx], f"{att}context_t", perm=[0, 2, 1, 3])
     ctx = g.op("Reshape", [ctx, g.ints("shape/merged", [0, 0, n * d])], f"{att}context_merged")
-    out = matmul(ctx, np.ascontiguousarray(proj("o").T), f"{att}o")
+    out = matmul(ctx, contiguous(proj("o").T), f"{att}o")
     hid = g.op("Add", [out, x], f"{att}residual")
     hid = g.layer_norm(
         hid,

@@ -1,7 +1,7 @@
 //! The micro-kernels against scalar references and against each other, on every instruction set
 //! this CPU runs (the scalar path included, whatever the CPU: see [`Isa::all_available`]).
 
-use ndarray::Array2;
+use ndarray::{s, Array2, ArrayView2};
 use proptest::prelude::*;
 
 use super::*;
@@ -29,14 +29,19 @@ pub(crate) fn matrix(rows: usize, dim: usize, seed: u64) -> Array2<f32> {
 }
 
 fn check_dots(isa: Isa, a: &Array2<f32>, b: &Array2<f32>) {
-    let want = naive(a, b);
+    check_dots_views(isa, a.view(), b.view());
+}
+
+/// `dots` on `isa` against the scalar reference, on views (rows anywhere in memory).
+fn check_dots_views(isa: Isa, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) {
+    let want = naive(&a.to_owned(), &b.to_owned());
     let mut out = vec![f32::NAN; a.nrows() * b.nrows()];
     let mut prefetch = Prefetch::default();
-    prefetch.set([a.view(), b.view()]);
+    prefetch.set([a, b]);
     dots(
         isa,
-        &Rows::new(a.view()).unwrap(),
-        &Rows::new(b.view()).unwrap(),
+        &Rows::new(a).unwrap(),
+        &Rows::new(b).unwrap(),
         &mut out,
         &mut prefetch,
     );
@@ -81,8 +86,55 @@ fn every_kernel_matches_the_scalar_product_on_every_edge_shape() {
 }
 
 #[test]
-fn hsum16_and_hsum8_sum_each_input() {
-    // Through the kernels: one-hot rows make each tile entry a single product.
+fn every_tile_and_strip_shape_matches_the_scalar_product() {
+    // Every block of up to 14 x 14: each remainder of the tile shapes (AVX2 2 x 6, AVX-512
+    // 4 x 4) on both sides, and strips whose row count is not a multiple of their tiles'.
+    for isa in Isa::all_available() {
+        for dim in [1, 7, 8, 9, 17, 40] {
+            for m in 1..=14 {
+                for n in 1..=14 {
+                    let a = matrix(m, dim, (m * 31 + n * 7 + dim) as u64);
+                    let b = matrix(n, dim, (n * 131 + m + dim) as u64);
+                    check_dots(isa, &a, &b);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_at_any_alignment_give_the_scalar_product_and_the_same_bits() {
+    // Rows starting 0 to 7 values past a 32-byte boundary, with a row stride that is not a
+    // multiple of 8 values (so the rows of one block start at different alignments): right,
+    // and bit for bit the same as the same values stored contiguously, so that a pair scores
+    // the same wherever its texts lie in a batch.
+    for isa in Isa::all_available() {
+        for dim in [1, 3, 5, 8, 12, 13, 31, 64, 67] {
+            let wide_a = matrix(7, dim + 12, dim as u64);
+            let wide_b = matrix(9, dim + 9, dim as u64 + 1);
+            for off in 0..8 {
+                let a = wide_a.slice(s![.., off..off + dim]);
+                let b = wide_b.slice(s![.., 8 - off..8 - off + dim]);
+                check_dots_views(isa, a, b);
+                check_dots_views(isa, b, a);
+                let here = dots_with(isa, &a.to_owned(), &b.to_owned());
+                let mut out = vec![f32::NAN; here.len()];
+                dots(
+                    isa,
+                    &Rows::new(a).unwrap(),
+                    &Rows::new(b).unwrap(),
+                    &mut out,
+                    &mut Prefetch::default(),
+                );
+                assert_eq!(out, here, "{isa:?} dim {dim} offset {off}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_horizontal_sums_sum_each_input() {
+    // Through the kernels (hsum16, hsum8 and hsum4): each tile entry a different sum.
     for isa in Isa::all_available() {
         let a = Array2::from_shape_fn((4, 16), |(i, k)| (i * 16 + k) as f32);
         let b = Array2::from_shape_fn((4, 16), |(j, k)| if k == j { 1.0 } else { 0.5 });

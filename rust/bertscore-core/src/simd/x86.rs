@@ -6,31 +6,33 @@
 //! `b`'s rows is accumulated in `MR * NR` vector registers, each holding lane-wise partial sums
 //! over the embedding dim (f32 FMA), so rows are read as they are stored, without packing or
 //! transposing. At the end of the dim the registers are summed across lanes all at once by a
-//! transpose-and-add network (`hsum16` / `hsum8`), which leaves the tile's dot products in
-//! one register. A tile is up to `LANES` dot products: 4 x 4 for AVX-512 (16 lanes, 16 of the
-//! 32 registers), 2 x 4 for AVX2 (8 lanes, 8 of the 16 registers), other shapes of the same size
-//! for the edge strips. The dim's last `dim % LANES` values are read with masked loads.
+//! transpose-and-add network (`hsum16` here; `hsum8` and `hsum4` in [`avx2`]), which leaves
+//! the tile's dot products in one or two registers. Tiles: 4 x 4 for AVX-512 (16 lanes, 16 of
+//! the 32 registers), 2 x 6 for AVX2 (8 lanes, 12 of the 16 registers), other shapes of the same
+//! size for the edge strips. The dim's last `dim % LANES` values are read with masked loads.
 //!
 //! Safety: every load reads `LANES` values at offset `k` of a row slice with
 //! `k + LANES <= len`, or a masked load of the remaining `len - k` values (masked-out lanes are
 //! not accessed); row slices come from [`Rows::row`], which checks the row index. The caller
 //! guarantees, through `#[target_feature]` and runtime detection, that the CPU has the
 //! instructions. Results are checked against the scalar path by the tests of `simd/tests.rs`
-//! (every dim from 0 to 70, every edge shape), `similarity.rs` and `tests/properties.rs`.
+//! (every dim from 0 to 70, every edge shape, rows at any alignment), `similarity.rs` and
+//! `tests/properties.rs`.
 
 use std::arch::x86_64::{
-    __m256, __m256d, __m512, __m512d, _mm256_add_ps, _mm256_castpd_ps, _mm256_castps_pd,
-    _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_maskload_ps, _mm256_permute2f128_ps, _mm256_set_epi32,
-    _mm256_setzero_ps, _mm256_storeu_ps, _mm256_unpackhi_pd, _mm256_unpackhi_ps,
-    _mm256_unpacklo_pd, _mm256_unpacklo_ps, _mm512_add_ps, _mm512_castpd_ps, _mm512_castps_pd,
-    _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_setzero_ps,
-    _mm512_shuffle_f32x4, _mm512_storeu_ps, _mm512_unpackhi_pd, _mm512_unpackhi_ps,
-    _mm512_unpacklo_pd, _mm512_unpacklo_ps,
+    __m512, __m512d, _mm512_add_ps, _mm512_castpd_ps, _mm512_castps_pd, _mm512_fmadd_ps,
+    _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_shuffle_f32x4,
+    _mm512_storeu_ps, _mm512_unpackhi_pd, _mm512_unpackhi_ps, _mm512_unpacklo_pd,
+    _mm512_unpacklo_ps,
 };
 
 use std::ops::Range;
 
 use super::{Prefetch, Rows, Vectorized};
+
+mod avx2;
+
+pub(super) use avx2::dots_avx2;
 
 /// Runs `work` with AVX-512F and FMA enabled.
 ///
@@ -50,7 +52,7 @@ pub(super) unsafe fn vectorize_avx2<V: Vectorized>(work: V) -> V::Output {
     work.run::<true>()
 }
 
-/// The lane permutation of the last two steps of `hsum16` and `hsum8`.
+/// The lane permutation of the last two steps of `hsum16`, `hsum8` and `hsum4`.
 const SWAP_1_2: [usize; 4] = [0, 2, 1, 3];
 
 /// What the tiles of one block share.
@@ -271,146 +273,4 @@ fn hsum16(v: [__m512; 16]) -> __m512 {
     let lo: __m512d = _mm512_unpacklo_pd(x, y);
     let hi: __m512d = _mm512_unpackhi_pd(x, y);
     _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi))
-}
-
-/// `out[i * b.len() + j] = a.row(i) . b.row(j)`, with AVX2 and FMA; `prefetch` advances a
-/// little after each tile.
-///
-/// 2 x 4 tiles, and tiles of 8 dot products for the edge strips (8 x 1, 4 x 2, 2 x 3, 1 x 8).
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA. `a` and `b` have the same dim (at least 1) and
-/// `out.len() == a.len() * b.len()`.
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn dots_avx2(
-    a: &Rows<'_>,
-    b: &Rows<'_>,
-    out: &mut [f32],
-    prefetch: &mut Prefetch,
-) {
-    let (m, n) = (a.len(), b.len());
-    let (m2, n4) = (m - m % 2, n - n % 4);
-    let g = &mut Block::new(a, b, out, prefetch, 8);
-    // SAFETY: AVX2 and FMA are enabled here; every tile lies within the block.
-    unsafe {
-        grid8::<2, 4>(g, 0..m2, 0..n4);
-        match n % 4 {
-            1 => grid8::<8, 1>(g, 0..m2, n4..n),
-            2 => grid8::<4, 2>(g, 0..m2, n4..n),
-            3 => grid8::<2, 3>(g, 0..m2, n4..n),
-            _ => {}
-        }
-        if m % 2 == 1 {
-            grid8::<1, 8>(g, m2..m, 0..n);
-        }
-    }
-}
-
-/// The `rows x cols` part of the block in `MR x NR` tiles (`MR * NR <= 8`), the last ones cut.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn grid8<const MR: usize, const NR: usize>(
-    g: &mut Block<'_, '_, '_>,
-    rows: Range<usize>,
-    cols: Range<usize>,
-) {
-    for j0 in cols.clone().step_by(NR) {
-        for i0 in rows.clone().step_by(MR) {
-            // SAFETY: AVX2 and FMA are enabled here.
-            let tile = unsafe { tile8::<MR, NR>(g.a, i0, g.b, j0) };
-            g.store::<NR>(&tile, i0, j0, MR.min(rows.end - i0), NR.min(cols.end - j0));
-        }
-    }
-}
-
-/// One AVX2 tile: entry `r * NR + c` of the result is `a.row(i0 + r) . b.row(j0 + c)`, for
-/// `MR * NR <= 8`.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn tile8<const MR: usize, const NR: usize>(
-    a: &Rows<'_>,
-    i0: usize,
-    b: &Rows<'_>,
-    j0: usize,
-) -> [f32; 8] {
-    let (ar, br, dim) = tile_rows::<MR, NR>(a, i0, b, j0);
-    let mut acc = [[_mm256_setzero_ps(); NR]; MR];
-    let mut av = [_mm256_setzero_ps(); MR];
-    let mut k = 0;
-    while k + 8 <= dim {
-        for (v, row) in av.iter_mut().zip(&ar) {
-            // SAFETY: k + 8 <= dim <= row.len().
-            *v = unsafe { _mm256_loadu_ps(row.as_ptr().add(k)) };
-        }
-        for (c, row) in br.iter().enumerate() {
-            // SAFETY: as above.
-            let bv = unsafe { _mm256_loadu_ps(row.as_ptr().add(k)) };
-            for (acc_r, &a_r) in acc.iter_mut().zip(&av) {
-                acc_r[c] = _mm256_fmadd_ps(a_r, bv, acc_r[c]);
-            }
-        }
-        k += 8;
-    }
-    if k < dim {
-        // Lane l is loaded when its mask element is negative: l < dim - k.
-        let left = (dim - k) as i32;
-        let mask = _mm256_set_epi32(
-            -i32::from(7 < left),
-            -i32::from(6 < left),
-            -i32::from(5 < left),
-            -i32::from(4 < left),
-            -i32::from(3 < left),
-            -i32::from(2 < left),
-            -i32::from(1 < left),
-            -1,
-        );
-        for (v, row) in av.iter_mut().zip(&ar) {
-            // SAFETY: the mask covers row[k..dim] only; masked-out lanes are not accessed.
-            *v = unsafe { _mm256_maskload_ps(row.as_ptr().add(k), mask) };
-        }
-        for (c, row) in br.iter().enumerate() {
-            // SAFETY: as above.
-            let bv = unsafe { _mm256_maskload_ps(row.as_ptr().add(k), mask) };
-            for (acc_r, &a_r) in acc.iter_mut().zip(&av) {
-                acc_r[c] = _mm256_fmadd_ps(a_r, bv, acc_r[c]);
-            }
-        }
-    }
-    // Fed so that entry (r, c) lands in lane l = r * NR + c; hsum8 sums input
-    // 4 (l / 4) + s(l % 4) into lane l.
-    let mut inputs = [_mm256_setzero_ps(); 8];
-    for (r, acc_r) in acc.iter().enumerate() {
-        for (c, &v) in acc_r.iter().enumerate() {
-            let l = r * NR + c;
-            inputs[4 * (l / 4) + SWAP_1_2[l % 4]] = v;
-        }
-    }
-    let mut out = [0.0_f32; 8];
-    // SAFETY: out has 8 values.
-    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), hsum8(inputs)) };
-    out
-}
-
-/// Horizontal sums of 8 vectors at once: lane `4 q + r` of the result is the sum of the lanes
-/// of `v[4 q + s(r)]`, where `s` swaps 1 and 2.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn hsum8(v: [__m256; 8]) -> __m256 {
-    // Halves: b[p] = [v[p] 4 partial sums | v[p + 4] 4 partial sums].
-    let b: [__m256; 4] = std::array::from_fn(|p| {
-        let lo = _mm256_permute2f128_ps::<0x20>(v[p], v[p + 4]);
-        let hi = _mm256_permute2f128_ps::<0x31>(v[p], v[p + 4]);
-        _mm256_add_ps(lo, hi)
-    });
-    // Within each 128-bit block: d[p] = [b[p], b[p + 2], b[p], b[p + 2]] partial sums.
-    let d: [__m256; 2] = std::array::from_fn(|p| {
-        let lo = _mm256_unpacklo_ps(b[p], b[p + 2]);
-        let hi = _mm256_unpackhi_ps(b[p], b[p + 2]);
-        _mm256_add_ps(lo, hi)
-    });
-    // Lane r of block q: the total of b[[0, 2, 1, 3][r]]'s block q.
-    let (x, y) = (_mm256_castps_pd(d[0]), _mm256_castps_pd(d[1]));
-    let lo: __m256d = _mm256_unpacklo_pd(x, y);
-    let hi: __m256d = _mm256_unpackhi_pd(x, y);
-    _mm256_add_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi))
 }
