@@ -293,7 +293,7 @@ def test_full_disk_builds_in_memory(
     rb.clear_cache()
     want = rb.score(cands, refs, **kw)
 
-    def no_space(proto: object, path: Path, external: bool) -> None:
+    def no_space(proto: object, path: Path, external: bool, *held: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setattr(writer, "save_model", no_space)

@@ -131,12 +131,7 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
     >>> len(digest), digest == weights_fingerprint(model_dir)
     (64, True)
     """
-    root = Path(model_dir)
-    files = [root / CONFIG_NAME]
-    found = _layout(root)
-    if found is not None and found[1] is not None:
-        files.append(found[1])
-    files.extend(weight_files(root))
+    files = fingerprinted_files(model_dir)
     for path in files:  # structure first: no byte of a hostile file is hashed before it is read
         if path.suffix == ".safetensors":
             read_header(path)
@@ -148,6 +143,19 @@ def weights_fingerprint(model_dir: str | os.PathLike[str]) -> str:
             while chunk := handle.read(_CHUNK):
                 digest.update(chunk)
     return digest.hexdigest()
+
+
+def fingerprinted_files(model_dir: str | os.PathLike[str]) -> list[Path]:
+    """The files :func:`weights_fingerprint` hashes, in its order: ``config.json``, the shard
+    index the checkpoint is read from (if any), then :func:`weight_files`. Other files of the
+    directory (an unrelated ``*.index.json``) are not part of the checkpoint's identity."""
+    root = Path(model_dir)
+    files = [root / CONFIG_NAME]
+    found = _layout(root)
+    if found is not None and found[1] is not None:
+        files.append(found[1])
+    files.extend(weight_files(root))
+    return files
 
 
 def float32_bytes(model_dir: str | os.PathLike[str]) -> int:

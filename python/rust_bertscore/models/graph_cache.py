@@ -34,10 +34,11 @@ from pathlib import Path
 
 from .. import convert
 from ..catalog.lora_tasks import graph_family, lora_task
+from ..convert.checkpoint import fingerprinted_files
 from ..convert.values import DIGEST_VERSION, weights_digest
-from ..errors import InputValueError, warn
+from ..errors import CheckpointError, InputValueError, warn
 from ..support.atomic import write_text_atomic
-from ..support.digests import file_sha256s, graph_files, sha256s_match
+from ..support.digests import file_sha256s, file_stamp, graph_files, sha256s_match
 from ..support.inputs import read_memo
 from .files import ModelFiles
 
@@ -67,18 +68,48 @@ def cache_root() -> Path:
     return Path(base) / "rust-bertscore"
 
 
+def _is_sha256(value: object) -> bool:
+    """Whether ``value`` is 64 lowercase hex digits (what a memo of a digest must hold: it
+    names cache files and is split on ``|``)."""
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def files_stamp(model_dir: Path) -> list[list]:
+    """What the fingerprint memo keys on: the ``support.digests.file_stamp`` of each file the
+    fingerprint hashes (``convert.checkpoint.fingerprinted_files``); a file that cannot be
+    stat'ed is a ``CheckpointError`` naming it (not a cache error)."""
+    stamp: list[list] = []
+    for path in fingerprinted_files(model_dir):
+        try:
+            stamp.append(file_stamp(path))
+        except OSError as error:  # missing, dangling or a symlink loop
+            raise CheckpointError(f"{path}: cannot be read ({error})") from None
+    return stamp
+
+
 def _fingerprint_memo(model_dir: Path) -> tuple[Path, list, str | None]:
-    """(memo path, stamp, memoised fingerprint or None) of the checkpoint's weight files, the
-    stamp being their paths, sizes and mtimes."""
-    files = [model_dir / "config.json", *convert.weight_files(model_dir)]
-    files += sorted(model_dir.glob("*.index.json"))
-    stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    """(memo path, stamp, memoised fingerprint or None) of the checkpoint's files
+    (:func:`files_stamp`)."""
+    stamp = files_stamp(model_dir)
     memo_key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]
     memo = cache_root() / "fingerprints" / f"{memo_key}.json"
     saved = read_memo(memo)
-    if saved is not None and saved.get("stamp") == stamp and isinstance(saved.get("digest"), str):
+    if saved is not None and saved.get("stamp") == stamp and _is_sha256(saved.get("digest")):
         return memo, stamp, str(saved["digest"])
     return memo, stamp, None
+
+
+def check_unchanged(model_dir: Path, stamp: list, what: str) -> None:
+    """Raise ``CheckpointError`` when the checkpoint's files no longer have ``stamp``: they
+    changed while they were being ``what`` (hashed, converted), so what was read may mix two
+    versions and is not kept."""
+    if files_stamp(model_dir) != stamp:
+        raise CheckpointError(
+            f"{model_dir}: the checkpoint's files changed while they were being {what}; "
+            "nothing was cached, try again once they are written"
+        )
 
 
 def weights_fingerprint(model_dir: Path) -> str:
@@ -114,6 +145,12 @@ def weights_key(model_dir: Path) -> str:
     >>> len(fingerprint), values[:16]
     (64, '7babd26b2c0cac2f')
     """
+    return weights_key_and_stamp(model_dir)[0]
+
+
+def weights_key_and_stamp(model_dir: Path) -> tuple[str, list[list]]:
+    """:func:`weights_key`, and the :func:`files_stamp` of the files it was taken from (a
+    conversion that follows must find the files with that stamp still)."""
     stamp_memo, stamp, fingerprint = _fingerprint_memo(model_dir)
     if fingerprint is None:
         # Weights new to this cache: both digests are needed, so they are taken side by side
@@ -123,20 +160,22 @@ def weights_key(model_dir: Path) -> str:
             values = pool.submit(weights_digest, model_dir)
             files_digest = convert.weights_fingerprint(model_dir)
             digest = values.result()
+        check_unchanged(model_dir, stamp, "hashed")
         fingerprint = _remember_fingerprint(stamp_memo, stamp, files_digest)
         _remember_digest(fingerprint, digest)
-        return f"{fingerprint}|{digest}"
+        return f"{fingerprint}|{digest}", stamp
     memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
     saved = read_memo(memo) or {}  # damaged or replaced: digested again
     if (
         saved.get("fingerprint") == fingerprint
         and saved.get("version") == DIGEST_VERSION
-        and isinstance(saved.get("digest"), str)
+        and _is_sha256(saved.get("digest"))
     ):
-        return f"{fingerprint}|{saved['digest']}"
+        return f"{fingerprint}|{saved['digest']}", stamp
     digest = weights_digest(model_dir)
+    check_unchanged(model_dir, stamp, "hashed")
     _remember_digest(fingerprint, digest)
-    return f"{fingerprint}|{digest}"
+    return f"{fingerprint}|{digest}", stamp
 
 
 def _remember_digest(fingerprint: str, digest: str) -> None:
@@ -210,7 +249,9 @@ def converted_graph(
         raise InputValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     family = graph_family(config)  # with a LoRA task: "<family>@<task>"
     layers = "all" if all_layers else str(num_layers)
-    weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
+    # The files' fingerprint and the values' digest, and the files' stamp when they were
+    # hashed: the conversion must read the same files.
+    weights, stamp = weights_key_and_stamp(files.model_dir)
     fingerprint, values = weights.split("|")
     key = entry_key(weights, family, layers, precision)
     entry = cache_root() / "onnx" / key
@@ -223,6 +264,12 @@ def converted_graph(
     except PermissionError:
         if _valid(graph, manifest):  # Windows: another process built it first and has it open
             return graph
+        raise
+    try:  # weights rewritten while converting: the graph may be another checkpoint's
+        check_unchanged(files.model_dir, stamp, "converted")
+    except CheckpointError:
+        for path in graph_files(graph):
+            path.unlink(missing_ok=True)
         raise
     meta = {
         "model": files.name,

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InputValueError, ModelLoadError, warn
 from ..support.atomic import write_text_atomic
 from ..support.boundary import NO_CAP, open_stream
-from ..support.digests import graph_files
+from ..support.digests import file_stamp, graph_files
 from ..support.inputs import read_json_object, read_memo
 from .choices import PRECISIONS
 
@@ -56,7 +56,7 @@ def export_record_path(graph: Path) -> Path:
 
 def graph_file_digest(graph: Path) -> str:
     """SHA-256 hex digest of an ``.onnx`` graph's bytes and its external data's, memoised under
-    ``$RUST_BERTSCORE_CACHE/fingerprints/`` by path, size and modification time.
+    ``$RUST_BERTSCORE_CACHE/fingerprints/`` by each file's ``support.digests.file_stamp``.
 
     Examples
     --------
@@ -72,7 +72,10 @@ def graph_file_digest(graph: Path) -> str:
     from .graph_cache import cache_root  # the converter (onnx) loads here: not at import
 
     files = graph_files(graph)
-    stamp = [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    try:
+        stamp = [file_stamp(p) for p in files]
+    except OSError as error:
+        raise ModelLoadError(f"{graph}: cannot be read ({error})") from None
     key = hashlib.sha256(json.dumps(["graph", stamp]).encode()).hexdigest()[:32]
     memo = cache_root() / "fingerprints" / f"{key}.json"
     saved = read_memo(memo) or {}  # damaged or replaced: hashed again

@@ -30,7 +30,14 @@ from typing import Any
 
 from .. import convert
 from ..catalog.lora_tasks import graph_family, lora_task
-from ..errors import InputValueError, ModelLoadError, RustBertScoreError, warn, warn_user
+from ..errors import (
+    CheckpointError,
+    InputValueError,
+    ModelLoadError,
+    RustBertScoreError,
+    warn,
+    warn_user,
+)
 from ..stages.openvino_encoder import (
     DYNAMIC_QUANTIZATION_GROUP,
     OpenVINOEncoder,
@@ -43,7 +50,13 @@ from ..support.boundary import library_path
 from ..support.digests import file_sha256s, graph_files, sha256s_match
 from ..support.inputs import MAX_GRAPH_BYTES, read_memo
 from .files import ModelFiles
-from .graph_cache import CACHE_WRITE_ERRNOS, cache_root, weights_fingerprint, weights_key
+from .graph_cache import (
+    CACHE_WRITE_ERRNOS,
+    cache_root,
+    check_unchanged,
+    weights_fingerprint,
+    weights_key_and_stamp,
+)
 
 OPENVINO_GRAPH = "standard-ops"
 """The ONNX graph OpenVINO runs (``convert.export_onnx(fused=False)``): part of every key."""
@@ -164,8 +177,9 @@ def openvino_graph_path(
     ``"int8"``: NNCF's model as IR, ``model.xml``), built once."""
     family = graph_family(config)  # with a LoRA task: "<family>@<task>"
     layers = "all" if all_layers else str(num_layers)
-    fingerprint = weights_fingerprint(files.model_dir)
-    weights = weights_key(files.model_dir)  # the files' fingerprint and the values' digest
+    # The files' fingerprint and the values' digest, and the files' stamp when hashed.
+    weights, stamp = weights_key_and_stamp(files.model_dir)
+    fingerprint = weights.split("|", 1)[0]
     entry = cache_root() / "openvino" / entry_key(weights, family, layers, kind)
     paths, manifest = _entry_files(entry, kind), entry / "manifest.json"
     if _valid(paths, manifest):
@@ -180,6 +194,12 @@ def openvino_graph_path(
             fused=False,
             task=lora_task(config),
         )
+        try:  # weights rewritten while converting: the graph may be another checkpoint's
+            check_unchanged(files.model_dir, stamp, "converted")
+        except CheckpointError:
+            for path in paths:
+                path.unlink(missing_ok=True)
+            raise
     else:
         source = openvino_graph_path(
             files,

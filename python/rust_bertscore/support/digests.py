@@ -75,6 +75,36 @@ def file_sha256(path: Path) -> str:
     return value
 
 
+def file_stamp(path: Path) -> list[str | int]:
+    """What a memo of a file's digest is keyed on: its resolved path, device, inode, size,
+    modification and change times. The change time cannot be set back (``os.utime`` sets the
+    modification time only), so a file rewritten in place with its old size and mtime gets a
+    new stamp and is hashed again.
+
+    Raises
+    ------
+    OSError
+        When the file is missing, a dangling link or a link loop (``RuntimeError`` of
+        ``Path.resolve`` turned into ``OSError``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "f.bin"
+    ...     _ = path.write_bytes(b"abc")
+    ...     len(file_stamp(path)), file_stamp(path)[3]
+    (6, 3)
+    """
+    try:
+        real = path.resolve(strict=True)
+    except RuntimeError as error:  # a symlink loop
+        raise OSError(f"{path}: {error}") from None
+    info = real.stat()
+    return [str(real), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
 def file_sha256s(paths: Sequence[Path]) -> dict[str, str]:
     """``{file name: SHA-256}`` of ``paths`` (:func:`file_sha256`), as the cache manifests
     record the files of an entry.
