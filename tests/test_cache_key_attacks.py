@@ -24,7 +24,7 @@ import rust_bertscore as rb
 from conftest import TINY
 from rust_bertscore import convert
 from rust_bertscore.errors import CheckpointError
-from rust_bertscore.models import graph_cache
+from rust_bertscore.models import graph_cache, openvino_graphs
 from rust_bertscore.models.runtime import RUNTIMES
 
 CANDS = ["the coffee was cold", "she took the road"]
@@ -91,7 +91,8 @@ def test_weights_rewritten_while_converting_are_refused(
             weights.write_bytes(original)  # ... and the old bytes are put back
 
     monkeypatch.setattr(convert, "export_onnx", swapped)
-    with pytest.raises(CheckpointError, match="changed while they were being converted"):
+    changed = r"model\.safetensors changed while the checkpoint was being converted"
+    with pytest.raises(CheckpointError, match=changed):
         f1(model)
     cache = Path(os.environ["RUST_BERTSCORE_CACHE"])
     assert not list(cache.glob("onnx/*/model.onnx"))
@@ -140,3 +141,68 @@ def test_an_exported_graph_rewritten_with_its_old_mtime_is_hashed_again(
     graph.write_bytes(b"graph B, exported")  # same size
     os.utime(graph, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert graph_file_digest(graph) != first
+
+
+def other_checkpoint(model: Path) -> Path:
+    """A copy of ``model`` with layer 0's query weight tripled, beside it."""
+    other = model.parent / "other"
+    shutil.copytree(model, other)
+    (other / "model.safetensors").write_bytes(scaled(model, 3.0))
+    return other
+
+
+def test_a_folder_swapped_during_the_conversion_and_back_is_refused(
+    model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = other_checkpoint(model)
+    aside = model.parent / "aside"
+    real_export = convert.export_onnx
+
+    def swapped(model_dir: Path, *args: object, **kwargs: object) -> Path:
+        model.rename(aside)  # the other folder under the model's name while it is read ...
+        other.rename(model)
+        try:
+            return real_export(model_dir, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            model.rename(other)  # ... and the folders put back: every stamp is as it was
+            aside.rename(model)
+
+    monkeypatch.setattr(convert, "export_onnx", swapped)
+    with pytest.raises(CheckpointError, match=r"model\.safetensors.*changed while"):
+        f1(model)
+    assert not list(Path(os.environ["RUST_BERTSCORE_CACHE"]).glob("onnx/*/model.onnx"))
+
+
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_int8_is_made_from_the_fp32_graph_of_its_own_key(
+    model: Path, monkeypatch: pytest.MonkeyPatch, runtime: str
+) -> None:
+    """The other checkpoint's fp32 graph is cached; between the int8 entry's key and the fp32
+    graph's, the folders are swapped and put back: the int8 graph must not be made from it."""
+    if runtime == "openvino":
+        pytest.importorskip("openvino")
+        pytest.importorskip("nncf")
+    other = other_checkpoint(model)
+    aside = model.parent / "aside"
+    kwargs = {"runtime": runtime, "precision": "int8", "num_layers": 2}
+    rb.score(CANDS, REFS, model_type=str(other), runtime=runtime, num_layers=2)  # fp32 cached
+    module = graph_cache if runtime == "onnxruntime" else openvino_graphs
+    real_key = module.weights_key_and_stamp
+    calls: list[int] = []
+
+    def swap_for_the_second(model_dir: Path) -> tuple[str, list[list]]:
+        calls.append(1)
+        if len(calls) != 2:
+            return real_key(model_dir)
+        model.rename(aside)
+        other.rename(model)
+        try:
+            return real_key(model_dir)
+        finally:
+            model.rename(other)
+            aside.rename(model)
+
+    monkeypatch.setattr(module, "weights_key_and_stamp", swap_for_the_second)
+    RUNTIMES.clear()
+    with pytest.raises(CheckpointError, match=r"changed while|fp32 graph is another's"):
+        rb.score(CANDS, REFS, model_type=str(model), **kwargs)

@@ -29,6 +29,7 @@ import errno
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,8 +39,15 @@ from ..convert.checkpoint import fingerprinted_files
 from ..convert.values import DIGEST_VERSION, weights_digest
 from ..errors import CheckpointError, InputValueError, warn
 from ..support.atomic import write_text_atomic
-from ..support.digests import file_sha256s, file_stamp, graph_files, sha256s_match
+from ..support.digests import (
+    file_sha256s,
+    file_stamp,
+    graph_files,
+    sha256s_match,
+    stamp_identity,
+)
 from ..support.inputs import read_memo
+from ..support.read_record import Opened, opened_files
 from .files import ModelFiles
 
 PRECISIONS = ("fp32", "int8", "fp16")
@@ -101,14 +109,26 @@ def _fingerprint_memo(model_dir: Path) -> tuple[Path, list, str | None]:
     return memo, stamp, None
 
 
-def check_unchanged(model_dir: Path, stamp: list, what: str) -> None:
-    """Raise ``CheckpointError`` when the checkpoint's files no longer have ``stamp``: they
-    changed while they were being ``what`` (hashed, converted), so what was read may mix two
-    versions and is not kept."""
-    if files_stamp(model_dir) != stamp:
+def check_unchanged(
+    model_dir: Path, stamp: list, what: str, opened: Sequence[tuple[str, list[int]]] = ()
+) -> None:
+    """Raise ``CheckpointError`` when the checkpoint's files no longer have ``stamp``, or when a
+    file ``opened`` under one of their paths (``read_record.opened_files``) was another file
+    than the one stamped: they changed while they were being ``what`` (hashed, converted), so
+    what was read may be another checkpoint's (a folder swapped and put back, a snapshot's
+    link re-pointed) and is not kept."""
+    current = files_stamp(model_dir)
+    changed = [Path(entry[0]).name for entry, now in zip(stamp, current) if entry != now]
+    if len(current) != len(stamp):
+        changed.append("the list of weight files")
+    expected: dict[str, list[int]] = {}
+    for path, entry in zip(fingerprinted_files(model_dir), stamp):
+        expected[os.path.abspath(path)] = expected[str(entry[0])] = stamp_identity(entry)
+    changed += [Path(path).name for path, seen in opened if expected.get(path, seen) != seen]
+    if changed:
         raise CheckpointError(
-            f"{model_dir}: the checkpoint's files changed while they were being {what}; "
-            "nothing was cached, try again once they are written"
+            f"{model_dir}: {', '.join(sorted(set(changed)))} changed while the checkpoint was "
+            f"being {what}; no graph was cached, try again once the files are written"
         )
 
 
@@ -156,11 +176,11 @@ def weights_key_and_stamp(model_dir: Path) -> tuple[str, list[list]]:
         # Weights new to this cache: both digests are needed, so they are taken side by side
         # (hashlib hashes without the GIL; on 2 cores roberta-large's two passes over 1.4 GB
         # take the time of one).
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            values = pool.submit(weights_digest, model_dir)
+        with ThreadPoolExecutor(max_workers=1) as pool, opened_files() as opened:
+            values = pool.submit(_digest_and_opened, model_dir)
             files_digest = convert.weights_fingerprint(model_dir)
-            digest = values.result()
-        check_unchanged(model_dir, stamp, "hashed")
+            digest, digest_opened = values.result()
+        check_unchanged(model_dir, stamp, "hashed", [*opened, *digest_opened])
         fingerprint = _remember_fingerprint(stamp_memo, stamp, files_digest)
         _remember_digest(fingerprint, digest)
         return f"{fingerprint}|{digest}", stamp
@@ -172,10 +192,17 @@ def weights_key_and_stamp(model_dir: Path) -> tuple[str, list[list]]:
         and _is_sha256(saved.get("digest"))
     ):
         return f"{fingerprint}|{saved['digest']}", stamp
-    digest = weights_digest(model_dir)
-    check_unchanged(model_dir, stamp, "hashed")
+    digest, opened = _digest_and_opened(model_dir)
+    check_unchanged(model_dir, stamp, "hashed", opened)
     _remember_digest(fingerprint, digest)
     return f"{fingerprint}|{digest}", stamp
+
+
+def _digest_and_opened(model_dir: Path) -> tuple[str, Opened]:
+    """``weights_digest`` of ``model_dir`` and the files it opened (in its own thread's
+    context)."""
+    with opened_files() as opened:
+        return weights_digest(model_dir), opened
 
 
 def _remember_digest(fingerprint: str, digest: str) -> None:
@@ -260,13 +287,22 @@ def converted_graph(
         return graph
     entry.mkdir(parents=True, exist_ok=True)
     try:
-        _build(files, config, num_layers, all_layers, precision, graph)
+        with opened_files() as opened:
+            source = _build(files, config, num_layers, all_layers, precision, graph)
     except PermissionError:
         if _valid(graph, manifest):  # Windows: another process built it first and has it open
             return graph
         raise
-    try:  # weights rewritten while converting: the graph may be another checkpoint's
-        check_unchanged(files.model_dir, stamp, "converted")
+    # Weights rewritten while converting: the graph may be another checkpoint's. int8 and
+    # fp16 are made from the fp32 graph of the same key, or not at all.
+    fp32_key = entry_key(weights, family, layers, "fp32")
+    try:
+        check_unchanged(files.model_dir, stamp, "converted", opened)
+        if source is not None and source.parent.name != fp32_key:
+            raise CheckpointError(
+                f"{files.model_dir}: the weights changed while the checkpoint was being "
+                "converted (its fp32 graph is another's); no graph was cached, try again"
+            )
     except CheckpointError:
         for path in graph_files(graph):
             path.unlink(missing_ok=True)
@@ -290,7 +326,8 @@ def converted_graph(
 
 def _build(
     files: ModelFiles, config: dict, num_layers: int, all_layers: bool, precision: str, graph: Path
-) -> None:
+) -> Path | None:
+    """Convert into ``graph``; for int8 and fp16, the fp32 graph they were made from."""
     if precision == "fp32":
         convert.export_onnx(
             files.model_dir,
@@ -300,12 +337,14 @@ def _build(
             fused=True,
             task=lora_task(config),
         )
-    elif precision == "fp16":
+        return None
+    if precision == "fp16":
         source = converted_graph(files, config, num_layers, all_layers=all_layers)
         convert.convert_fp16(source, graph)
-    else:
-        source = converted_graph(files, config, num_layers, all_layers=all_layers)
-        convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
+        return source
+    source = converted_graph(files, config, num_layers, all_layers=all_layers)
+    convert.quantize_int8(source, graph, activations=convert.INT8_ACTIVATIONS)
+    return source
 
 
 CACHE_WRITE_ERRNOS = frozenset(

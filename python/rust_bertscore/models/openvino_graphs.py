@@ -49,6 +49,7 @@ from ..support.atomic import write_text_atomic
 from ..support.boundary import library_path
 from ..support.digests import file_sha256s, graph_files, sha256s_match
 from ..support.inputs import MAX_GRAPH_BYTES, read_memo
+from ..support.read_record import opened_files
 from .files import ModelFiles
 from .graph_cache import (
     CACHE_WRITE_ERRNOS,
@@ -185,34 +186,19 @@ def openvino_graph_path(
     if _valid(paths, manifest):
         return paths[0]
     entry.mkdir(parents=True, exist_ok=True)
-    if kind == "fp32":
-        convert.export_onnx(
-            files.model_dir,
-            paths[0],
-            num_layers,
-            all_layers=all_layers,
-            fused=False,
-            task=lora_task(config),
-        )
-        try:  # weights rewritten while converting: the graph may be another checkpoint's
-            check_unchanged(files.model_dir, stamp, "converted")
-        except CheckpointError:
-            for path in paths:
-                path.unlink(missing_ok=True)
-            raise
-    else:
-        source = openvino_graph_path(
-            files,
-            config,
-            num_layers,
-            all_layers=all_layers,
-            kind="fp32",
-        )
-        model = quantize(source)
-        with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
-            openvino().save_model(model, str(Path(tmp) / "model.xml"), compress_to_fp16=False)
-            os.replace(Path(tmp) / "model.bin", paths[1])  # the weights first, the xml after
-            os.replace(Path(tmp) / "model.xml", paths[0])
+    with opened_files() as opened:
+        source = _build_entry(files, config, num_layers, all_layers, kind, entry, paths)
+    try:  # weights rewritten while converting: the graph may be another checkpoint's
+        check_unchanged(files.model_dir, stamp, "converted", opened)
+        if source is not None and source.parent.name != entry_key(weights, family, layers, "fp32"):
+            raise CheckpointError(
+                f"{files.model_dir}: the weights changed while the checkpoint was being "
+                "converted (its fp32 graph is another's); no graph was cached, try again"
+            )
+    except CheckpointError:
+        for path in paths:
+            path.unlink(missing_ok=True)
+        raise
     meta = {
         "model": files.name,
         "revision": files.revision,
@@ -228,6 +214,35 @@ def openvino_graph_path(
     }
     write_text_atomic(manifest, json.dumps(meta, indent=1))
     return paths[0]
+
+
+def _build_entry(
+    files: ModelFiles,
+    config: dict,
+    num_layers: int,
+    all_layers: bool,
+    kind: str,
+    entry: Path,
+    paths: list[Path],
+) -> Path | None:
+    """Write the entry's graph files (``paths``); for int8, the fp32 graph it was made from."""
+    if kind == "fp32":
+        convert.export_onnx(
+            files.model_dir,
+            paths[0],
+            num_layers,
+            all_layers=all_layers,
+            fused=False,
+            task=lora_task(config),
+        )
+        return None
+    source = openvino_graph_path(files, config, num_layers, all_layers=all_layers, kind="fp32")
+    model = quantize(source)
+    with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
+        openvino().save_model(model, str(Path(tmp) / "model.xml"), compress_to_fp16=False)
+        os.replace(Path(tmp) / "model.bin", paths[1])  # the weights first, the xml after
+        os.replace(Path(tmp) / "model.xml", paths[0])
+    return source
 
 
 def openvino_graph(

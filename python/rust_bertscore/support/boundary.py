@@ -112,6 +112,7 @@ def open_descriptor(
             raise _fail(error, path, f"{file_kind(info.st_mode)}, expected a regular file")
         if info.st_size > max_bytes:
             raise _fail(error, path, f"{info.st_size} bytes, over the limit of {max_bytes} bytes")
+        read_record.note_identity(path, info)  # compared with the key's files after a conversion
         try:
             read_record.note(path, fd, info.st_size)  # digested when a load is recorded
         except OSError as exc:

@@ -105,6 +105,12 @@ def file_stamp(path: Path) -> list[str | int]:
     return [str(real), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
+def stamp_identity(stamp: list[str | int]) -> list[int]:
+    """The identity part of a :func:`file_stamp` (device, inode, size, modification and change
+    times): what ``read_record.opened_files`` records of a file that was opened."""
+    return [int(v) for v in stamp[1:]]
+
+
 def file_sha256s(paths: Sequence[Path]) -> dict[str, str]:
     """``{file name: SHA-256}`` of ``paths`` (:func:`file_sha256`), as the cache manifests
     record the files of an entry.

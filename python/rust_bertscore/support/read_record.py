@@ -106,6 +106,49 @@ def recording(root: str | os.PathLike[str] | None = None) -> Iterator[ReadRecord
         _ACTIVE.reset(token)
 
 
+Opened = list[tuple[str, list[int]]]
+"""Files opened through the boundary: absolute path (as opened, links not resolved) and the
+identity of what was opened (``os.fstat``: device, inode, size, modification and change
+times, in ``support.digests.file_stamp``'s order)."""
+
+_OPENED: contextvars.ContextVar[tuple[Opened, ...]] = contextvars.ContextVar(
+    "rust_bertscore_opened_files", default=()
+)
+
+
+@contextlib.contextmanager
+def opened_files() -> Iterator[Opened]:
+    """Within the block (this thread's context), every file opened through the boundary is
+    appended to the list yielded (and to any such list around this one): what a conversion
+    read, to compare with the files that were hashed for its cache key.
+
+    >>> import tempfile
+    >>> from rust_bertscore.errors import InputValueError
+    >>> from rust_bertscore.support.boundary import read_regular
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = Path(tmp, "w.bin").write_bytes(b"abc")
+    ...     with opened_files() as opened:
+    ...         _ = read_regular(Path(tmp, "w.bin"), max_bytes=100, error=InputValueError)
+    >>> [(Path(path).name, identity[2]) for path, identity in opened]
+    [('w.bin', 3)]
+    """
+    opened: Opened = []
+    token = _OPENED.set((*_OPENED.get(), opened))
+    try:
+        yield opened
+    finally:
+        _OPENED.reset(token)
+
+
+def note_identity(path: str | os.PathLike[str], info: os.stat_result) -> None:
+    """Called by the boundary for each file it opens, with the open descriptor's ``fstat``."""
+    lists = _OPENED.get()
+    if lists:
+        identity = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+        for opened in lists:
+            opened.append((os.path.abspath(path), identity))
+
+
 def note(path: str | os.PathLike[str], fd: int, size: int) -> None:
     """Called by the boundary for each file it opens: added to the active records, if any."""
     for record in _ACTIVE.get():
