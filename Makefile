@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 WHEEL_DIR := target/wheels
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: help venv deps dev build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-serve-abuse bench-gpu parity clean fuzz
+.PHONY: help venv deps dev build prune-build install lint stubtest fmt demo docs test test-rust test-python test-doctest bench bench-rust bench-e2e bench-stats bench-venv bench-compare bench-serve bench-serve-abuse bench-gpu parity clean fuzz
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ build: deps ## Build the wheel (release mode, the one release build of a run); c
 	@# One wheel per platform for CPython 3.10+ (pyo3's abi3-py310): the tag must say so.
 	@ls $(WHEEL_DIR)/rust_bertscore-*-cp310-abi3-*.whl >/dev/null 2>&1 || \
 		{ echo "build: expected a cp310-abi3 wheel, got: $$(ls $(WHEEL_DIR))" >&2; exit 1; }
+
+prune-build: ## Remove cargo's build products but the wheels (CI, once the wheel is built and tested)
+	@find target -mindepth 1 -maxdepth 1 ! -name wheels -exec rm -rf {} + 2>/dev/null || true
 
 install: build ## Install the wheel into the venv, as a user gets it
 	$(PIP) install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl

@@ -151,8 +151,14 @@ def main() -> int:
     fixed = probe(python)
     check(fixed["problem"] is None and not fixed["warnings"], "and no warning after it")
 
-    print(f"{len(failures)} failed" if failures else "gpu install: every check passed")
-    return 1 if failures else 0
+    if failures:
+        print(f"{len(failures)} failed (the venv is kept for a look: {WORK / 'venv'})")
+        return 1
+    # The venv and its onnxruntime-gpu (with its CUDA provider libraries) take disk space that
+    # the steps after this one need.
+    shutil.rmtree(WORK, ignore_errors=True)
+    print("gpu install: every check passed")
+    return 0
 
 
 if __name__ == "__main__":

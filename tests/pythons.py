@@ -119,8 +119,12 @@ def venv_python(venv: Path) -> Path:
     return scripts / ("python.exe" if os.name == "nt" else "python")
 
 
+def venv_name(interpreter: Interpreter) -> str:
+    return f"py{interpreter.version[0]}.{interpreter.version[1]}"
+
+
 def fresh_venv(interpreter: Interpreter, work: Path) -> Path:
-    venv = work / f"py{interpreter.version[0]}.{interpreter.version[1]}"
+    venv = work / venv_name(interpreter)
     shutil.rmtree(venv, ignore_errors=True)
     code, out = run([interpreter.path, "-m", "venv", str(venv)], ROOT)
     if code != 0:
@@ -227,6 +231,10 @@ def main() -> int:
             ok, detail = False, str(e)
         outcome = Outcome(interpreter, role, ok, detail, time.monotonic() - start)
         outcomes.append(outcome)
+        if ok:
+            # Eight venvs side by side take gigabytes that the later CI steps need; a failed
+            # one stays for a look.
+            shutil.rmtree(args.work / venv_name(interpreter), ignore_errors=True)
         mark = "ok" if ok else ("FAILED" if role != "newer" else "failed (not claimed)")
         print(
             f"  CPython {interpreter.full} ({role}, {interpreter.path}): {mark} "
