@@ -61,10 +61,7 @@ class ExternalDataFile:
             self._handle.write(b"\0" * (offset - self.bytes_written))
         self._handle.write(array.data.cast("B"))
         self.bytes_written = offset + array.nbytes
-        tensor = onnx.TensorProto()
-        tensor.name = name
-        tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
-        tensor.dims.extend(array.shape)
+        tensor = _tensor_shell(name, array)
         tensor.data_location = onnx.TensorProto.EXTERNAL
         for key, value in (
             ("location", self.location),
@@ -114,11 +111,16 @@ class HeldWeights:
         if name in self.arrays:
             raise InputValueError(f"initializer {name!r} is held twice")
         self.arrays[name] = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-        tensor = onnx.TensorProto()
-        tensor.name = name
-        tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
-        tensor.dims.extend(array.shape)
-        return tensor
+        return _tensor_shell(name, array)
+
+
+def _tensor_shell(name: str, array: np.ndarray) -> onnx.TensorProto:
+    """An initializer ``name`` with ``array``'s type and shape and no data yet."""
+    tensor = onnx.TensorProto()
+    tensor.name = name
+    tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+    tensor.dims.extend(array.shape)
+    return tensor
 
 
 def external_at(model: onnx.ModelProto, base_dir: Path) -> None:
@@ -222,8 +224,8 @@ def write_streamed(
         _held_parts(t, held[t.name]) if t.name in held else _tensor_parts(t, inline_external)
         for t in weights
     ]
-    if len({t.name for t in weights} & held.keys()) != len(held):
-        missing = sorted(held.keys() - {t.name for t in weights})[:3]
+    missing = sorted(held.keys() - {t.name for t in weights})[:3]
+    if missing:
         raise InputValueError(f"held weights {missing} are not initializers of the graph")
     sizes = [len(head) + copied for head, _, copied in parts]
     graph_size = len(graph) + sum(1 + len(varint(n)) + n for n in sizes)
