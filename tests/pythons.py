@@ -134,7 +134,10 @@ def fresh_venv(interpreter: Interpreter, work: Path) -> Path:
 
 def check_refused(interpreter: Interpreter, wheel: Path, work: Path) -> tuple[bool, str]:
     python = fresh_venv(interpreter, work)
-    code, out = run([str(python), "-m", "pip", "install", "--no-deps", str(wheel)], ROOT)
+    # The pip of CPython 3.6 (18.1) fails on PIP_NO_CACHE_DIR=1 (CI sets it): the flag instead.
+    env = {k: v for k, v in os.environ.items() if k != "PIP_NO_CACHE_DIR"}
+    cmd = [str(python), "-m", "pip", "install", "--no-cache-dir", "--no-deps", str(wheel)]
+    code, out = run(cmd, ROOT, env)
     if code == 0:
         return False, "pip installed the wheel on a Python that requires-python excludes"
     if "is not a supported wheel" not in out and "requires a different Python" not in out:
