@@ -88,13 +88,18 @@ def files_stamp(model_dir: Path) -> list[list]:
     """What the fingerprint memo keys on: the ``support.digests.file_stamp`` of each file the
     fingerprint hashes (``convert.checkpoint.fingerprinted_files``); a file that cannot be
     stat'ed is a ``CheckpointError`` naming it (not a cache error)."""
-    stamp: list[list] = []
+    return [stamp for _, stamp in _stamped_files(model_dir)]
+
+
+def _stamped_files(model_dir: Path) -> list[tuple[Path, list]]:
+    """(path, ``file_stamp``) of each file the fingerprint hashes (:func:`files_stamp`)."""
+    stamped: list[tuple[Path, list]] = []
     for path in fingerprinted_files(model_dir):
         try:
-            stamp.append(file_stamp(path))
+            stamped.append((path, file_stamp(path)))
         except OSError as error:  # missing, dangling or a symlink loop
             raise CheckpointError(f"{path}: cannot be read ({error})") from None
-    return stamp
+    return stamped
 
 
 def _fingerprint_memo(model_dir: Path) -> tuple[Path, list, str | None]:
@@ -117,12 +122,12 @@ def check_unchanged(
     than the one stamped: they changed while they were being ``what`` (hashed, converted), so
     what was read may be another checkpoint's (a folder swapped and put back, a snapshot's
     link re-pointed) and is not kept."""
-    current = files_stamp(model_dir)
-    changed = [Path(entry[0]).name for entry, now in zip(stamp, current) if entry != now]
+    current = _stamped_files(model_dir)
+    changed = [Path(entry[0]).name for entry, (_, now) in zip(stamp, current) if entry != now]
     if len(current) != len(stamp):
         changed.append("the list of weight files")
     expected: dict[str, list[int]] = {}
-    for path, entry in zip(fingerprinted_files(model_dir), stamp):
+    for (path, _), entry in zip(current, stamp):
         expected[os.path.abspath(path)] = expected[str(entry[0])] = stamp_identity(entry)
     changed += [Path(path).name for path, seen in opened if expected.get(path, seen) != seen]
     if changed:
@@ -132,9 +137,34 @@ def check_unchanged(
         )
 
 
+def discard_unless_unchanged(
+    model_dir: Path,
+    stamp: list,
+    opened: Sequence[tuple[str, list[int]]],
+    built: Sequence[Path],
+    source: Path | None,
+    fp32_key: str,
+) -> None:
+    """After a conversion: :func:`check_unchanged` (``"converted"``), and for a graph made
+    from an fp32 graph (``source``: int8, fp16), that graph must be the entry ``fp32_key`` of
+    the same weights. Otherwise the graph may be another checkpoint's: the ``built`` files
+    are removed and ``CheckpointError`` raised."""
+    try:
+        check_unchanged(model_dir, stamp, "converted", opened)
+        if source is not None and source.parent.name != fp32_key:
+            raise CheckpointError(
+                f"{model_dir}: the weights changed while the checkpoint was being "
+                "converted (its fp32 graph is another's); no graph was cached, try again"
+            )
+    except CheckpointError:
+        for path in built:
+            path.unlink(missing_ok=True)
+        raise
+
+
 def weights_fingerprint(model_dir: Path) -> str:
     """A digest of the checkpoint's weight files (``convert.weights_fingerprint``: safetensors,
-    or PyTorch ``.bin`` files where there are none), memoised by their paths, sizes and mtimes."""
+    or PyTorch ``.bin`` files where there are none), memoised by their :func:`files_stamp`."""
     memo, stamp, memoised = _fingerprint_memo(model_dir)
     if memoised is not None:
         return memoised
@@ -184,8 +214,7 @@ def weights_key_and_stamp(model_dir: Path) -> tuple[str, list[list]]:
         fingerprint = _remember_fingerprint(stamp_memo, stamp, files_digest)
         _remember_digest(fingerprint, digest)
         return f"{fingerprint}|{digest}", stamp
-    memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
-    saved = read_memo(memo) or {}  # damaged or replaced: digested again
+    saved = read_memo(_digest_memo(fingerprint)) or {}  # damaged or replaced: digested again
     if (
         saved.get("fingerprint") == fingerprint
         and saved.get("version") == DIGEST_VERSION
@@ -205,11 +234,15 @@ def _digest_and_opened(model_dir: Path) -> tuple[str, Opened]:
         return weights_digest(model_dir), opened
 
 
+def _digest_memo(fingerprint: str) -> Path:
+    """Where the values' digest of the weights with file ``fingerprint`` is memoised."""
+    return cache_root() / "digests" / f"{fingerprint[:32]}.json"
+
+
 def _remember_digest(fingerprint: str, digest: str) -> None:
-    memo = cache_root() / "digests" / f"{fingerprint[:32]}.json"
     record = {"fingerprint": fingerprint, "version": DIGEST_VERSION, "digest": digest}
     with contextlib.suppress(OSError):  # a read-only cache only costs a new digest next time
-        write_text_atomic(memo, json.dumps(record))
+        write_text_atomic(_digest_memo(fingerprint), json.dumps(record))
 
 
 GRAPH_VARIANT = "fused-attention"
@@ -296,17 +329,7 @@ def converted_graph(
     # Weights rewritten while converting: the graph may be another checkpoint's. int8 and
     # fp16 are made from the fp32 graph of the same key, or not at all.
     fp32_key = entry_key(weights, family, layers, "fp32")
-    try:
-        check_unchanged(files.model_dir, stamp, "converted", opened)
-        if source is not None and source.parent.name != fp32_key:
-            raise CheckpointError(
-                f"{files.model_dir}: the weights changed while the checkpoint was being "
-                "converted (its fp32 graph is another's); no graph was cached, try again"
-            )
-    except CheckpointError:
-        for path in graph_files(graph):
-            path.unlink(missing_ok=True)
-        raise
+    discard_unless_unchanged(files.model_dir, stamp, opened, graph_files(graph), source, fp32_key)
     meta = {
         "model": files.name,
         "revision": files.revision,

@@ -30,14 +30,7 @@ from typing import Any
 
 from .. import convert
 from ..catalog.lora_tasks import graph_family, lora_task
-from ..errors import (
-    CheckpointError,
-    InputValueError,
-    ModelLoadError,
-    RustBertScoreError,
-    warn,
-    warn_user,
-)
+from ..errors import InputValueError, ModelLoadError, RustBertScoreError, warn, warn_user
 from ..stages.openvino_encoder import (
     DYNAMIC_QUANTIZATION_GROUP,
     OpenVINOEncoder,
@@ -54,7 +47,7 @@ from .files import ModelFiles
 from .graph_cache import (
     CACHE_WRITE_ERRNOS,
     cache_root,
-    check_unchanged,
+    discard_unless_unchanged,
     weights_fingerprint,
     weights_key_and_stamp,
 )
@@ -188,17 +181,9 @@ def openvino_graph_path(
     entry.mkdir(parents=True, exist_ok=True)
     with opened_files() as opened:
         source = _build_entry(files, config, num_layers, all_layers, kind, entry, paths)
-    try:  # weights rewritten while converting: the graph may be another checkpoint's
-        check_unchanged(files.model_dir, stamp, "converted", opened)
-        if source is not None and source.parent.name != entry_key(weights, family, layers, "fp32"):
-            raise CheckpointError(
-                f"{files.model_dir}: the weights changed while the checkpoint was being "
-                "converted (its fp32 graph is another's); no graph was cached, try again"
-            )
-    except CheckpointError:
-        for path in paths:
-            path.unlink(missing_ok=True)
-        raise
+    # Weights rewritten while converting: the graph may be another checkpoint's.
+    fp32_key = entry_key(weights, family, layers, "fp32")
+    discard_unless_unchanged(files.model_dir, stamp, opened, paths, source, fp32_key)
     meta = {
         "model": files.name,
         "revision": files.revision,

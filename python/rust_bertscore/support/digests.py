@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputValueError
+from . import read_record
 from .boundary import NO_CAP, open_stream
 
 _HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
@@ -101,8 +102,7 @@ def file_stamp(path: Path) -> list[str | int]:
         real = path.resolve(strict=True)
     except RuntimeError as error:  # a symlink loop
         raise OSError(f"{path}: {error}") from None
-    info = real.stat()
-    return [str(real), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+    return [str(real), *read_record.stat_identity(real.stat())]
 
 
 def stamp_identity(stamp: list[str | int]) -> list[int]:

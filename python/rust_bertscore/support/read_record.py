@@ -140,11 +140,17 @@ def opened_files() -> Iterator[Opened]:
         _OPENED.reset(token)
 
 
+def stat_identity(info: os.stat_result) -> list[int]:
+    """What identifies the file a ``stat`` describes, in :data:`Opened`'s order: device,
+    inode, size, modification and change times."""
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
 def note_identity(path: str | os.PathLike[str], info: os.stat_result) -> None:
     """Called by the boundary for each file it opens, with the open descriptor's ``fstat``."""
     lists = _OPENED.get()
     if lists:
-        identity = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+        identity = stat_identity(info)
         for opened in lists:
             opened.append((os.path.abspath(path), identity))
 
